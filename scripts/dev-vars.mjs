@@ -1,0 +1,24 @@
+// The git-ignored .dev.vars holds the local dev secret that `wrangler dev` loads.
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+
+export const DEV_VARS = new URL("../.dev.vars", import.meta.url);
+
+export function readDevSecret() {
+  if (!existsSync(DEV_VARS)) return undefined;
+  const line = readFileSync(DEV_VARS, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("AUTH_JWT_SECRET="));
+  return line?.slice("AUTH_JWT_SECRET=".length).trim().replace(/^"|"$/g, "") || undefined;
+}
+
+/** Creates .dev.vars with a random secret on first run; keeps an existing one. */
+export function ensureDevSecret() {
+  const existing = readDevSecret();
+  if (existing) return { secret: existing, created: false };
+  const secret = randomBytes(32).toString("hex");
+  const before = existsSync(DEV_VARS) ? readFileSync(DEV_VARS, "utf8") : "";
+  const separator = before === "" || before.endsWith("\n") ? "" : "\n";
+  writeFileSync(DEV_VARS, `${before}${separator}# Local dev only (git-ignored). Tokens: npm run token -- <userId>\nAUTH_JWT_SECRET="${secret}"\n`);
+  return { secret, created: true };
+}

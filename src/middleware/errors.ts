@@ -1,0 +1,67 @@
+import type { Context, ErrorHandler, NotFoundHandler } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { DatabaseError } from "../db/subscriptions";
+import type { AppEnv } from "../env";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { ApiError, type ErrorObject, errorDocument, respond, toErrorObject } from "../jsonapi";
+
+/** Statuses Hono's own middleware raise, as JSON:API errors. */
+const httpExceptionTitles: Record<number, { title: string; detail: string }> = {
+  400: { title: "Malformed request body", detail: "The request body is not valid JSON." },
+  413: { title: "Request body too large", detail: "The request body exceeds the limit of 1 MiB." },
+};
+
+export function errorResponse(
+  c: Context<AppEnv>,
+  status: number,
+  errors: ErrorObject[],
+  headers: Record<string, string> = {},
+): Response {
+  return respond(c, errorDocument(errors), status as ContentfulStatusCode, headers);
+}
+
+/** The one place where failures become responses. */
+export const onError: ErrorHandler<AppEnv> = (err, c) => {
+  if (err instanceof ApiError) return errorResponse(c, err.status, err.errors, err.headers);
+
+  if (err instanceof HTTPException && httpExceptionTitles[err.status]) {
+    const { title, detail } = httpExceptionTitles[err.status];
+    return errorResponse(c, err.status, [toErrorObject({ status: err.status, title, detail })]);
+  }
+
+  const requestId = c.get("requestId");
+  if (err instanceof DatabaseError) {
+    console.error(JSON.stringify({ level: "error", requestId, event: "database_error", error: String(err.cause) }));
+    return errorResponse(c, 503, [
+      toErrorObject({
+        status: 503,
+        title: "Service unavailable",
+        detail: "The database could not be reached. Nothing was changed; retry the request.",
+      }),
+    ], { "Retry-After": "1" });
+  }
+
+  console.error(JSON.stringify({ level: "error", requestId, event: "unhandled_error", error: String(err), stack: err.stack }));
+  return errorResponse(c, 500, [
+    toErrorObject({
+      status: 500,
+      title: "Internal server error",
+      detail: `The request could not be completed. Quote request id ${requestId} when reporting this.`,
+    }),
+  ]);
+};
+
+export const onNotFound: NotFoundHandler<AppEnv> = (c) =>
+  errorResponse(c, 404, [
+    toErrorObject({ status: 404, title: "Not found", detail: `No resource lives at ${c.req.path}.` }),
+  ]);
+
+export function methodNotAllowedResponse(c: Context<AppEnv>, methods: string[]): Response {
+  const allow = methods.join(", ");
+  return errorResponse(
+    c,
+    405,
+    [toErrorObject({ status: 405, title: "Method not allowed", detail: `${c.req.method} is not allowed here; allowed: ${allow}.` })],
+    { Allow: allow },
+  );
+}

@@ -1,0 +1,29 @@
+import { Hono } from "hono";
+import { type AppEnv, configured } from "../env";
+import { linkMethodExtUri } from "../jsonapi";
+
+/**
+ * GET /ext/link-method: the URI of the service's link-method extension dereferences to its
+ * description (CONTRACT, placeholders), as JSON:API recommends for extension URIs.
+ */
+export const extensionRoutes = new Hono<AppEnv>().get("/link-method", (c) => {
+  const uri = linkMethodExtUri(c.req.url, configured(c.env.PUBLIC_BASE_URL));
+  return c.text(
+    `JSON:API extension "link-method"
+URI: ${uri}
+
+This extension adds one member to JSON:API link objects:
+
+  method  (string) The HTTP method to use when following the link. Allowed value: "DELETE".
+
+A subscription's links.unsubscribe is such a link object:
+
+  "unsubscribe": { "href": "/v1/subscriptions/<guid>", "method": "DELETE" }
+
+Following it (DELETE on href, with the same bearer token) unsubscribes the user: 204 No Content.
+Clients that do not know the extension can ignore the member; href alone still names the subscription.
+`,
+    200,
+    { "Cache-Control": "public, max-age=86400" },
+  );
+});

@@ -1,0 +1,96 @@
+import { zValidator } from "@hono/zod-validator";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { z } from "zod";
+import { database, findSubscription, listSubscriptions, subscribe, unsubscribe } from "../db/subscriptions";
+import type { AppEnv } from "../env";
+import { dataDocument, respond } from "../jsonapi";
+import { negotiate } from "../middleware/negotiation";
+import { MAX_BODY_BYTES } from "../limits";
+import {
+  isReservedParameter,
+  pageQueryError,
+  pageQuerySchema,
+  paginationLinks,
+  unsupportedQueryParameter,
+} from "../pagination";
+import {
+  guidSchema,
+  invalidGuid,
+  subscriptionDocumentError,
+  subscriptionDocumentSchema,
+  subscriptionNotFound,
+  subscriptionPath,
+  toSubscriptionResource,
+} from "../resources/subscription";
+
+const COLLECTION_PATH = "/v1/subscriptions";
+
+const guidParam = zValidator("param", z.object({ guid: guidSchema }), (result) => {
+  if (!result.success) throw invalidGuid();
+});
+
+/** GET /v1/subscriptions/{guid} takes no query parameters; reserved ones are refused, others ignored. */
+const noQuery = zValidator("query", z.record(z.string(), z.unknown()), (result) => {
+  const reserved = Object.keys(result.data).find(isReservedParameter);
+  if (reserved !== undefined) throw unsupportedQueryParameter(reserved);
+});
+
+export const subscriptionRoutes = new Hono<AppEnv>()
+  .use(negotiate("none"))
+
+  // List subscriptions, page by page (specification: GET /v1/subscriptions).
+  .get(
+    "/",
+    zValidator("query", pageQuerySchema, (result) => {
+      if (!result.success) throw pageQueryError(result.error);
+    }),
+    async (c) => {
+      const page = c.req.valid("query");
+      const { total, rows } = await listSubscriptions(database(c.env.DB), c.get("userId"), page);
+      return respond(
+        c,
+        dataDocument(
+          rows.map((row) => toSubscriptionResource(row)),
+          { links: paginationLinks(COLLECTION_PATH, page, total), meta: { total } },
+        ),
+      );
+    },
+  )
+
+  // Add a subscription; idempotent (specification: POST /v1/subscriptions, CONTRACT 5).
+  .post(
+    "/",
+    bodyLimit({ maxSize: MAX_BODY_BYTES }),
+    zValidator("json", subscriptionDocumentSchema, (result) => {
+      if (!result.success) throw subscriptionDocumentError(result.error, result.data);
+    }),
+    async (c) => {
+      const { created, subscription } = await subscribe(
+        database(c.env.DB),
+        c.get("userId"),
+        c.req.valid("json"),
+        Date.now(),
+      );
+      const document = dataDocument(toSubscriptionResource(subscription));
+      if (!created) return respond(c, document);
+      const location = new URL(subscriptionPath(subscription.guid), c.req.url).href;
+      return respond(c, document, 201, { Location: location });
+    },
+  )
+
+  // Get one subscription of the user (specification: GET /v1/subscriptions/{guid}).
+  .get("/:guid", guidParam, noQuery, async (c) => {
+    const { guid } = c.req.valid("param");
+    const subscription = await findSubscription(database(c.env.DB), c.get("userId"), guid);
+    if (!subscription) throw subscriptionNotFound();
+    return respond(c, dataDocument(toSubscriptionResource(subscription)));
+  })
+
+  // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (CONTRACT 5).
+  .delete("/:guid", guidParam, noQuery, async (c) => {
+    const { guid } = c.req.valid("param");
+    const removed = await unsubscribe(database(c.env.DB), c.get("userId"), guid, Date.now());
+    if (!removed) throw subscriptionNotFound();
+    return c.body(null, 204);
+  });

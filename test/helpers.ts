@@ -1,0 +1,150 @@
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { sign } from "hono/jwt";
+import type { JWTPayload } from "hono/utils/jwt/types";
+import app from "../src/index";
+
+export const JSONAPI = "application/vnd.api+json";
+export const ATOMIC = "https://jsonapi.org/ext/atomic";
+export const ATOMIC_MEDIA_TYPE = `${JSONAPI};ext="${ATOMIC}"`;
+export const ORIGIN = "https://api.example.test";
+
+export const TEST_SECRET = env.AUTH_JWT_SECRET as string;
+
+/** An HS256 token for `sub`, valid for an hour unless `claims` say otherwise. */
+export function tokenFor(sub: unknown, claims: Partial<JWTPayload> = {}, secret = TEST_SECRET): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return sign({ sub, iat: now, exp: now + 3600, ...claims } as JWTPayload, secret, "HS256");
+}
+
+export type Bindings = typeof env;
+
+/** Sends one request through the worker, with the real bindings unless some are replaced. */
+export async function send(request: Request, bindings: Partial<Bindings> = {}): Promise<Response> {
+  const ctx = createExecutionContext();
+  const response = await app.fetch(request, { ...env, ...bindings }, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+export interface Caller {
+  userId: string;
+  token: string;
+  get(path: string, headers?: HeadersInit): Promise<Response>;
+  post(path: string, body: unknown, headers?: HeadersInit): Promise<Response>;
+  delete(path: string, headers?: HeadersInit): Promise<Response>;
+  operations(operations: unknown, headers?: HeadersInit): Promise<Response>;
+}
+
+/** A client acting as `userId`: sends JSON:API requests with its bearer token. */
+export async function as(userId: string, bindings: Partial<Bindings> = {}): Promise<Caller> {
+  const token = await tokenFor(userId);
+  const request = (method: string, path: string, headers: HeadersInit = {}, body?: string) =>
+    send(
+      new Request(`${ORIGIN}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${token}`, Accept: JSONAPI, ...Object.fromEntries(new Headers(headers)) },
+        body,
+      }),
+      bindings,
+    );
+  return {
+    userId,
+    token,
+    get: (path, headers) => request("GET", path, headers),
+    delete: (path, headers) => request("DELETE", path, headers),
+    post: (path, body, headers) =>
+      request(
+        "POST",
+        path,
+        { "Content-Type": JSONAPI, ...Object.fromEntries(new Headers(headers)) },
+        typeof body === "string" ? body : JSON.stringify(body),
+      ),
+    operations: (operations, headers) =>
+      request(
+        "POST",
+        "/v1/operations",
+        { "Content-Type": ATOMIC_MEDIA_TYPE, Accept: ATOMIC_MEDIA_TYPE, ...Object.fromEntries(new Headers(headers)) },
+        typeof operations === "string" ? operations : JSON.stringify(operations),
+      ),
+  };
+}
+
+export function subscriptionDocument(guid: string, feedUrl: string) {
+  return { data: { type: "subscription", id: guid, attributes: { feedUrl } } };
+}
+
+export function addOperation(guid: string, feedUrl: string) {
+  return { op: "add", ...subscriptionDocument(guid, feedUrl) };
+}
+
+/** A fresh random feed: a UUID and a URL naming it. */
+export function newFeed(): { guid: string; feedUrl: string } {
+  const guid = crypto.randomUUID();
+  return { guid, feedUrl: `https://feeds.example.com/${guid}.xml` };
+}
+
+/** A D1 binding that counts the calls (round trips) made through it: each statement run, each batch. */
+export function countingD1(real: D1Database): { binding: D1Database; calls: () => number; reset: () => void } {
+  let calls = 0;
+  const binding = wrapD1(real, () => {
+    calls++;
+  });
+  return { binding, calls: () => calls, reset: () => void (calls = 0) };
+}
+
+/** A D1 binding whose `failAt`-th call (1-based) throws, as D1 does when it is unreachable. */
+export function failingD1(real: D1Database, failAt: number): D1Database {
+  let calls = 0;
+  return wrapD1(real, () => {
+    calls++;
+    if (calls === failAt) throw new Error("D1_ERROR: injected failure: Network connection lost.");
+  });
+}
+
+const realStatement = new WeakMap<object, D1PreparedStatement>();
+
+function wrapStatement(statement: D1PreparedStatement, onCall: () => void): D1PreparedStatement {
+  const wrapped = new Proxy(statement, {
+    get(target, property) {
+      if (property === "bind") {
+        return (...values: unknown[]) => wrapStatement(target.bind(...values), onCall);
+      }
+      if (property === "all" || property === "run" || property === "first" || property === "raw") {
+        return async (...args: unknown[]) => {
+          onCall();
+          return (target[property] as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  realStatement.set(wrapped, statement);
+  return wrapped;
+}
+
+function wrapD1(real: D1Database, onCall: () => void): D1Database {
+  return new Proxy(real, {
+    get(target, property) {
+      if (property === "prepare") return (query: string) => wrapStatement(target.prepare(query), onCall);
+      if (property === "batch") {
+        return async (statements: D1PreparedStatement[]) => {
+          onCall();
+          return target.batch(statements.map((statement) => realStatement.get(statement) ?? statement));
+        };
+      }
+      if (property === "exec") {
+        return async (query: string) => {
+          onCall();
+          return target.exec(query);
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+export async function json(response: Response): Promise<any> {
+  return response.json();
+}
