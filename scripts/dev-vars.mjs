@@ -19,6 +19,9 @@ export function ensureDevSecret() {
   const secret = randomBytes(32).toString("hex");
   const before = existsSync(DEV_VARS) ? readFileSync(DEV_VARS, "utf8") : "";
   const separator = before === "" || before.endsWith("\n") ? "" : "\n";
-  writeFileSync(DEV_VARS, `${before}${separator}# Local dev only (git-ignored). Tokens: npm run token -- <userId>\nAUTH_JWT_SECRET="${secret}"\n`);
+  writeFileSync(
+    DEV_VARS,
+    `${before}${separator}# Local dev only (git-ignored). Tokens: npm run token -- <userId>\nAUTH_JWT_SECRET="${secret}"\n`,
+  );
   return { secret, created: true };
 }

@@ -19,9 +19,7 @@ export function linkMethodExtUri(requestUrl: string, publicBaseUrl: string | und
 }
 
 export function jsonApiContentType(extensions: readonly string[] = []): string {
-  return extensions.length === 0
-    ? JSONAPI_MEDIA_TYPE
-    : `${JSONAPI_MEDIA_TYPE};ext="${extensions.join(" ")}"`;
+  return extensions.length === 0 ? JSONAPI_MEDIA_TYPE : `${JSONAPI_MEDIA_TYPE};ext="${extensions.join(" ")}"`;
 }
 
 // ---------------------------------------------------------------------------------------------

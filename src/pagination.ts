@@ -15,7 +15,10 @@ const PAGE_NUMBER = "page[number]";
 const PAGE_SIZE = "page[size]";
 
 /** Decimal digits only: `1.5`, `1e3`, `+2`, ` 3` and the empty string are all refused. */
-const decimal = z.string().regex(/^[0-9]+$/).transform(Number);
+const decimal = z
+  .string()
+  .regex(/^[0-9]+$/)
+  .transform(Number);
 
 /**
  * Query parameters of a collection (CONTRACT 3). Names JSON:API reserves (`include`, `sort`,
@@ -34,10 +37,12 @@ export const pageQuerySchema = z
       if (isReservedParameter(name)) ctx.addIssue({ code: "custom", path: [name], message: "reserved" });
     }
   })
-  .transform((query): PageParams => ({
-    number: query[PAGE_NUMBER] ?? 1,
-    size: query[PAGE_SIZE] ?? DEFAULT_PAGE_SIZE,
-  }));
+  .transform(
+    (query): PageParams => ({
+      number: query[PAGE_NUMBER] ?? 1,
+      size: query[PAGE_SIZE] ?? DEFAULT_PAGE_SIZE,
+    }),
+  );
 
 /** A query parameter JSON:API reserves for itself (a family name, or all lowercase a-z). */
 export function isReservedParameter(name: string): boolean {

@@ -89,7 +89,13 @@ export function countingD1(real: D1Database): { binding: D1Database; calls: () =
   const binding = wrapD1(real, () => {
     calls++;
   });
-  return { binding, calls: () => calls, reset: () => void (calls = 0) };
+  return {
+    binding,
+    calls: () => calls,
+    reset: () => {
+      calls = 0;
+    },
+  };
 }
 
 /** A D1 binding whose `failAt`-th call (1-based) throws, as D1 does when it is unreachable. */
@@ -143,8 +149,4 @@ function wrapD1(real: D1Database, onCall: () => void): D1Database {
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
-}
-
-export async function json(response: Response): Promise<any> {
-  return response.json();
 }

@@ -3,8 +3,8 @@ import { HTTPException } from "hono/http-exception";
 import { jwk } from "hono/jwk";
 import { jwt } from "hono/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
-import type { JWTPayload } from "hono/utils/jwt/types";
 import { decodeHeader } from "hono/utils/jwt/jwt";
+import type { JWTPayload } from "hono/utils/jwt/types";
 import { type AppBindings, type AppEnv, configured } from "../env";
 import { ApiError } from "../jsonapi";
 
@@ -45,7 +45,7 @@ function inlineJwks(env: AppBindings): HonoJsonWebKey[] | undefined {
   } catch {
     // reported below
   }
-  throw misconfigured("AUTH_JWKS is not a JSON Web Key Set ({\"keys\": [...]}).");
+  throw misconfigured('AUTH_JWKS is not a JSON Web Key Set ({"keys": [...]}).');
 }
 
 function tokenAlgorithm(c: Context<AppEnv>): string | undefined {
@@ -93,7 +93,10 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
     await verify(c, async () => {});
   } catch (err) {
     if (err instanceof HTTPException && err.status === 401) {
-      throw unauthorized(c, c.req.header("Authorization") ? "The bearer token is invalid or expired." : "A bearer token is required.");
+      throw unauthorized(
+        c,
+        c.req.header("Authorization") ? "The bearer token is invalid or expired." : "A bearer token is required.",
+      );
     }
     if (err instanceof ApiError) throw err;
     // The identity provider's key set could not be fetched or read.
@@ -107,7 +110,11 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const payload = c.get("jwtPayload" as never) as JWTPayload;
   if (typeof payload.exp !== "number") throw unauthorized(c, "The bearer token has no expiry (exp).");
   const userId = userIdFrom(payload);
-  if (!userId) throw unauthorized(c, `The bearer token's sub must be a non-empty string of at most ${MAX_USER_ID_LENGTH} characters.`);
+  if (!userId)
+    throw unauthorized(
+      c,
+      `The bearer token's sub must be a non-empty string of at most ${MAX_USER_ID_LENGTH} characters.`,
+    );
   c.set("userId", userId);
   await next();
 };

@@ -1,8 +1,8 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { DatabaseError } from "../db/subscriptions";
 import type { AppEnv } from "../env";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ApiError, type ErrorObject, errorDocument, respond, toErrorObject } from "../jsonapi";
 
 /** Statuses Hono's own middleware raise, as JSON:API errors. */
@@ -32,16 +32,23 @@ export const onError: ErrorHandler<AppEnv> = (err, c) => {
   const requestId = c.get("requestId");
   if (err instanceof DatabaseError) {
     console.error(JSON.stringify({ level: "error", requestId, event: "database_error", error: String(err.cause) }));
-    return errorResponse(c, 503, [
-      toErrorObject({
-        status: 503,
-        title: "Service unavailable",
-        detail: "The database could not be reached. Nothing was changed; retry the request.",
-      }),
-    ], { "Retry-After": "1" });
+    return errorResponse(
+      c,
+      503,
+      [
+        toErrorObject({
+          status: 503,
+          title: "Service unavailable",
+          detail: "The database could not be reached. Nothing was changed; retry the request.",
+        }),
+      ],
+      { "Retry-After": "1" },
+    );
   }
 
-  console.error(JSON.stringify({ level: "error", requestId, event: "unhandled_error", error: String(err), stack: err.stack }));
+  console.error(
+    JSON.stringify({ level: "error", requestId, event: "unhandled_error", error: String(err), stack: err.stack }),
+  );
   return errorResponse(c, 500, [
     toErrorObject({
       status: 500,
@@ -61,7 +68,13 @@ export function methodNotAllowedResponse(c: Context<AppEnv>, methods: string[]):
   return errorResponse(
     c,
     405,
-    [toErrorObject({ status: 405, title: "Method not allowed", detail: `${c.req.method} is not allowed here; allowed: ${allow}.` })],
+    [
+      toErrorObject({
+        status: 405,
+        title: "Method not allowed",
+        detail: `${c.req.method} is not allowed here; allowed: ${allow}.`,
+      }),
+    ],
     { Allow: allow },
   );
 }

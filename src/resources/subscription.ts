@@ -10,7 +10,9 @@ export const guidSchema = z.guid().transform((guid) => guid.toLowerCase());
 
 function isAbsoluteHttpUrl(value: string): boolean {
   // Raw whitespace and control characters are not part of a URL; the URL parser would quietly strip them.
-  if (/[\s\u0000-\u001f\u007f]/.test(value)) return false;
+  if (/\s/.test(value) || [...value].some((ch) => (ch.codePointAt(0) ?? 0) < 0x20 || ch === "\u007f")) return false;
+  // A lone surrogate cannot be stored as UTF-8 unchanged, and feedUrl is stored exactly as sent.
+  if (!value.isWellFormed()) return false;
   if (!URL.canParse(value)) return false;
   const url = new URL(value);
   return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
@@ -92,7 +94,9 @@ function validationError(issue: Issue, input: unknown, base: string): ErrorObjec
       return toErrorObject({
         status: 422,
         title: "Invalid attribute",
-        detail: missing ? "The resource object has no attributes: feedUrl is required." : "attributes must be an object.",
+        detail: missing
+          ? "The resource object has no attributes: feedUrl is required."
+          : "attributes must be an object.",
         source: { pointer: at },
       });
     default:

@@ -32,7 +32,7 @@ const operationsDocumentSchema = z.object({
 });
 
 /** Request-level problems: answered with a top-level errors document and no results (CONTRACT 6). */
-function operationsDocumentError(error: z.core.$ZodError): ApiError {
+function operationsDocumentError(error: z.core.$ZodError, body: unknown): ApiError {
   const issue = error.issues[0];
   if (issue.code === "too_big") {
     return new ApiError({
@@ -43,14 +43,15 @@ function operationsDocumentError(error: z.core.$ZodError): ApiError {
       meta: { maxOperations: MAX_OPERATIONS },
     });
   }
-  const root = issue.path.length === 0;
+  // The pointer names the offending member, or the document root when the member is missing.
+  const present = issue.path.length > 0 && (body as Record<string, unknown>)[OPERATIONS] !== undefined;
   return new ApiError({
     status: 400,
     title: "Invalid document",
-    detail: root
-      ? `The request body must be a JSON object with an ${OPERATIONS} array.`
-      : `${OPERATIONS} must be a non-empty array of operation objects.`,
-    source: { pointer: root ? "" : pointerTo("", OPERATIONS) },
+    detail: present
+      ? `${OPERATIONS} must be a non-empty array of operation objects.`
+      : `The request body must be a JSON object with an ${OPERATIONS} array.`,
+    source: { pointer: present ? pointerTo("", OPERATIONS) : "" },
   });
 }
 
@@ -69,13 +70,21 @@ function parseOperation(operation: unknown, index: number): Validated<NewSubscri
     return invalidOperation(at, "Invalid operation", 'An operation needs an op member (a string; "add").');
   }
   if (UNSUPPORTED_OPS.has(op)) {
-    return invalidOperation(`${at}/op`, "Unsupported operation", `This server supports only "add"; "${op}" is not available.`);
+    return invalidOperation(
+      `${at}/op`,
+      "Unsupported operation",
+      `This server supports only "add"; "${op}" is not available.`,
+    );
   }
   if (op !== "add") {
     return invalidOperation(`${at}/op`, "Invalid operation", `Unknown op "${op}"; this server supports "add".`);
   }
   if (data === undefined) {
-    return invalidOperation(at, "Invalid resource object", "An add operation needs a data member: one resource object.");
+    return invalidOperation(
+      at,
+      "Invalid resource object",
+      "An add operation needs a data member: one resource object.",
+    );
   }
   return parseSubscriptionResource(data, pointerTo(at, "data"));
 }
@@ -84,11 +93,12 @@ function parseOperation(operation: unknown, index: number): Validated<NewSubscri
  * POST /v1/operations: Atomic Operations, except that operations are independent (specification):
  * each succeeds or fails on its own, and failures are reported inline in `atomic:results`.
  */
-export const operationRoutes = new Hono<AppEnv>().use(negotiate("atomic")).post(
+export const operationRoutes = new Hono<AppEnv>().post(
   "/",
+  negotiate("atomic"),
   bodyLimit({ maxSize: MAX_BODY_BYTES }),
   zValidator("json", operationsDocumentSchema, (result) => {
-    if (!result.success) throw operationsDocumentError(result.error);
+    if (!result.success) throw operationsDocumentError(result.error, result.data);
   }),
   async (c) => {
     const parsed = c.req.valid("json")[OPERATIONS].map(parseOperation);

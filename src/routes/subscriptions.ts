@@ -5,8 +5,8 @@ import { z } from "zod";
 import { database, findSubscription, listSubscriptions, subscribe, unsubscribe } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { dataDocument, respond } from "../jsonapi";
-import { negotiate } from "../middleware/negotiation";
 import { MAX_BODY_BYTES } from "../limits";
+import { negotiate } from "../middleware/negotiation";
 import {
   isReservedParameter,
   pageQueryError,
@@ -36,12 +36,14 @@ const noQuery = zValidator("query", z.record(z.string(), z.unknown()), (result) 
   if (reserved !== undefined) throw unsupportedQueryParameter(reserved);
 });
 
+const jsonApi = negotiate("none");
+
 export const subscriptionRoutes = new Hono<AppEnv>()
-  .use(negotiate("none"))
 
   // List subscriptions, page by page (specification: GET /v1/subscriptions).
   .get(
     "/",
+    jsonApi,
     zValidator("query", pageQuerySchema, (result) => {
       if (!result.success) throw pageQueryError(result.error);
     }),
@@ -61,6 +63,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   // Add a subscription; idempotent (specification: POST /v1/subscriptions, CONTRACT 5).
   .post(
     "/",
+    jsonApi,
     bodyLimit({ maxSize: MAX_BODY_BYTES }),
     zValidator("json", subscriptionDocumentSchema, (result) => {
       if (!result.success) throw subscriptionDocumentError(result.error, result.data);
@@ -80,7 +83,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   )
 
   // Get one subscription of the user (specification: GET /v1/subscriptions/{guid}).
-  .get("/:guid", guidParam, noQuery, async (c) => {
+  .get("/:guid", jsonApi, guidParam, noQuery, async (c) => {
     const { guid } = c.req.valid("param");
     const subscription = await findSubscription(database(c.env.DB), c.get("userId"), guid);
     if (!subscription) throw subscriptionNotFound();
@@ -88,7 +91,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   })
 
   // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (CONTRACT 5).
-  .delete("/:guid", guidParam, noQuery, async (c) => {
+  .delete("/:guid", jsonApi, guidParam, noQuery, async (c) => {
     const { guid } = c.req.valid("param");
     const removed = await unsubscribe(database(c.env.DB), c.get("userId"), guid, Date.now());
     if (!removed) throw subscriptionNotFound();

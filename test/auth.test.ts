@@ -1,0 +1,197 @@
+import { env } from "cloudflare:test";
+import { sign } from "hono/jwt";
+import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
+import type { JWTPayload } from "hono/utils/jwt/types";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { countingD1, JSONAPI, ORIGIN, send, tokenFor } from "./helpers";
+
+const now = () => Math.floor(Date.now() / 1000);
+
+function list(authorization: string | undefined, bindings: Parameters<typeof send>[1] = {}) {
+  const headers: Record<string, string> = { Accept: JSONAPI };
+  if (authorization !== undefined) headers.Authorization = authorization;
+  return send(new Request(`${ORIGIN}/v1/subscriptions`, { headers }), bindings);
+}
+
+function base64url(value: string): string {
+  return btoa(value).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+async function expectRejected(response: Response, tokenPresented = true) {
+  expect(response.status).toBe(401);
+  expect(response.headers.get("Content-Type")).toBe(JSONAPI);
+  expect(response.headers.get("WWW-Authenticate")).toBe(
+    tokenPresented ? 'Bearer realm="subscriptions", error="invalid_token"' : 'Bearer realm="subscriptions"',
+  );
+  const body = (await response.json()) as { errors: { status: string; title: string }[] };
+  expect(body.errors[0]).toMatchObject({ status: "401", title: "Unauthorized" });
+}
+
+/** An asymmetric key pair as JWKs, with `kid` and `alg` set as an identity provider publishes them. */
+async function keyPair(alg: "RS256" | "ES256" | "EdDSA", kid: string) {
+  const algorithm =
+    alg === "RS256"
+      ? { name: "RSASSA-PKCS1-v1_5", modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: "SHA-256" }
+      : alg === "ES256"
+        ? { name: "ECDSA", namedCurve: "P-256" }
+        : { name: "Ed25519" };
+  const pair = (await crypto.subtle.generateKey(algorithm, true, ["sign", "verify"])) as CryptoKeyPair;
+  const publicJwk = (await crypto.subtle.exportKey("jwk", pair.publicKey)) as JsonWebKey;
+  const privateJwk = (await crypto.subtle.exportKey("jwk", pair.privateKey)) as JsonWebKey;
+  return {
+    publicJwk: { ...publicJwk, kid, alg, use: "sig" } as HonoJsonWebKey,
+    privateJwk: { ...privateJwk, kid, alg } as HonoJsonWebKey,
+  };
+}
+
+const jwksBindings = (keys: HonoJsonWebKey[]) => ({ AUTH_JWT_SECRET: "", AUTH_JWKS: JSON.stringify({ keys }) });
+
+describe("bearer tokens (HS256 secret)", () => {
+  it("accepts a valid token and acts as its sub", async () => {
+    const response = await list(`Bearer ${await tokenFor("alice")}`);
+    expect(response.status).toBe(200);
+  });
+
+  it("answers 401 with a bare challenge when no credentials are sent", async () => {
+    await expectRejected(await list(undefined), false);
+  });
+
+  it("rejects a non-Bearer scheme", async () => {
+    await expectRejected(await list(`Basic ${btoa("alice:secret")}`));
+  });
+
+  it("rejects a malformed token", async () => {
+    await expectRejected(await list("Bearer not.a.jwt"));
+    await expectRejected(await list("Bearer abc"));
+  });
+
+  it("rejects an expired token", async () => {
+    await expectRejected(await list(`Bearer ${await tokenFor("alice", { exp: now() - 10 })}`));
+  });
+
+  it("rejects a token without exp", async () => {
+    const token = await sign({ sub: "alice", iat: now() }, env.AUTH_JWT_SECRET as string, "HS256");
+    await expectRejected(await list(`Bearer ${token}`));
+  });
+
+  it("honours nbf", async () => {
+    await expectRejected(await list(`Bearer ${await tokenFor("alice", { nbf: now() + 600 })}`));
+    expect((await list(`Bearer ${await tokenFor("alice", { nbf: now() - 5 })}`)).status).toBe(200);
+  });
+
+  it("rejects a token signed with another secret", async () => {
+    await expectRejected(await list(`Bearer ${await tokenFor("alice", {}, "some-other-secret")}`));
+  });
+
+  it("rejects alg none", async () => {
+    const header = base64url(JSON.stringify({ alg: "none", typ: "JWT" }));
+    const payload = base64url(JSON.stringify({ sub: "alice", exp: now() + 3600 }));
+    await expectRejected(await list(`Bearer ${header}.${payload}.`));
+  });
+
+  it("rejects an algorithm the configured key does not use", async () => {
+    const { privateJwk } = await keyPair("RS256", "k1");
+    const token = await sign({ sub: "alice", exp: now() + 3600 }, privateJwk);
+    await expectRejected(await list(`Bearer ${token}`));
+    const hs512 = await sign({ sub: "alice", exp: now() + 3600 }, env.AUTH_JWT_SECRET as string, "HS512");
+    await expectRejected(await list(`Bearer ${hs512}`));
+  });
+
+  it("rejects a token whose sub is missing, empty, not a string or over 255 characters", async () => {
+    const secret = env.AUTH_JWT_SECRET as string;
+    const exp = now() + 3600;
+    for (const payload of [{ exp }, { exp, sub: "" }, { exp, sub: 42 }, { exp, sub: "u".repeat(256) }]) {
+      await expectRejected(await list(`Bearer ${await sign(payload as JWTPayload, secret, "HS256")}`));
+    }
+    expect((await list(`Bearer ${await tokenFor("u".repeat(255))}`)).status).toBe(200);
+  });
+
+  it("checks iss and aud when they are configured", async () => {
+    const bindings = { AUTH_ISSUER: "https://id.example.com/", AUTH_AUDIENCE: "podcast-sync" };
+    const good = await tokenFor("alice", { iss: "https://id.example.com/", aud: "podcast-sync" });
+    expect((await list(`Bearer ${good}`, bindings)).status).toBe(200);
+    await expectRejected(await list(`Bearer ${await tokenFor("alice", { aud: "podcast-sync" })}`, bindings));
+    await expectRejected(
+      await list(`Bearer ${await tokenFor("alice", { iss: "https://evil.example/", aud: "podcast-sync" })}`, bindings),
+    );
+    await expectRejected(
+      await list(`Bearer ${await tokenFor("alice", { iss: "https://id.example.com/", aud: "other" })}`, bindings),
+    );
+  });
+
+  it("makes no D1 call to authenticate", async () => {
+    const counter = countingD1(env.DB);
+    await list(undefined, { DB: counter.binding });
+    await list(`Bearer ${await tokenFor("alice", { exp: now() - 1 })}`, { DB: counter.binding });
+    expect(counter.calls()).toBe(0);
+  });
+});
+
+describe("bearer tokens (JWKS)", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  for (const alg of ["RS256", "ES256", "EdDSA"] as const) {
+    it(`accepts ${alg} tokens signed by a key of the inline JWKS`, async () => {
+      const { publicJwk, privateJwk } = await keyPair(alg, `key-${alg}`);
+      const token = await sign({ sub: "alice", exp: now() + 3600 }, privateJwk);
+      expect((await list(`Bearer ${token}`, jwksBindings([publicJwk]))).status).toBe(200);
+    });
+  }
+
+  it("rejects a token signed by a key that is not in the set", async () => {
+    const trusted = await keyPair("ES256", "trusted");
+    const stranger = await keyPair("ES256", "trusted");
+    const token = await sign({ sub: "alice", exp: now() + 3600 }, stranger.privateJwk);
+    await expectRejected(await list(`Bearer ${token}`, jwksBindings([trusted.publicJwk])));
+  });
+
+  it("rejects an HS256 token when only a JWKS is configured", async () => {
+    const { publicJwk } = await keyPair("RS256", "k1");
+    await expectRejected(await list(`Bearer ${await tokenFor("alice")}`, jwksBindings([publicJwk])));
+  });
+
+  it("requires exp on JWKS tokens too", async () => {
+    const { publicJwk, privateJwk } = await keyPair("ES256", "k1");
+    const token = await sign({ sub: "alice" }, privateJwk);
+    await expectRejected(await list(`Bearer ${token}`, jwksBindings([publicJwk])));
+  });
+
+  it("fetches the key set from AUTH_JWKS_URL", async () => {
+    const { publicJwk, privateJwk } = await keyPair("RS256", "remote");
+    const fetchSpy = vi
+      .spyOn(globalThis, "fetch")
+      .mockImplementation(async () => new Response(JSON.stringify({ keys: [publicJwk] })));
+    const token = await sign({ sub: "alice", exp: now() + 3600 }, privateJwk);
+    const bindings = { AUTH_JWT_SECRET: "", AUTH_JWKS_URL: "https://id.example.com/.well-known/jwks.json" };
+    expect((await list(`Bearer ${token}`, bindings)).status).toBe(200);
+    expect(String(fetchSpy.mock.calls[0][0])).toBe("https://id.example.com/.well-known/jwks.json");
+  });
+
+  it("answers 503 when the key set cannot be fetched", async () => {
+    const { privateJwk } = await keyPair("RS256", "remote");
+    vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response("down", { status: 502 }));
+    const token = await sign({ sub: "alice", exp: now() + 3600 }, privateJwk);
+    const response = await list(`Bearer ${token}`, {
+      AUTH_JWT_SECRET: "",
+      AUTH_JWKS_URL: "https://id.example.com/.well-known/jwks.json",
+    });
+    expect(response.status).toBe(503);
+    expect(response.headers.get("Content-Type")).toBe(JSONAPI);
+  });
+});
+
+describe("no verification configured", () => {
+  it("answers 500 and never serves data", async () => {
+    const response = await list(`Bearer ${await tokenFor("alice")}`, { AUTH_JWT_SECRET: "" });
+    expect(response.status).toBe(500);
+    const body = (await response.json()) as { errors: { title: string; detail: string }[]; data?: unknown };
+    expect(body.data).toBeUndefined();
+    expect(body.errors[0].title).toBe("Authentication is not configured");
+    expect(body.errors[0].detail).toContain("AUTH_JWT_SECRET");
+  });
+
+  it("answers 500 for an AUTH_JWKS that is not a key set", async () => {
+    const response = await list(`Bearer ${await tokenFor("alice")}`, { AUTH_JWT_SECRET: "", AUTH_JWKS: "{nope" });
+    expect(response.status).toBe(500);
+  });
+});
