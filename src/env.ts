@@ -1,4 +1,5 @@
 import type { RequestIdVariables } from "hono/request-id";
+import type { Database } from "./db/subscriptions";
 
 /** Secrets are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */
 declare global {
@@ -15,6 +16,8 @@ export type AppBindings = Cloudflare.Env;
 export interface AppVariables extends RequestIdVariables {
   /** The authenticated user: the token's `sub`. Nothing else selects the user. */
   userId: string;
+  /** Drizzle over this request's D1 session (see middleware/d1-session.ts). */
+  db: Database;
   /** Extension URIs the response Content-Type names (the bulk endpoint sets them). */
   responseExtensions: string[];
 }

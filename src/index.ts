@@ -3,6 +3,7 @@ import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env";
 import { authenticate } from "./middleware/auth";
+import { d1Session } from "./middleware/d1-session";
 import { methodNotAllowedResponse, onError, onNotFound } from "./middleware/errors";
 import { extensionRoutes } from "./routes/extensions";
 import { operationRoutes } from "./routes/operations";
@@ -17,7 +18,7 @@ app.use(async (c, next) => {
   c.header("Vary", "Accept", { append: true });
 });
 app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
-app.use("/v1/*", authenticate);
+app.use("/v1/*", authenticate, d1Session);
 
 app.route("/v1/subscriptions", subscriptionRoutes);
 app.route("/v1/operations", operationRoutes);

@@ -133,6 +133,9 @@ function wrapD1(real: D1Database, onCall: () => void): D1Database {
   return new Proxy(real, {
     get(target, property) {
       if (property === "prepare") return (query: string) => wrapStatement(target.prepare(query), onCall);
+      if (property === "withSession") {
+        return (constraint?: string) => wrapD1(target.withSession(constraint) as unknown as D1Database, onCall);
+      }
       if (property === "batch") {
         return async (statements: D1PreparedStatement[]) => {
           onCall();
@@ -149,4 +152,114 @@ function wrapD1(real: D1Database, onCall: () => void): D1Database {
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
+}
+
+/**
+ * A D1 binding that sums the rows D1 reports reading and writing (result `meta`). Drizzle reads
+ * through `raw()`, which has no meta, so `raw()` is served by `all()` here (same rows, as arrays).
+ */
+export function meteredD1(real: D1Database) {
+  const totals = { rowsRead: 0, rowsWritten: 0, statements: [] as { sql: string; params: unknown[] }[] };
+  const account = (meta: D1Meta | undefined) => {
+    totals.rowsRead += meta?.rows_read ?? 0;
+    totals.rowsWritten += meta?.rows_written ?? 0;
+  };
+  const statementSql = new WeakMap<D1PreparedStatement, { sql: string; params: unknown[] }>();
+  const wrap = (statement: D1PreparedStatement, sql: string, params: unknown[]): D1PreparedStatement => {
+    const wrapped = new Proxy(statement, {
+      get(target, property) {
+        if (property === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql, values);
+        if (property === "all" || property === "run") {
+          return async () => {
+            totals.statements.push({ sql, params });
+            const result = await target.all();
+            account(result.meta);
+            return result;
+          };
+        }
+        if (property === "first") {
+          return async (column?: string) => {
+            totals.statements.push({ sql, params });
+            const result = await target.all<Record<string, unknown>>();
+            account(result.meta);
+            const row = result.results[0] ?? null;
+            return column && row ? row[column] : row;
+          };
+        }
+        if (property === "raw") {
+          return async () => {
+            totals.statements.push({ sql, params });
+            const result = await target.all<Record<string, unknown>>();
+            account(result.meta);
+            return result.results.map((row) => Object.values(row));
+          };
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    realStatement.set(wrapped, statement);
+    statementSql.set(wrapped, { sql, params });
+    return wrapped;
+  };
+  const wrapDatabase = (db: D1Database): D1Database =>
+    new Proxy(db, {
+      get(target, property) {
+        if (property === "prepare") return (sql: string) => wrap(target.prepare(sql), sql, []);
+        if (property === "withSession") {
+          return (constraint?: string) => wrapDatabase(target.withSession(constraint) as unknown as D1Database);
+        }
+        if (property === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            for (const statement of statements) {
+              const recorded = statementSql.get(statement);
+              if (recorded) totals.statements.push(recorded);
+            }
+            const results = await target.batch(
+              statements.map((statement) => realStatement.get(statement) ?? statement),
+            );
+            for (const result of results) account(result.meta);
+            return results;
+          };
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  return {
+    binding: wrapDatabase(real),
+    totals,
+    reset() {
+      totals.rowsRead = 0;
+      totals.rowsWritten = 0;
+      totals.statements.length = 0;
+    },
+  };
+}
+
+/** Stores `count` active subscriptions for `userId` straight into D1 (fast seeding for size tests). */
+export async function seedSubscriptions(userId: string, count: number, options: { unsubscribed?: boolean } = {}) {
+  const rowsPerStatement = 20; // 5 bound parameters a row; D1 allows 100 per statement
+  const statements: D1PreparedStatement[] = [];
+  const base = Date.now() - count;
+  for (let start = 0; start < count; start += rowsPerStatement) {
+    const rows = Math.min(rowsPerStatement, count - start);
+    const values: unknown[] = [];
+    for (let i = 0; i < rows; i++) {
+      const guid = crypto.randomUUID();
+      values.push(
+        userId,
+        guid,
+        `https://feeds.example.com/${guid}.xml`,
+        base + start + i,
+        options.unsubscribed ? base : null,
+      );
+    }
+    statements.push(
+      env.DB.prepare(
+        `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at) VALUES ${Array(rows).fill("(?, ?, ?, ?, ?)").join(", ")}`,
+      ).bind(...values),
+    );
+  }
+  for (let i = 0; i < statements.length; i += 100) await env.DB.batch(statements.slice(i, i + 100));
 }

@@ -17,9 +17,10 @@ export const subscriptions = sqliteTable(
   },
   (table) => [
     primaryKey({ columns: [table.userId, table.guid] }),
-    // Serves the list order (subscribedAt, guid) per user over active rows only: tombstones are never scanned.
-    index("subscriptions_active_by_user")
-      .on(table.userId, table.subscribedAt, table.guid)
+    // Serves the list order (subscribedAt, guid) per user over active rows only, and covers the columns
+    // a page returns: a page of N costs N index entries, never a table lookup, and tombstones are never read.
+    index("subscriptions_active_page")
+      .on(table.userId, table.subscribedAt, table.guid, table.feedUrl)
       .where(sql`${table.unsubscribedAt} is null`),
   ],
 );

@@ -1,4 +1,4 @@
-import { and, asc, eq, isNotNull, isNull, sql } from "drizzle-orm";
+import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
 import type { NewSubscription } from "../resources/subscription";
 import { subscriptions, userStats } from "./schema";
@@ -9,8 +9,9 @@ import { subscriptions, userStats } from "./schema";
  */
 export type Database = DrizzleD1Database;
 
-export function database(d1: D1Database): Database {
-  return drizzle(d1);
+/** Drizzle over a D1 database or a D1 session (same prepare/batch surface). */
+export function database(d1: D1Database | D1DatabaseSession): Database {
+  return drizzle(d1 as D1Database);
 }
 
 /** A D1 call failed (unavailable, overloaded, reset): the client may retry; a batch is all-or-nothing. */
@@ -62,39 +63,99 @@ function upsertStatement(db: Database, userId: string, item: NewSubscription, no
     .returning(storedColumns);
 }
 
-export interface SubscriptionPage {
-  total: number;
-  rows: StoredSubscription[];
+/** A stored subscription packed by SQLite as `[guid, feedUrl, subscribedAt]`. */
+type PackedSubscription = [string, string, number];
+
+const unpack = ([guid, feedUrl, subscribedAt]: PackedSubscription): StoredSubscription => ({
+  guid,
+  feedUrl,
+  subscribedAt,
+});
+
+/**
+ * The list order, applied again after SQLite packs the page: an aggregate does not promise to keep
+ * its input order, and an ORDER BY inside it would sort in a temporary b-tree (twice the rows read).
+ */
+function listOrder(a: StoredSubscription, b: StoredSubscription): number {
+  return a.subscribedAt - b.subscribedAt || (a.guid < b.guid ? -1 : a.guid > b.guid ? 1 : 0);
 }
 
-/** One page of the user's active subscriptions in list order, and how many there are. */
+export interface SubscriptionPage {
+  /** The user's write counter; every write bumps it (see user_stats). */
+  version: number;
+  total: number;
+  /** Undefined when `knownVersion` was current: the client's copy is fresh and nothing else was read. */
+  rows?: StoredSubscription[];
+}
+
+/**
+ * One page of the user's active subscriptions in list order, with the total and the version, in one
+ * statement. When `knownVersion` is current, SQLite skips the page subquery (CASE short-circuits) and
+ * the statement reads one row: the user's stats.
+ */
 export async function listSubscriptions(
   db: Database,
   userId: string,
   page: { number: number; size: number },
+  knownVersion: number | null = null,
 ): Promise<SubscriptionPage> {
-  const [stats, rows] = await call(() =>
-    db.batch([
-      db.select({ activeCount: userStats.activeCount }).from(userStats).where(eq(userStats.userId, userId)),
-      db
-        .select(storedColumns)
-        .from(subscriptions)
-        .where(and(eq(subscriptions.userId, userId), isNull(subscriptions.unsubscribedAt)))
-        .orderBy(asc(subscriptions.subscribedAt), asc(subscriptions.guid))
-        .limit(page.size)
-        .offset((page.number - 1) * page.size),
-    ]),
+  const offset = (page.number - 1) * page.size;
+  const row = await call(() =>
+    db.get<{ total: number; version: number; page: string | null }>(sql`
+      SELECT ${userStats.activeCount} AS total, ${userStats.version} AS version,
+        CASE WHEN ${userStats.version} IS NOT ${knownVersion} THEN (
+          SELECT json_group_array(json_array(guid, feed_url, subscribed_at))
+          FROM (
+            SELECT ${subscriptions.guid} AS guid, ${subscriptions.feedUrl} AS feed_url, ${subscriptions.subscribedAt} AS subscribed_at
+            FROM ${subscriptions}
+            WHERE ${subscriptions.userId} = ${userId} AND ${subscriptions.unsubscribedAt} IS NULL
+            ORDER BY ${subscriptions.subscribedAt}, ${subscriptions.guid}
+            LIMIT ${page.size} OFFSET ${offset}
+          )
+        ) END AS page
+      FROM ${userStats}
+      WHERE ${userStats.userId} = ${userId}`),
   );
-  return { total: stats[0]?.activeCount ?? 0, rows };
+  // No stats row: the user has never subscribed to anything.
+  if (!row) return { version: 0, total: 0, rows: knownVersion === 0 ? undefined : [] };
+  return {
+    version: row.version,
+    total: row.total,
+    rows: row.page === null ? undefined : (JSON.parse(row.page) as PackedSubscription[]).map(unpack).sort(listOrder),
+  };
 }
 
+export interface SubscriptionRead {
+  version: number;
+  /** Undefined when the user has no such active subscription, or when `knownVersion` was current. */
+  subscription?: StoredSubscription;
+  /** True when `knownVersion` was current: nothing but the version was read. */
+  fresh: boolean;
+}
+
+/** One active subscription of the user, with the user's version; reads one row when `knownVersion` is current. */
 export async function findSubscription(
   db: Database,
   userId: string,
   guid: string,
-): Promise<StoredSubscription | undefined> {
-  const rows = await call(() => db.select(storedColumns).from(subscriptions).where(activeRow(userId, guid)));
-  return rows[0];
+  knownVersion: number | null = null,
+): Promise<SubscriptionRead> {
+  const row = await call(() =>
+    db.get<{ version: number; subscription: string | null }>(sql`
+      SELECT ${userStats.version} AS version,
+        CASE WHEN ${userStats.version} IS NOT ${knownVersion} THEN (
+          SELECT json_array(${subscriptions.guid}, ${subscriptions.feedUrl}, ${subscriptions.subscribedAt})
+          FROM ${subscriptions}
+          WHERE ${activeRow(userId, guid)}
+        ) END AS subscription
+      FROM ${userStats}
+      WHERE ${userStats.userId} = ${userId}`),
+  );
+  if (!row) return { version: 0, fresh: false };
+  const fresh = row.version === knownVersion;
+  const subscription =
+    row.subscription === null ? undefined : unpack(JSON.parse(row.subscription) as PackedSubscription);
+  return { version: row.version, subscription, fresh };
 }
 
 /** Subscribes the user; `created` is false when an active subscription already existed (returned unchanged). */

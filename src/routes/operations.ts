@@ -2,7 +2,7 @@ import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import { database, subscribeMany } from "../db/subscriptions";
+import { subscribeMany } from "../db/subscriptions";
 import { type AppEnv, configured } from "../env";
 import {
   ApiError,
@@ -104,7 +104,7 @@ export const operationRoutes = new Hono<AppEnv>().post(
     const parsed = c.req.valid("json")[OPERATIONS].map(parseOperation);
     const valid = parsed.flatMap((result) => (result.ok ? [result.value] : []));
     // Invalid operations never reach the database; the valid ones go as one batch, in order.
-    const stored = await subscribeMany(database(c.env.DB), c.get("userId"), valid, Date.now());
+    const stored = await subscribeMany(c.get("db"), c.get("userId"), valid, Date.now());
 
     let next = 0;
     const results = parsed.map((result, index) => {

@@ -1,14 +1,17 @@
 import { zValidator } from "@hono/zod-validator";
+import type { Context } from "hono";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import { database, findSubscription, listSubscriptions, subscribe, unsubscribe } from "../db/subscriptions";
+import { findSubscription, listSubscriptions, subscribe, unsubscribe } from "../db/subscriptions";
 import type { AppEnv } from "../env";
+import { entityTag, parseIfNoneMatch } from "../etag";
 import { dataDocument, respond } from "../jsonapi";
 import { MAX_BODY_BYTES } from "../limits";
 import { negotiate } from "../middleware/negotiation";
 import {
   isReservedParameter,
+  pageLink,
   pageQueryError,
   pageQuerySchema,
   paginationLinks,
@@ -38,6 +41,13 @@ const noQuery = zValidator("query", z.record(z.string(), z.unknown()), (result) 
 
 const jsonApi = negotiate("none");
 
+/** User data may be kept by the client, but must be revalidated (ETag) before each use. */
+const REVALIDATE = "private, no-cache";
+
+function notModified(c: Context<AppEnv>, etag: string): Response {
+  return c.body(null, 304, { ETag: etag, "Cache-Control": REVALIDATE });
+}
+
 export const subscriptionRoutes = new Hono<AppEnv>()
 
   // List subscriptions, page by page (specification: GET /v1/subscriptions).
@@ -49,13 +59,20 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     }),
     async (c) => {
       const page = c.req.valid("query");
-      const { total, rows } = await listSubscriptions(database(c.env.DB), c.get("userId"), page);
+      const userId = c.get("userId");
+      const key = pageLink(COLLECTION_PATH, page);
+      const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
+      const { version, total, rows } = await listSubscriptions(c.get("db"), userId, page, precondition.version);
+      const etag = entityTag(userId, key, version);
+      if (!rows || precondition.any) return notModified(c, etag);
       return respond(
         c,
         dataDocument(
           rows.map((row) => toSubscriptionResource(row)),
           { links: paginationLinks(COLLECTION_PATH, page, total), meta: { total } },
         ),
+        200,
+        { ETag: etag, "Cache-Control": REVALIDATE },
       );
     },
   )
@@ -69,12 +86,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
       if (!result.success) throw subscriptionDocumentError(result.error, result.data);
     }),
     async (c) => {
-      const { created, subscription } = await subscribe(
-        database(c.env.DB),
-        c.get("userId"),
-        c.req.valid("json"),
-        Date.now(),
-      );
+      const { created, subscription } = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
       const document = dataDocument(toSubscriptionResource(subscription));
       if (!created) return respond(c, document);
       const location = new URL(subscriptionPath(subscription.guid), c.req.url).href;
@@ -85,15 +97,24 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   // Get one subscription of the user (specification: GET /v1/subscriptions/{guid}).
   .get("/:guid", jsonApi, guidParam, noQuery, async (c) => {
     const { guid } = c.req.valid("param");
-    const subscription = await findSubscription(database(c.env.DB), c.get("userId"), guid);
+    const userId = c.get("userId");
+    const key = subscriptionPath(guid);
+    const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
+    const { version, subscription, fresh } = await findSubscription(c.get("db"), userId, guid, precondition.version);
+    const etag = entityTag(userId, key, version);
+    if (fresh) return notModified(c, etag);
     if (!subscription) throw subscriptionNotFound();
-    return respond(c, dataDocument(toSubscriptionResource(subscription)));
+    if (precondition.any) return notModified(c, etag);
+    return respond(c, dataDocument(toSubscriptionResource(subscription)), 200, {
+      ETag: etag,
+      "Cache-Control": REVALIDATE,
+    });
   })
 
   // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (CONTRACT 5).
   .delete("/:guid", jsonApi, guidParam, noQuery, async (c) => {
     const { guid } = c.req.valid("param");
-    const removed = await unsubscribe(database(c.env.DB), c.get("userId"), guid, Date.now());
+    const removed = await unsubscribe(c.get("db"), c.get("userId"), guid, Date.now());
     if (!removed) throw subscriptionNotFound();
     return c.body(null, 204);
   });

@@ -1,0 +1,2 @@
+DROP INDEX `subscriptions_active_by_user`;--> statement-breakpoint
+CREATE INDEX `subscriptions_active_page` ON `subscriptions` (`user_id`,`subscribed_at`,`guid`,`feed_url`) WHERE "subscriptions"."unsubscribed_at" is null;

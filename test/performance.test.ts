@@ -1,0 +1,152 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { addOperation, as, meteredD1, newFeed, seedSubscriptions, subscriptionDocument } from "./helpers";
+
+const PAGE_SIZE = 25;
+
+describe("reads cost what they return", () => {
+  for (const count of [10, 300, 10_000]) {
+    it(`list page 1 reads at most page size + 2 rows for a user with ${count} subscriptions`, async () => {
+      const userId = `rows-${count}`;
+      await seedSubscriptions(userId, count);
+      const meter = meteredD1(env.DB);
+      const user = await as(userId, { DB: meter.binding });
+      const response = await user.get("/v1/subscriptions");
+      const body = (await response.json()) as { data: unknown[]; meta: { total: number } };
+      expect(body.meta.total).toBe(count);
+      expect(body.data).toHaveLength(Math.min(count, PAGE_SIZE));
+      expect(meter.totals.rowsRead).toBeLessThanOrEqual(PAGE_SIZE + 2);
+    });
+  }
+
+  it("never reads tombstones: 2 000 unsubscribed rows cost nothing to list", async () => {
+    await seedSubscriptions("rows-tombstones", 2000, { unsubscribed: true });
+    await seedSubscriptions("rows-tombstones", 5);
+    const meter = meteredD1(env.DB);
+    const user = await as("rows-tombstones", { DB: meter.binding });
+    const body = (await (await user.get("/v1/subscriptions")).json()) as { meta: { total: number } };
+    expect(body.meta.total).toBe(5);
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(5 + 2);
+  });
+
+  it("get one reads at most two rows", async () => {
+    await seedSubscriptions("rows-get", 500);
+    const user = await as("rows-get");
+    const { data } = (await (await user.get("/v1/subscriptions?page[size]=1")).json()) as { data: { id: string }[] };
+    const meter = meteredD1(env.DB);
+    const metered = await as("rows-get", { DB: meter.binding });
+    expect((await metered.get(`/v1/subscriptions/${data[0].id}`)).status).toBe(200);
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("conditional requests", () => {
+  it("list: ETag, then 304 for If-None-Match after reading one row, then 200 after any write", async () => {
+    const user = await as("etag-list");
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const first = await user.get("/v1/subscriptions");
+    const etag = first.headers.get("ETag") as string;
+    expect(etag).toMatch(/^"[0-9a-f]{8}-\d+"$/);
+    expect(first.headers.get("Cache-Control")).toBe("private, no-cache");
+
+    const meter = meteredD1(env.DB);
+    const metered = await as("etag-list", { DB: meter.binding });
+    const cached = await metered.get("/v1/subscriptions", { "If-None-Match": etag });
+    expect(cached.status).toBe(304);
+    expect(await cached.text()).toBe("");
+    expect(cached.headers.get("ETag")).toBe(etag);
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(1);
+    expect((await user.get("/v1/subscriptions", { "If-None-Match": `W/${etag}` })).status).toBe(304);
+    expect((await user.get("/v1/subscriptions", { "If-None-Match": `"x", ${etag}` })).status).toBe(304);
+
+    const writes = [
+      () => user.post("/v1/subscriptions", subscriptionDocument(crypto.randomUUID(), "https://b.example/f")),
+      () => user.delete(`/v1/subscriptions/${feed.guid}`),
+      () => user.operations({ "atomic:operations": [addOperation(feed.guid, feed.feedUrl)] }),
+    ];
+    let current = etag;
+    for (const write of writes) {
+      await write();
+      const after = await user.get("/v1/subscriptions", { "If-None-Match": current });
+      expect(after.status).toBe(200);
+      expect(after.headers.get("ETag")).not.toBe(current);
+      current = after.headers.get("ETag") as string;
+    }
+  });
+
+  it("a no-op write (already subscribed) keeps the ETag", async () => {
+    const user = await as("etag-noop");
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const etag = (await user.get("/v1/subscriptions")).headers.get("ETag") as string;
+    expect((await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl))).status).toBe(200);
+    expect((await user.get("/v1/subscriptions", { "If-None-Match": etag })).status).toBe(304);
+  });
+
+  it("get one: 304 for its own tag after reading one row; never for another URL's or user's tag", async () => {
+    const user = await as("etag-get");
+    const other = await as("etag-get-other");
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    await other.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const path = `/v1/subscriptions/${feed.guid}`;
+    const etag = (await user.get(path)).headers.get("ETag") as string;
+
+    const meter = meteredD1(env.DB);
+    const metered = await as("etag-get", { DB: meter.binding });
+    expect((await metered.get(path, { "If-None-Match": etag })).status).toBe(304);
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(1);
+
+    const listTag = (await user.get("/v1/subscriptions")).headers.get("ETag") as string;
+    expect((await user.get(path, { "If-None-Match": listTag })).status).toBe(200);
+    expect((await other.get(path, { "If-None-Match": etag })).status).toBe(200);
+    expect((await user.get(`/v1/subscriptions/${crypto.randomUUID()}`, { "If-None-Match": etag })).status).toBe(404);
+    expect((await user.get("/v1/subscriptions?page[size]=10", { "If-None-Match": listTag })).status).toBe(200);
+    expect((await user.get(path, { "If-None-Match": "*" })).status).toBe(304);
+  });
+});
+
+describe("read replication (D1 Sessions API)", () => {
+  it("returns a bookmark that advances with writes; sending it back reads your own writes", async () => {
+    const user = await as("bookmark");
+    const before = (await user.get("/v1/subscriptions")).headers.get("X-D1-Bookmark");
+    expect(before).toBeTruthy();
+    const feed = newFeed();
+    const created = await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const bookmark = created.headers.get("X-D1-Bookmark") as string;
+    expect(bookmark).toBeTruthy();
+    expect(bookmark > (before as string)).toBe(true);
+    const read = await user.get(`/v1/subscriptions/${feed.guid}`, { "X-D1-Bookmark": bookmark });
+    expect(read.status).toBe(200);
+    expect((read.headers.get("X-D1-Bookmark") as string) >= bookmark).toBe(true);
+  });
+});
+
+describe("query plans", () => {
+  it("no statement the app issues scans a table", async () => {
+    const meter = meteredD1(env.DB);
+    const user = await as("plans", { DB: meter.binding });
+    const feed = newFeed();
+    const path = `/v1/subscriptions/${feed.guid}`;
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const etag = (await user.get("/v1/subscriptions?page[number]=2&page[size]=3")).headers.get("ETag") as string;
+    await user.get("/v1/subscriptions?page[number]=2&page[size]=3", { "If-None-Match": etag });
+    await user.get(path);
+    await user.operations({ "atomic:operations": [addOperation(crypto.randomUUID(), "https://c.example/f")] });
+    await user.delete(path);
+    await user.delete(path);
+
+    const distinct = new Map(meter.totals.statements.map((statement) => [statement.sql, statement]));
+    expect(distinct.size).toBeGreaterThanOrEqual(5);
+    for (const { sql, params } of distinct.values()) {
+      const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .bind(...params)
+        .all<{ detail: string }>();
+      const details = results.map((row) => row.detail);
+      const scans = details.filter((detail) => /^SCAN (subscriptions|user_stats)\b/.test(detail));
+      expect(scans, `${sql}\n${details.join("\n")}`).toEqual([]);
+    }
+  });
+});
