@@ -9,6 +9,14 @@ export default defineConfig({
     cloudflareTest({
       wrangler: { configPath: "./wrangler.toml" },
       miniflare: {
+        // The production limits would trip across the suite (every test file shares the limiter state):
+        // the suite runs with loose ones, and the rate-limit tests swap in the tight pair.
+        ratelimits: {
+          USER_RATE_LIMITER: { namespace_id: "1001", simple: { limit: 1_000_000, period: 60 } },
+          AUTH_FAILURE_RATE_LIMITER: { namespace_id: "1002", simple: { limit: 1_000_000, period: 60 } },
+          TIGHT_USER_RATE_LIMITER: { namespace_id: "9001", simple: { limit: 5, period: 60 } },
+          TIGHT_AUTH_FAILURE_RATE_LIMITER: { namespace_id: "9002", simple: { limit: 3, period: 60 } },
+        },
         bindings: {
           TEST_MIGRATIONS: migrations,
           // Tests sign their own tokens with this secret; it exists only here.

@@ -4,6 +4,8 @@ declare global {
   namespace Cloudflare {
     interface Env {
       TEST_MIGRATIONS: D1Migration[];
+      TIGHT_USER_RATE_LIMITER: RateLimit;
+      TIGHT_AUTH_FAILURE_RATE_LIMITER: RateLimit;
     }
   }
 }

@@ -7,6 +7,7 @@ import { decodeHeader } from "hono/utils/jwt/jwt";
 import type { JWTPayload } from "hono/utils/jwt/types";
 import { type AppBindings, type AppEnv, configured } from "../env";
 import { ApiError } from "../jsonapi";
+import { authFailureLimit } from "./rate-limit";
 
 const REALM = "subscriptions";
 const MAX_USER_ID_LENGTH = 255;
@@ -24,6 +25,11 @@ function unauthorized(c: Context<AppEnv>, detail: string): ApiError {
       "WWW-Authenticate": tokenPresented ? `Bearer realm="${REALM}", error="invalid_token"` : `Bearer realm="${REALM}"`,
     },
   });
+}
+
+/** A 401, or a 429 once the client's address has failed too often (token guessing). */
+async function rejected(c: Context<AppEnv>, detail: string): Promise<ApiError> {
+  return (await authFailureLimit(c)) ?? unauthorized(c, detail);
 }
 
 function misconfigured(detail: string): ApiError {
@@ -93,10 +99,8 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
     await verify(c, async () => {});
   } catch (err) {
     if (err instanceof HTTPException && err.status === 401) {
-      throw unauthorized(
-        c,
-        c.req.header("Authorization") ? "The bearer token is invalid or expired." : "A bearer token is required.",
-      );
+      const presented = c.req.header("Authorization") !== undefined;
+      throw await rejected(c, presented ? "The bearer token is invalid or expired." : "A bearer token is required.");
     }
     if (err instanceof ApiError) throw err;
     // The identity provider's key set could not be fetched or read.
@@ -108,13 +112,14 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
     });
   }
   const payload = c.get("jwtPayload" as never) as JWTPayload;
-  if (typeof payload.exp !== "number") throw unauthorized(c, "The bearer token has no expiry (exp).");
+  if (typeof payload.exp !== "number") throw await rejected(c, "The bearer token has no expiry (exp).");
   const userId = userIdFrom(payload);
-  if (!userId)
-    throw unauthorized(
+  if (!userId) {
+    throw await rejected(
       c,
       `The bearer token's sub must be a non-empty string of at most ${MAX_USER_ID_LENGTH} characters.`,
     );
+  }
   c.set("userId", userId);
   await next();
 };

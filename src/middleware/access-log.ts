@@ -1,0 +1,30 @@
+import type { MiddlewareHandler } from "hono";
+import { routePath } from "hono/route";
+import type { AppEnv } from "../env";
+
+async function userHash(userId: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(userId));
+  return [...new Uint8Array(digest).slice(0, 8)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * One structured JSON line per request, for `wrangler tail` and Workers Logs. It names the route
+ * pattern, never the path (which holds guids), and a hash of the user, never the id, a token or a feed.
+ */
+export const accessLog: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const started = Date.now();
+  await next();
+  const userId = c.get("userId");
+  console.log(
+    JSON.stringify({
+      level: "info",
+      event: "request",
+      requestId: c.get("requestId"),
+      method: c.req.method,
+      route: routePath(c, -1),
+      status: c.res.status,
+      durationMs: Date.now() - started,
+      user: userId ? await userHash(userId) : null,
+    }),
+  );
+};
