@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ApiError } from "./jsonapi";
 
 export const DEFAULT_PAGE_SIZE = 25;

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { SubscriptionRow } from "../db/schema";
 import { ApiError, type ErrorObject, pointerTo, toErrorObject } from "../jsonapi";
 

@@ -1,7 +1,7 @@
 import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { z } from "zod";
+import * as z from "zod";
 import { subscribeMany } from "../db/subscriptions";
 import { type AppEnv, configured } from "../env";
 import {

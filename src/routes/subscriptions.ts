@@ -2,7 +2,7 @@ import { zValidator } from "@hono/zod-validator";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { z } from "zod";
+import * as z from "zod";
 import { findSubscription, listSubscriptions, subscribe, unsubscribe } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { entityTag, parseIfNoneMatch } from "../etag";
