@@ -62,6 +62,9 @@ const JSON_SCHEMA_OPTIONS = {
 function tidy(schema: Json): Json {
   const { $schema: _schema, $id: _id, ...rest } = schema;
   if (rest.format === "date-time") delete rest.pattern;
+  // zod's .int() bounds an integer to the safe range; that says nothing to a reader.
+  if (rest.maximum === Number.MAX_SAFE_INTEGER) delete rest.maximum;
+  if (rest.minimum === Number.MIN_SAFE_INTEGER) delete rest.minimum;
   for (const [key, value] of Object.entries(rest)) {
     if (Array.isArray(value)) {
       rest[key] = value.map((item) => (item && typeof item === "object" ? tidy(item as Json) : item));
