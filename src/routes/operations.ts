@@ -27,7 +27,8 @@ import {
 const OPERATIONS = "atomic:operations";
 const UNSUPPORTED_OPS = new Set(["update", "remove"]);
 
-const operationsDocumentSchema = z.object({
+/** The body of POST /v1/operations as the route validates it (exported for the OpenAPI document). */
+export const operationsDocumentSchema = z.object({
   [OPERATIONS]: z.array(z.unknown()).min(1).max(MAX_OPERATIONS),
 });
 

@@ -1,0 +1,819 @@
+import * as z from "zod";
+import pkg from "../../package.json";
+import {
+  ATOMIC_EXT_URI,
+  dataDocument,
+  type ErrorObject,
+  errorDocument,
+  JSONAPI_MEDIA_TYPE,
+  jsonApiContentType,
+  LINK_METHOD_EXT_PATH,
+  toErrorObject,
+} from "../jsonapi";
+import { MAX_BODY_BYTES, MAX_OPERATIONS } from "../limits";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageQueryError, paginationLinks } from "../pagination";
+import {
+  alreadySubscribed,
+  invalidGuid,
+  parseSubscriptionResource,
+  subscriptionDocumentError,
+  subscriptionNotFound,
+  toSubscriptionResource,
+} from "../resources/subscription";
+import {
+  addOperationSchema,
+  documentRegistry,
+  guidSchema,
+  operationsDocumentSchema,
+  pageQuerySchema,
+  subscriptionDocumentSchema,
+} from "./schemas";
+
+/**
+ * The OpenAPI 3.1 document of the service, built from the zod schemas the routes validate with
+ * (`./schemas`). `npm run openapi` writes it to `public/openapi.json`, which Workers static assets
+ * serve at `GET /openapi.json`; the worker itself never imports this module, so it costs the
+ * bundle nothing. Examples are produced by the service's own serialisation and error functions.
+ */
+
+type Json = Record<string, unknown>;
+
+const JSONAPI = JSONAPI_MEDIA_TYPE;
+/** The bulk endpoint's media type, exactly as the server writes it. */
+const ATOMIC = jsonApiContentType([ATOMIC_EXT_URI]);
+const OPERATIONS = "atomic:operations";
+
+const schemaRef = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const responseRef = (name: string) => ({ $ref: `#/components/responses/${name}` });
+const parameterRef = (name: string) => ({ $ref: `#/components/parameters/${name}` });
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+// ---------------------------------------------------------------------------------------------
+// Schemas from zod
+
+const JSON_SCHEMA_OPTIONS = {
+  io: "input",
+  target: "draft-2020-12",
+  unrepresentable: "any",
+  metadata: documentRegistry,
+} as const;
+
+/** Drops what OpenAPI's Schema Object does not need (`$schema`, `$id`) and the unreadable date-time regex. */
+function tidy(schema: Json): Json {
+  const { $schema: _schema, $id: _id, ...rest } = schema;
+  if (rest.format === "date-time") delete rest.pattern;
+  // zod's .int() bounds an integer to the safe range; that says nothing to a reader.
+  if (rest.maximum === Number.MAX_SAFE_INTEGER) delete rest.maximum;
+  if (rest.minimum === Number.MIN_SAFE_INTEGER) delete rest.minimum;
+  for (const [key, value] of Object.entries(rest)) {
+    if (Array.isArray(value)) {
+      rest[key] = value.map((item) => (item && typeof item === "object" ? tidy(item as Json) : item));
+    } else if (value && typeof value === "object") {
+      rest[key] = tidy(value as Json);
+    }
+  }
+  return rest;
+}
+
+/** `#/components/schemas`: every schema of the registry, referencing each other by `$ref`. */
+function componentSchemas(): Record<string, Json> {
+  const elements = operationsDocumentSchema.shape[OPERATIONS].element;
+  const { schemas } = z.toJSONSchema(documentRegistry, {
+    ...JSON_SCHEMA_OPTIONS,
+    uri: (id) => `#/components/schemas/${id}`,
+    override: (ctx) => {
+      // The route takes any element and checks each operation on its own; the document shows the one it accepts.
+      if (ctx.zodSchema === elements) Object.assign(ctx.jsonSchema, schemaRef("AddOperation"));
+    },
+  });
+  if (!documentRegistry.has(addOperationSchema)) throw new Error("AddOperation is not registered");
+  return Object.fromEntries(Object.entries(schemas).map(([id, schema]) => [id, tidy(schema as Json)]));
+}
+
+/** A standalone schema (a parameter's), from the same zod objects as the routes. */
+function inlineSchema(schema: z.ZodType): Json {
+  return tidy(z.toJSONSchema(schema, JSON_SCHEMA_OPTIONS) as Json);
+}
+
+/**
+ * A query parameter's schema as the client sees it: the route reads a string of decimal digits and
+ * pipes it into a bounded integer; the document shows that integer (bounds included).
+ */
+function queryParameterSchema(schema: z.ZodType): Json {
+  let inner: z.ZodType = schema;
+  if (inner instanceof z.ZodOptional) inner = inner.unwrap() as z.ZodType;
+  if (inner instanceof z.ZodPipe) return inlineSchema(inner.out as z.ZodType);
+  return inlineSchema(inner);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Examples, made by the service's own functions
+
+const EXAMPLE_TIME = Date.parse("2026-11-21T22:44:28.123Z");
+const FEEDS = [
+  { guid: "ead4c236-bf58-58c6-a2c6-a6b28d128cb6", feedUrl: "https://mp3s.nashownotes.com/pc20rss.xml" },
+  { guid: "917393e3-1b1e-5cef-ace4-edaa54e1f810", feedUrl: "https://feeds.example.com/the-daily-byte.xml" },
+  { guid: "5a7d2c44-0b8e-5f61-9d3a-6c2e1f4b7a90", feedUrl: "https://podcasts.example.org/night-sky/rss" },
+];
+
+const stored = (index: number) => ({
+  guid: FEEDS[index].guid,
+  feedUrl: FEEDS[index].feedUrl,
+  subscribedAt: EXAMPLE_TIME + index * 60_000,
+});
+
+const exampleErrors = (...errors: ErrorObject[]) => errorDocument(errors);
+const problem = (status: number, title: string, detail: string, extra: Pick<ErrorObject, "source" | "meta"> = {}) =>
+  toErrorObject({ status, title, detail, ...extra });
+
+function pageError(query: Record<string, string>) {
+  const result = pageQuerySchema.safeParse(query);
+  if (result.success) throw new Error(`example query ${JSON.stringify(query)} is valid`);
+  return pageQueryError(result.error).errors[0];
+}
+
+function bodyError(body: unknown) {
+  const result = subscriptionDocumentSchema.safeParse(body);
+  if (result.success) throw new Error(`example body ${JSON.stringify(body)} is valid`);
+  return subscriptionDocumentError(result.error, body).errors[0];
+}
+
+function operationError(resource: unknown, index: number) {
+  const result = parseSubscriptionResource(resource, `/${OPERATIONS}/${index}/data`);
+  if (result.ok) throw new Error(`example operation ${index} is valid`);
+  return result.error;
+}
+
+const malformedJson = problem(400, "Malformed request body", "The request body is not valid JSON.");
+const bodyTooLarge = problem(413, "Request body too large", "The request body exceeds the limit of 1 MiB.");
+
+const example = (summary: string, value: unknown, description?: string) => ({
+  summary,
+  ...(description ? { description } : {}),
+  value,
+});
+
+const subscriptionCreateExample = {
+  data: { type: "subscription", id: FEEDS[0].guid, attributes: { feedUrl: FEEDS[0].feedUrl } },
+};
+
+const bulkRequestExample = {
+  [OPERATIONS]: [
+    { op: "add", data: { type: "subscription", id: FEEDS[1].guid, attributes: { feedUrl: FEEDS[1].feedUrl } } },
+    { op: "add", data: { type: "subscription", id: FEEDS[0].guid, attributes: { feedUrl: FEEDS[0].feedUrl } } },
+    {
+      op: "add",
+      data: {
+        type: "subscription",
+        id: FEEDS[2].guid,
+        attributes: { feedUrl: "ftp://podcasts.example.org/night-sky.xml" },
+      },
+    },
+  ],
+};
+
+const bulkJsonApi = { version: "1.1", ext: [ATOMIC_EXT_URI, `https://api.example.com${LINK_METHOD_EXT_PATH}`] };
+
+const bulkResultExample = {
+  jsonapi: bulkJsonApi,
+  "atomic:results": [
+    { data: toSubscriptionResource(stored(1), "self") },
+    { errors: [alreadySubscribed(`/${OPERATIONS}/1`, FEEDS[0])] },
+    { errors: [operationError(bulkRequestExample[OPERATIONS][2].data, 2)] },
+  ],
+  meta: { succeeded: 1, failed: 2 },
+};
+
+const bulkUnsupportedOpExample = {
+  jsonapi: bulkJsonApi,
+  "atomic:results": [
+    {
+      errors: [
+        problem(400, "Unsupported operation", 'This server supports only "add"; "remove" is not available.', {
+          source: { pointer: `/${OPERATIONS}/0/op` },
+        }),
+      ],
+    },
+    { data: toSubscriptionResource(stored(2), "self") },
+  ],
+  meta: { succeeded: 1, failed: 1 },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reusable pieces
+
+const jsonApiContent = (schema: Json, examples: Record<string, unknown>, mediaType = JSONAPI) => ({
+  [mediaType]: { schema, examples },
+});
+
+const errorContent = (examples: Record<string, unknown>, mediaTypes: string[] = [JSONAPI]) =>
+  Object.fromEntries(mediaTypes.map((mediaType) => [mediaType, { schema: schemaRef("ErrorDocument"), examples }]));
+
+const v1Headers = { "X-Request-Id": headerRef("X-Request-Id") };
+const successHeaders = { ...v1Headers, "X-D1-Bookmark": headerRef("X-D1-Bookmark") };
+
+const parameters: Record<string, Json> = {
+  guid: {
+    name: "guid",
+    in: "path",
+    required: true,
+    description:
+      "The feed's GUID (a UUID in 8-4-4-4-12 hex syntax, any version, any case). Anything else answers 400 `Invalid GUID in request`.",
+    schema: inlineSchema(guidSchema),
+    example: FEEDS[0].guid,
+  },
+  pageNumber: {
+    name: "page[number]",
+    in: "query",
+    required: false,
+    description:
+      'The page to return, from 1 (decimal digits only). A page past the end answers 200 with `data: []`. Anything else (`0`, `-1`, `1.5`, `abc`, empty) answers 400 with `source.parameter: "page[number]"`.',
+    schema: { ...queryParameterSchema(pageQuerySchema.in.shape["page[number]"]), default: 1 },
+    example: 2,
+  },
+  pageSize: {
+    name: "page[size]",
+    in: "query",
+    required: false,
+    description: `Subscriptions per page, 1 to ${MAX_PAGE_SIZE} (decimal digits only; default ${DEFAULT_PAGE_SIZE}). Over ${MAX_PAGE_SIZE} answers 400 with \`meta.maxSize: ${MAX_PAGE_SIZE}\`.`,
+    schema: { ...queryParameterSchema(pageQuerySchema.in.shape["page[size]"]), default: DEFAULT_PAGE_SIZE },
+    example: 50,
+  },
+  ifNoneMatch: {
+    name: "If-None-Match",
+    in: "header",
+    required: false,
+    description:
+      "The `ETag` of a representation the client holds. When it still matches, the answer is `304 Not Modified` with no body.",
+    schema: { type: "string" },
+    example: '"5d41402abc4b2a76b9719d911017c592"',
+  },
+  bookmarkRequest: {
+    name: "X-D1-Bookmark",
+    in: "header",
+    required: false,
+    description:
+      "The `X-D1-Bookmark` of the last response this client received. The server then reads from a database replica at least as fresh as that bookmark, so a client always sees its own writes. Omit it on a first request.",
+    schema: { type: "string" },
+    example: "00000085-0000024c-00004c6d-8e61117bf38d7adb71b934ebbf891683",
+  },
+};
+
+const headers: Record<string, Json> = {
+  "X-Request-Id": {
+    description: "Identifies the request in the service's logs; quote it when reporting a problem.",
+    schema: { type: "string" },
+    example: "0f8a7c66-5b7e-4d8c-9f63-2a1c9e4b7d10",
+  },
+  "X-D1-Bookmark": {
+    description: "The database position this response reflects. Send it back as `X-D1-Bookmark` on the next request.",
+    schema: { type: "string" },
+    example: "00000085-0000024c-00004c6d-8e61117bf38d7adb71b934ebbf891683",
+  },
+  ETag: {
+    description: "Validator of this representation; send it as `If-None-Match` to get `304` while nothing changed.",
+    schema: { type: "string" },
+    example: '"5d41402abc4b2a76b9719d911017c592"',
+  },
+  Location: {
+    description: "Absolute URL of the created subscription (its `links.self`).",
+    schema: { type: "string", format: "uri" },
+    example: `https://api.example.com/v1/subscriptions/${FEEDS[0].guid}`,
+  },
+  "Retry-After": {
+    description: "Seconds to wait before retrying.",
+    schema: { type: "integer", minimum: 0 },
+    example: 5,
+  },
+  "WWW-Authenticate": {
+    description:
+      'The authentication challenge: `Bearer realm="subscriptions"`, with `error="invalid_token"` when a token was presented.',
+    schema: { type: "string" },
+    example: 'Bearer realm="subscriptions", error="invalid_token"',
+  },
+  Allow: {
+    description: "The methods the path takes.",
+    schema: { type: "string" },
+    example: "GET, DELETE",
+  },
+};
+
+const notAcceptableExample = example(
+  "A parameter JSON:API does not allow",
+  exampleErrors(
+    problem(
+      406,
+      "Not acceptable",
+      "Every JSON:API media type in Accept carries a parameter other than ext or profile, or names an unsupported extension.",
+      { source: { header: "Accept" } },
+    ),
+  ),
+);
+
+const responses: Record<string, Json> = {
+  NotModified: {
+    description: "Not modified: the `If-None-Match` validator still matches. No body; use the representation you hold.",
+    headers: { ...successHeaders, ETag: headerRef("ETag") },
+  },
+  Unauthorized: {
+    description:
+      "The bearer token is missing, malformed, expired, not yet valid, wrongly signed, of another issuer or audience, or has no usable `sub`.",
+    headers: { ...v1Headers, "WWW-Authenticate": headerRef("WWW-Authenticate") },
+    content: errorContent({
+      missing: example("No token", exampleErrors(problem(401, "Unauthorized", "A bearer token is required."))),
+      invalid: example(
+        "Invalid or expired token",
+        exampleErrors(problem(401, "Unauthorized", "The bearer token is invalid or expired.")),
+      ),
+    }),
+  },
+  SubscriptionNotFound: {
+    description:
+      "The user has no such subscription. Another user's subscription answers the same, exactly as if it did not exist.",
+    headers: v1Headers,
+    content: errorContent({ notFound: example("Not subscribed", errorDocument(subscriptionNotFound().errors)) }),
+  },
+  MethodNotAllowed: {
+    description:
+      "The path exists but does not take this method; `Allow` lists the methods it does take. (Listed on every operation because OpenAPI has no per-path place for it.)",
+    headers: { ...v1Headers, Allow: headerRef("Allow") },
+    content: errorContent({
+      put: example(
+        "PUT on a subscription",
+        exampleErrors(problem(405, "Method not allowed", "PUT is not allowed here; allowed: GET, DELETE.")),
+      ),
+    }),
+  },
+  NotAcceptable: {
+    description:
+      "Every JSON:API media type in `Accept` carries a parameter other than `ext`/`profile`, or names an unsupported extension. (`Accept` absent, `*/*`, `application/*`, `application/json` and the plain JSON:API type are all fine.)",
+    headers: v1Headers,
+    content: errorContent({ charset: notAcceptableExample }),
+  },
+  TooManyRequests: {
+    description: "Rate limited: wait `Retry-After` seconds, then retry.",
+    headers: { ...v1Headers, "Retry-After": headerRef("Retry-After") },
+    content: errorContent({
+      limited: example(
+        "Rate limited",
+        exampleErrors(problem(429, "Too many requests", "Too many requests for this user; retry after 5 seconds.")),
+      ),
+    }),
+  },
+  InternalError: {
+    description:
+      "An unexpected failure, or no token verification is configured on the server. The body carries no internal detail; quote `X-Request-Id` when reporting it.",
+    headers: v1Headers,
+    content: errorContent({
+      unexpected: example(
+        "Unexpected failure",
+        exampleErrors(
+          problem(
+            500,
+            "Internal server error",
+            "The request could not be completed. Quote request id 0f8a7c66-5b7e-4d8c-9f63-2a1c9e4b7d10 when reporting this.",
+          ),
+        ),
+      ),
+      misconfigured: example(
+        "No token verification configured",
+        exampleErrors(
+          problem(
+            500,
+            "Authentication is not configured",
+            "No token verification is configured: set AUTH_JWT_SECRET, AUTH_JWKS_URL or AUTH_JWKS.",
+          ),
+        ),
+      ),
+    }),
+  },
+  ServiceUnavailable: {
+    description:
+      "The database (or the identity provider's signing keys) could not be reached. Nothing was changed: retry after `Retry-After` seconds (writes are idempotent).",
+    headers: { ...v1Headers, "Retry-After": headerRef("Retry-After") },
+    content: errorContent({
+      database: example(
+        "Database unavailable",
+        exampleErrors(
+          problem(
+            503,
+            "Service unavailable",
+            "The database could not be reached. Nothing was changed; retry the request.",
+          ),
+        ),
+      ),
+      keys: example(
+        "Signing keys unavailable",
+        exampleErrors(
+          problem(503, "Authentication unavailable", "The token signing keys could not be loaded; retry later."),
+        ),
+      ),
+    }),
+  },
+};
+
+function unsupportedMediaType(expected: string, examples: Record<string, unknown>): Json {
+  return {
+    description: `The request body is not sent as \`${expected}\`: another type (\`application/json\`, none), a parameter other than \`ext\`/\`profile\` (\`charset\` included), or an unsupported or inapplicable extension.`,
+    headers: v1Headers,
+    content: errorContent(examples),
+  };
+}
+
+const media415 = (detail: string) =>
+  exampleErrors(problem(415, "Unsupported media type", detail, { source: { header: "Content-Type" } }));
+
+/** The responses every `/v1` operation can give besides its own. */
+const v1Responses = {
+  "401": responseRef("Unauthorized"),
+  "405": responseRef("MethodNotAllowed"),
+  "406": responseRef("NotAcceptable"),
+  "429": responseRef("TooManyRequests"),
+  "500": responseRef("InternalError"),
+  "503": responseRef("ServiceUnavailable"),
+};
+
+const v1Parameters = [parameterRef("bookmarkRequest")];
+
+// ---------------------------------------------------------------------------------------------
+// Paths
+
+const listExample = dataDocument(
+  [0, 1].map((index) => toSubscriptionResource(stored(index))),
+  { links: paginationLinks("/v1/subscriptions", { number: 1, size: 2 }, 3), meta: { total: 3 } },
+);
+const pastTheEndExample = dataDocument([], {
+  links: paginationLinks("/v1/subscriptions", { number: 9, size: 25 }, 3),
+  meta: { total: 3 },
+});
+const oneExample = dataDocument(toSubscriptionResource(stored(0)));
+
+const paths: Record<string, Json> = {
+  "/v1/subscriptions": {
+    get: {
+      operationId: "listSubscriptions",
+      tags: ["Subscriptions"],
+      summary: "List subscriptions",
+      description: `The authenticated user's subscriptions, page by page, oldest first (\`userSubscribedAt\`, then \`id\`; stable while new subscriptions arrive). Takes \`page[number]\` and \`page[size]\` only: \`include\`, \`sort\`, \`fields[...]\`, \`filter[...]\`, any other \`page[...]\` and any other all-lowercase name answer 400 with \`source.parameter\`; names with another character (camelCase) are ignored.`,
+      parameters: [parameterRef("pageNumber"), parameterRef("pageSize"), parameterRef("ifNoneMatch"), ...v1Parameters],
+      responses: {
+        "200": {
+          description: "One page of subscriptions, with pagination links and `meta.total`.",
+          headers: { ...successHeaders, ETag: headerRef("ETag") },
+          content: jsonApiContent(schemaRef("SubscriptionListDocument"), {
+            page: example("First page of three subscriptions, two per page", listExample),
+            pastTheEnd: example("A page past the end", pastTheEndExample),
+          }),
+        },
+        "304": responseRef("NotModified"),
+        "400": {
+          description: "A query parameter is invalid or not supported.",
+          headers: v1Headers,
+          content: errorContent({
+            sizeTooBig: example("page[size] over the maximum", exampleErrors(pageError({ "page[size]": "101" }))),
+            badNumber: example("page[number] not a whole number", exampleErrors(pageError({ "page[number]": "0" }))),
+            unsupported: example("A parameter JSON:API reserves", exampleErrors(pageError({ include: "episodes" }))),
+          }),
+        },
+        ...v1Responses,
+      },
+    },
+    post: {
+      operationId: "subscribe",
+      tags: ["Subscriptions"],
+      summary: "Subscribe to a feed",
+      description: `Adds a subscription for the authenticated user. Idempotent: subscribing again to an active subscription answers 200 with the stored resource, unchanged; after an unsubscribe it answers 201 with a fresh \`userSubscribedAt\`. Send the body as \`${JSONAPI}\` (no \`charset\`; the Atomic Operations extension is not applicable here). Checks run in this order: body JSON, \`data\`, \`type\` (409 when not \`subscription\`), \`id\` (400), \`feedUrl\` (422). Bodies over ${MAX_BODY_BYTES / 1024 / 1024} MiB answer 413.`,
+      parameters: v1Parameters,
+      requestBody: {
+        required: true,
+        content: jsonApiContent(schemaRef("SubscriptionCreateDocument"), {
+          subscribe: example("Subscribe to a feed", subscriptionCreateExample),
+        }),
+      },
+      responses: {
+        "200": {
+          description: "Already subscribed: the stored subscription, unchanged.",
+          headers: successHeaders,
+          content: jsonApiContent(schemaRef("SubscriptionDocument"), {
+            existing: example("Already subscribed", oneExample),
+          }),
+        },
+        "201": {
+          description: "Subscribed.",
+          headers: { ...successHeaders, Location: headerRef("Location") },
+          content: jsonApiContent(schemaRef("SubscriptionDocument"), { created: example("Subscribed", oneExample) }),
+        },
+        "400": {
+          description: "The body is not JSON, not a document with `data`, or its `id` is missing or not a UUID.",
+          headers: v1Headers,
+          content: errorContent({
+            malformed: example("Body is not JSON", exampleErrors(malformedJson)),
+            noData: example("No data member", exampleErrors(bodyError({ meta: {} }))),
+            badId: example(
+              "id is not a UUID",
+              exampleErrors(
+                bodyError({ data: { type: "subscription", id: "42", attributes: { feedUrl: FEEDS[0].feedUrl } } }),
+              ),
+            ),
+          }),
+        },
+        "409": {
+          description: "`data.type` is not `subscription`.",
+          headers: v1Headers,
+          content: errorContent({
+            typeMismatch: example(
+              "Wrong resource type",
+              exampleErrors(
+                bodyError({ data: { type: "episode", id: FEEDS[0].guid, attributes: { feedUrl: FEEDS[0].feedUrl } } }),
+              ),
+            ),
+          }),
+        },
+        "413": {
+          description: `The body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
+          headers: v1Headers,
+          content: errorContent({ tooLarge: example("Body too large", exampleErrors(bodyTooLarge)) }),
+        },
+        "415": unsupportedMediaType(JSONAPI, {
+          json: example("Sent as application/json", media415(`Send the request body as ${JSONAPI}.`)),
+          charset: example(
+            "With a charset parameter",
+            media415("The JSON:API media type allows only the ext and profile parameters."),
+          ),
+          atomic: example(
+            "With the Atomic Operations extension",
+            media415(`The Atomic Operations extension applies to /v1/operations only; send ${JSONAPI}.`),
+          ),
+        }),
+        "422": {
+          description: `\`feedUrl\` is missing, not a string, not an absolute http/https URL, or longer than 2048 characters.`,
+          headers: v1Headers,
+          content: errorContent({
+            notHttp: example(
+              "Not an http(s) URL",
+              exampleErrors(
+                bodyError({
+                  data: { type: "subscription", id: FEEDS[0].guid, attributes: { feedUrl: "ftp://example.com/feed" } },
+                }),
+              ),
+            ),
+            missing: example(
+              "No feedUrl",
+              exampleErrors(bodyError({ data: { type: "subscription", id: FEEDS[0].guid, attributes: {} } })),
+            ),
+          }),
+        },
+        ...v1Responses,
+      },
+    },
+  },
+  "/v1/subscriptions/{guid}": {
+    parameters: [parameterRef("guid")],
+    get: {
+      operationId: "getSubscription",
+      tags: ["Subscriptions"],
+      summary: "Get a subscription",
+      description:
+        "One subscription of the authenticated user. The guid matches in any case. Takes no query parameters (names JSON:API reserves answer 400).",
+      parameters: [parameterRef("ifNoneMatch"), ...v1Parameters],
+      responses: {
+        "200": {
+          description: "The subscription.",
+          headers: { ...successHeaders, ETag: headerRef("ETag") },
+          content: jsonApiContent(schemaRef("SubscriptionDocument"), {
+            subscription: example("A subscription", oneExample),
+          }),
+        },
+        "304": responseRef("NotModified"),
+        "400": {
+          description: "The guid is not a UUID, or a query parameter JSON:API reserves was sent.",
+          headers: v1Headers,
+          content: errorContent({
+            invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
+            unsupported: example("A parameter JSON:API reserves", exampleErrors(pageError({ sort: "feedUrl" }))),
+          }),
+        },
+        "404": responseRef("SubscriptionNotFound"),
+        ...v1Responses,
+      },
+    },
+    delete: {
+      operationId: "unsubscribe",
+      tags: ["Subscriptions"],
+      summary: "Unsubscribe",
+      description:
+        "The target of `links.unsubscribe`. The subscription disappears from list and get; subscribing again later answers 201 with a fresh `userSubscribedAt`.",
+      parameters: v1Parameters,
+      responses: {
+        "204": { description: "Unsubscribed. No body.", headers: successHeaders },
+        "400": {
+          description: "The guid is not a UUID, or a query parameter JSON:API reserves was sent.",
+          headers: v1Headers,
+          content: errorContent({ invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)) }),
+        },
+        "404": responseRef("SubscriptionNotFound"),
+        ...v1Responses,
+      },
+    },
+  },
+  "/v1/operations": {
+    post: {
+      operationId: "bulkOperations",
+      tags: ["Bulk operations"],
+      summary: "Subscribe to many feeds at once",
+      description: `JSON:API Atomic Operations, with one difference: operations are independent. They are processed in order, each succeeds or fails on its own, and the answer is 200 with one element of \`atomic:results\` per operation (\`data\` or \`errors\`) and a \`meta\` summary. Only \`add\` of a subscription is supported. Send and accept \`${ATOMIC}\`; add this server's link-method extension URI (\`<base>${LINK_METHOD_EXT_PATH}\`) to the \`ext\` of \`Accept\` and the response's \`ext\` names both, space-separated. Request-level problems (body not an object, no or empty \`${OPERATIONS}\`, more than ${MAX_OPERATIONS} operations) answer with a top-level \`errors\` document instead. All valid operations are written in one database transaction: on 503 nothing was written, and retrying is safe.`,
+      parameters: v1Parameters,
+      requestBody: {
+        required: true,
+        content: jsonApiContent(
+          schemaRef("OperationsDocument"),
+          { bulk: example("Three adds", bulkRequestExample) },
+          ATOMIC,
+        ),
+      },
+      responses: {
+        "200": {
+          description:
+            "One result per operation, in order. A failed operation's element holds `errors` (400 invalid operation or resource identifier, 409 `Already Subscribed` or type mismatch, 422 invalid `feedUrl`); the status of the response stays 200.",
+          headers: successHeaders,
+          content: jsonApiContent(
+            schemaRef("OperationsResultDocument"),
+            {
+              mixed: example(
+                "One added, one already subscribed, one with a feedUrl that is not http(s)",
+                bulkResultExample,
+                "The response to the request example.",
+              ),
+              unsupported: example("An unsupported operation", bulkUnsupportedOpExample),
+            },
+            ATOMIC,
+          ),
+        },
+        "400": {
+          description: `The body is not a JSON object, or \`${OPERATIONS}\` is missing, not an array, or empty.`,
+          headers: v1Headers,
+          content: errorContent(
+            {
+              empty: example(
+                "No operations",
+                exampleErrors(
+                  problem(400, "Invalid document", `${OPERATIONS} must be a non-empty array of operation objects.`, {
+                    source: { pointer: `/${OPERATIONS}` },
+                  }),
+                ),
+              ),
+              malformed: example("Body is not JSON", exampleErrors(malformedJson)),
+            },
+            [ATOMIC],
+          ),
+        },
+        "413": {
+          description: `More than ${MAX_OPERATIONS} operations, or a body over ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
+          headers: v1Headers,
+          content: errorContent(
+            {
+              tooMany: example(
+                "Too many operations",
+                exampleErrors(
+                  problem(
+                    413,
+                    "Too many operations",
+                    `A request may carry at most ${MAX_OPERATIONS} operations; split it into several requests.`,
+                    { source: { pointer: `/${OPERATIONS}` }, meta: { maxOperations: MAX_OPERATIONS } },
+                  ),
+                ),
+              ),
+              tooLarge: example("Body too large", exampleErrors(bodyTooLarge)),
+            },
+            [ATOMIC],
+          ),
+        },
+        "415": unsupportedMediaType(ATOMIC, {
+          plain: example(
+            "Without the atomic extension",
+            media415(`This endpoint takes the Atomic Operations extension: send ${ATOMIC}.`),
+          ),
+        }),
+        ...v1Responses,
+        "406": {
+          description:
+            "As on every endpoint, and also when `Accept` lists the JSON:API type but no instance of it allows the atomic extension and there is no wildcard.",
+          headers: v1Headers,
+          content: errorContent({
+            noAtomic: example(
+              "Accept without the atomic extension",
+              exampleErrors(
+                problem(406, "Not acceptable", `Accept ${ATOMIC} to use this endpoint.`, {
+                  source: { header: "Accept" },
+                }),
+              ),
+            ),
+            charset: notAcceptableExample,
+          }),
+        },
+      },
+    },
+  },
+  [LINK_METHOD_EXT_PATH]: {
+    get: {
+      operationId: "linkMethodExtension",
+      tags: ["Extensions"],
+      summary: "The link-method extension",
+      description:
+        "The URI of this server's link-method extension dereferences here: a short plain-text description of the `method` member of link objects. No authentication.",
+      security: [],
+      responses: {
+        "200": {
+          description: "The extension's description.",
+          headers: { "X-Request-Id": headerRef("X-Request-Id") },
+          content: {
+            "text/plain": {
+              schema: { type: "string" },
+              example: `JSON:API extension "link-method"\nURI: https://api.example.com${LINK_METHOD_EXT_PATH}\n\nThis extension adds one member to JSON:API link objects:\n\n  method  (string) The HTTP method to use when following the link. Allowed value: "DELETE".\n`,
+            },
+          },
+        },
+        "405": responseRef("MethodNotAllowed"),
+      },
+    },
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// The document
+
+const DESCRIPTION = `Keeps a podcast listener's feed subscriptions in sync across apps: list them page by page, fetch one, subscribe, unsubscribe, and subscribe to many feeds in one request.
+
+The wire format is [JSON:API 1.1](https://jsonapi.org/format/1.1/): every body, errors included, is \`${JSONAPI}\` (bulk: \`${ATOMIC}\`), and every response has \`Vary: Accept\` and an \`X-Request-Id\`.
+
+**Authentication.** Every \`/v1\` request needs \`Authorization: Bearer <JWT>\`. The user is the token's \`sub\`; nothing else selects the user, and another user's subscription is \`404\` exactly as if it did not exist. Tokens are verified with HS256 or with the identity provider's JWKS; \`exp\` is required.
+
+**Media types.** Send request bodies as \`${JSONAPI}\` (\`${ATOMIC}\` on \`/v1/operations\`); any other type, a \`charset\` or another parameter than \`ext\`/\`profile\`, or an extension the endpoint does not take answers \`415\`. \`Accept\` may be absent, \`*/*\`, \`application/json\` or the JSON:API type; \`406\` only when every JSON:API type in it is unusable.
+
+**Errors.** JSON:API error objects with \`status\`, a stable \`title\`, \`detail\`, and \`source\` (\`pointer\`, \`parameter\` or \`header\`) where it helps. An unknown path answers \`404\`, a known path with another method \`405\` with \`Allow\`.
+
+**Consistency and caching.** Responses carry \`X-D1-Bookmark\`: send it back on the next request to read your own writes from any database replica. The two \`GET\` endpoints answer with an \`ETag\`; send it as \`If-None-Match\` to get \`304\` while nothing changed.
+
+**Limits.** \`page[size]\` up to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); ${MAX_OPERATIONS} operations per bulk request; request bodies up to ${MAX_BODY_BYTES / 1024 / 1024} MiB; requests over the rate limit answer \`429\` with \`Retry-After\`.`;
+
+/** Orders each operation's responses by status code, as readers expect. */
+function sortResponses(allPaths: Record<string, Json>): Record<string, Json> {
+  const methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+  return Object.fromEntries(
+    Object.entries(allPaths).map(([path, item]) => [
+      path,
+      Object.fromEntries(
+        Object.entries(item).map(([key, value]) => {
+          if (!methods.includes(key)) return [key, value];
+          const operation = value as Json;
+          const sorted = Object.entries(operation.responses as Json).sort(([a], [b]) => a.localeCompare(b));
+          return [key, { ...operation, responses: Object.fromEntries(sorted) }];
+        }),
+      ),
+    ]),
+  );
+}
+
+export function buildOpenApiDocument(): Json {
+  return {
+    openapi: "3.1.1",
+    info: {
+      title: "Podcast Subscriptions API",
+      version: pkg.version,
+      summary: "Sync a podcast listener's feed subscriptions across apps (JSON:API 1.1 + Atomic Operations).",
+      description: DESCRIPTION,
+      license: { name: "MIT", identifier: "MIT" },
+    },
+    servers: [{ url: "/", description: "The deployment serving this document." }],
+    security: [{ bearerAuth: [] }],
+    tags: [
+      { name: "Subscriptions", description: "The authenticated user's feed subscriptions, one at a time." },
+      {
+        name: "Bulk operations",
+        description: "Many subscriptions in one ordered request (JSON:API Atomic Operations).",
+      },
+      { name: "Extensions", description: "Documentation of the JSON:API extensions this server uses." },
+    ],
+    paths: sortResponses(paths),
+    components: {
+      securitySchemes: {
+        bearerAuth: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description:
+            "A JWT whose `sub` is the user id (1 to 255 characters) and which has an `exp`. HS256 with the server's secret, or RS256/ES256/EdDSA from the identity provider's JWKS; `iss` and `aud` must match when the server is configured with them. Locally: `npm run token -- <userId>`.",
+        },
+      },
+      schemas: componentSchemas(),
+      parameters,
+      headers,
+      responses,
+    },
+  };
+}
+
+/** The exact content of `public/openapi.json`: the builder's key order, two-space indent, final newline. */
+export function renderOpenApiDocument(): string {
+  return `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`;
+}

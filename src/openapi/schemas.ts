@@ -1,0 +1,230 @@
+import * as z from "zod";
+import { ATOMIC_EXT_URI, JSONAPI_VERSION } from "../jsonapi";
+import { MAX_OPERATIONS } from "../limits";
+import { pageQuerySchema } from "../pagination";
+import {
+  guidSchema,
+  SUBSCRIPTION_TYPE,
+  subscriptionDocumentSchema,
+  subscriptionResourceSchema,
+} from "../resources/subscription";
+import { operationsDocumentSchema } from "../routes/operations";
+
+/**
+ * The schemas of the OpenAPI document (`src/openapi/document.ts`). Request schemas are the very zod
+ * objects the routes validate with, imported, never copied. Response schemas are declared here in
+ * zod as well: they feed the document, the typed client's types (`client/index.ts`) and the tests
+ * that check real responses against the document. Nothing in the worker imports this module.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Requests: the routes' own schemas
+
+export {
+  guidSchema,
+  operationsDocumentSchema,
+  pageQuerySchema,
+  subscriptionDocumentSchema,
+  subscriptionResourceSchema,
+};
+
+/** One operation of a bulk request as documented: the route checks operations one by one in code. */
+export const addOperationSchema = z.object({
+  op: z.literal("add"),
+  data: subscriptionResourceSchema,
+});
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+/** RFC 3339 UTC with milliseconds and `Z` (CONTRACT 4). */
+const isoTimestamp = z.iso.datetime({ precision: 3 });
+
+export const jsonapiObjectSchema = z.object({ version: z.literal(JSONAPI_VERSION) });
+
+export const bulkJsonapiObjectSchema = z.object({
+  version: z.literal(JSONAPI_VERSION),
+  ext: z.array(z.string()),
+});
+
+/** The link-method extension's link object. */
+export const unsubscribeLinkSchema = z.object({
+  href: z.string(),
+  method: z.literal("DELETE"),
+});
+
+/** The guid as responses carry it: always lower-case. */
+const lowercaseGuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+const storedFeedUrl = z.string();
+
+const subscriptionAttributesSchema = z.object({
+  feedUrl: storedFeedUrl,
+  userSubscribedAt: isoTimestamp,
+});
+
+/** A subscription resource object in a response (list, get-one, create). */
+export const subscriptionSchema = z.object({
+  type: z.literal(SUBSCRIPTION_TYPE),
+  id: lowercaseGuid,
+  attributes: subscriptionAttributesSchema,
+  links: z.object({
+    self: z.string(),
+    unsubscribe: unsubscribeLinkSchema,
+  }),
+});
+
+/** A subscription in a bulk result: `links.self` only, and clients must treat `links` as optional. */
+export const bulkSubscriptionSchema = z.object({
+  type: z.literal(SUBSCRIPTION_TYPE),
+  id: lowercaseGuid,
+  attributes: subscriptionAttributesSchema,
+  links: z.object({ self: z.string() }).optional(),
+});
+
+export const subscriptionDocumentResponseSchema = z.object({
+  jsonapi: jsonapiObjectSchema,
+  data: subscriptionSchema,
+});
+
+export const paginationLinksSchema = z.object({
+  self: z.string(),
+  first: z.string(),
+  prev: z.string().nullable(),
+  next: z.string().nullable(),
+  last: z.string(),
+});
+
+export const subscriptionListDocumentSchema = z.object({
+  jsonapi: jsonapiObjectSchema,
+  data: z.array(subscriptionSchema),
+  links: paginationLinksSchema,
+  meta: z.object({ total: z.number().int().min(0) }),
+});
+
+export const errorObjectSchema = z.object({
+  status: z.string().regex(/^[1-5][0-9]{2}$/),
+  title: z.string(),
+  detail: z.string(),
+  source: z
+    .object({
+      pointer: z.string().optional(),
+      parameter: z.string().optional(),
+      header: z.string().optional(),
+    })
+    .optional(),
+  meta: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const errorDocumentSchema = z.object({
+  jsonapi: jsonapiObjectSchema,
+  errors: z.array(errorObjectSchema).min(1),
+});
+
+export const atomicResultSchema = z.union([
+  z.object({ data: bulkSubscriptionSchema }),
+  z.object({ errors: z.array(errorObjectSchema).min(1) }),
+]);
+
+export const operationsResultDocumentSchema = z.object({
+  jsonapi: bulkJsonapiObjectSchema,
+  "atomic:results": z.array(atomicResultSchema).max(MAX_OPERATIONS),
+  meta: z.object({
+    succeeded: z.number().int().min(0),
+    failed: z.number().int().min(0),
+  }),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Names and descriptions in the document (`#/components/schemas/<id>`)
+
+export interface SchemaMeta {
+  id?: string;
+  title?: string;
+  description?: string;
+  format?: string;
+}
+
+/** Metadata for the document only: kept out of zod's global registry so no one else sees it. */
+export const documentRegistry = z.registry<SchemaMeta>();
+
+const feedUrlSchema = subscriptionResourceSchema.shape.attributes.shape.feedUrl;
+
+documentRegistry
+  .add(subscriptionResourceSchema, {
+    id: "SubscriptionResourceObject",
+    description:
+      "A subscription resource object in a request that creates one. `id` is the feed's GUID (a UUID, usually a v5 UUID derived from the feed URL by the podcast namespace rules); the server stores it lower-cased and never recomputes it. Read-only and unknown attributes are ignored.",
+  })
+  .add(lowercaseGuid, { format: "uuid", description: "The feed's GUID, lower-case; also the `guid` path parameter." })
+  .add(storedFeedUrl, { format: "uri", description: "The feed URL exactly as the client sent it." })
+  .add(isoTimestamp, {
+    description: "When the user subscribed: RFC 3339 UTC with milliseconds, e.g. `2026-11-21T22:44:28.123Z`.",
+  })
+  .add(feedUrlSchema, {
+    format: "uri",
+    description: `Absolute http or https URL of the feed, at most ${feedUrlSchema.maxLength} characters. Stored and returned exactly as sent.`,
+  })
+  .add(subscriptionDocumentSchema, {
+    id: "SubscriptionCreateDocument",
+    description: "The body of `POST /v1/subscriptions`: a JSON:API document whose primary data is one subscription.",
+  })
+  .add(addOperationSchema, {
+    id: "AddOperation",
+    description: `An Atomic Operations \`add\` of one subscription. \`update\` and \`remove\` are not available on this server (400 \`Unsupported operation\` in the result).`,
+  })
+  .add(operationsDocumentSchema, {
+    id: "OperationsDocument",
+    description: `The body of \`POST /v1/operations\`: 1 to ${MAX_OPERATIONS} operations, processed in order, each on its own.`,
+  })
+  .add(jsonapiObjectSchema, { id: "JsonApiObject" })
+  .add(bulkJsonapiObjectSchema, {
+    id: "BulkJsonApiObject",
+    description: `\`ext\` lists the extensions in use: \`${ATOMIC_EXT_URI}\` and this server's link-method extension (\`<base>/ext/link-method\`).`,
+  })
+  .add(unsubscribeLinkSchema, {
+    id: "UnsubscribeLink",
+    description:
+      "A link object of the link-method extension: send `method` to `href` (with the same bearer token) to unsubscribe.",
+  })
+  .add(subscriptionSchema, { id: "Subscription", description: "A subscription resource object in a response." })
+  .add(bulkSubscriptionSchema, {
+    id: "BulkSubscription",
+    description: "A subscription created by a bulk `add`. Treat `links` as optional.",
+  })
+  .add(subscriptionDocumentResponseSchema, { id: "SubscriptionDocument" })
+  .add(paginationLinksSchema, {
+    id: "PaginationLinks",
+    description:
+      "Every link has the shape `/v1/subscriptions?page[number]=N&page[size]=S` (literal brackets, effective values). `prev` is null on page 1, `next` on the last page.",
+  })
+  .add(subscriptionListDocumentSchema, { id: "SubscriptionListDocument" })
+  .add(errorObjectSchema, {
+    id: "ErrorObject",
+    description:
+      "A JSON:API error object. `title` is stable for each kind of error; `source.pointer` points into the request body, `source.parameter` names a query or path parameter, `source.header` a request header.",
+  })
+  .add(errorDocumentSchema, { id: "ErrorDocument" })
+  .add(atomicResultSchema, {
+    id: "AtomicResult",
+    description: "One element of `atomic:results`: `data` when its operation succeeded, `errors` when it failed.",
+  })
+  .add(operationsResultDocumentSchema, {
+    id: "OperationsResultDocument",
+    description:
+      "`atomic:results` has exactly as many elements as the request had operations, in the same order; `meta` counts the successes and failures.",
+  });
+
+// ---------------------------------------------------------------------------------------------
+// Types for clients (type-level only: importing them pulls no runtime code)
+
+export type SubscriptionCreateDocument = z.input<typeof subscriptionDocumentSchema>;
+export type AddOperation = z.input<typeof addOperationSchema>;
+export type Subscription = z.output<typeof subscriptionSchema>;
+export type BulkSubscription = z.output<typeof bulkSubscriptionSchema>;
+export type SubscriptionDocument = z.output<typeof subscriptionDocumentResponseSchema>;
+export type SubscriptionListDocument = z.output<typeof subscriptionListDocumentSchema>;
+export type PaginationLinks = z.output<typeof paginationLinksSchema>;
+export type ErrorObject = z.output<typeof errorObjectSchema>;
+export type ErrorDocument = z.output<typeof errorDocumentSchema>;
+export type AtomicResult = z.output<typeof atomicResultSchema>;
+export type OperationsResultDocument = z.output<typeof operationsResultDocumentSchema>;

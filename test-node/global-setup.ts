@@ -1,0 +1,44 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestProject } from "vitest/node";
+import { unstable_startWorker } from "wrangler";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** Origin of the locally served worker, static assets included, e.g. `http://127.0.0.1:40123`. */
+    workerOrigin: string;
+  }
+}
+
+/** Only this test secret: the Node suite never talks to a real identity provider or database. */
+const TEST_SECRET = "node-suite-secret-0123456789abcdef0123456789";
+
+/**
+ * Serves the worker as `wrangler dev` would (same wrangler.toml, static assets from public/), on a
+ * free loopback port, with its local state in a temporary directory.
+ */
+export default async function setup(project: TestProject) {
+  // Miniflare would otherwise try to download the Request.cf object from Cloudflare.
+  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+  process.env.WRANGLER_SEND_METRICS = "false";
+  const persist = mkdtempSync(join(tmpdir(), "podcast-subscriptions-node-suite-"));
+  const worker = await unstable_startWorker({
+    config: "wrangler.toml",
+    bindings: { AUTH_JWT_SECRET: { type: "secret_text", value: TEST_SECRET } },
+    dev: {
+      server: { hostname: "127.0.0.1", port: 0 },
+      inspector: false,
+      watch: false,
+      persist,
+      logLevel: "warn",
+    },
+  });
+  await worker.ready;
+  const url = await worker.url;
+  project.provide("workerOrigin", url.origin);
+  return async () => {
+    await worker.dispose();
+    rmSync(persist, { recursive: true, force: true });
+  };
+}

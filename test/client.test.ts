@@ -1,0 +1,198 @@
+import { SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import {
+  ATOMIC_MEDIA_TYPE,
+  createSubscriptionsClient,
+  JSONAPI_MEDIA_TYPE,
+  type SubscriptionsApiError,
+} from "../client/index";
+import {
+  errorDocumentSchema,
+  operationsResultDocumentSchema,
+  subscriptionDocumentResponseSchema,
+  subscriptionListDocumentSchema,
+} from "../src/openapi/schemas";
+import { newFeed, ORIGIN, tokenFor } from "./helpers";
+
+/**
+ * The typed client (client/index.ts) driving the real worker through SELF.fetch. Every response
+ * it reads is also checked against the schema the OpenAPI document gives for it.
+ */
+
+interface Recorded {
+  request: Request;
+  response: Response;
+}
+
+/** A client acting as `userId`, recording each request and its (cloned) response. */
+async function clientFor(userId: string) {
+  const token = await tokenFor(userId);
+  const exchanges: Recorded[] = [];
+  const client = createSubscriptionsClient({
+    baseUrl: ORIGIN,
+    token: () => token,
+    fetch: async (request) => {
+      const response = await SELF.fetch(request.clone());
+      exchanges.push({ request, response: response.clone() });
+      return response;
+    },
+  });
+  return { client, exchanges, token, last: () => exchanges[exchanges.length - 1] };
+}
+
+async function bodyOf(recorded: Recorded): Promise<unknown> {
+  return recorded.response.clone().json();
+}
+
+async function rejection(promise: Promise<unknown>): Promise<SubscriptionsApiError> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as SubscriptionsApiError;
+  }
+  throw new Error("expected the call to fail");
+}
+
+describe("typed client", () => {
+  it("subscribes with the JSON:API media type and the bearer token, then confirms", async () => {
+    const { client, last, token } = await clientFor(`client-${crypto.randomUUID()}`);
+    const feed = newFeed();
+
+    const first = await client.subscribe(feed);
+    expect(first.created).toBe(true);
+    expect(first.subscription).toMatchObject({
+      type: "subscription",
+      id: feed.guid,
+      attributes: { feedUrl: feed.feedUrl },
+    });
+    expect(first.subscription.links.unsubscribe).toEqual({ href: `/v1/subscriptions/${feed.guid}`, method: "DELETE" });
+    const { request, response } = last();
+    expect(request.method).toBe("POST");
+    expect(request.headers.get("Content-Type")).toBe(JSONAPI_MEDIA_TYPE);
+    expect(request.headers.get("Accept")).toBe(JSONAPI_MEDIA_TYPE);
+    expect(request.headers.get("Authorization")).toBe(`Bearer ${token}`);
+    expect(response.status).toBe(201);
+    subscriptionDocumentResponseSchema.parse(await bodyOf(last()));
+
+    const again = await client.subscribe({ guid: feed.guid, feedUrl: "https://elsewhere.example.com/feed.xml" });
+    expect(again.created).toBe(false);
+    expect(again.subscription).toEqual(first.subscription);
+    expect(last().response.status).toBe(200);
+  });
+
+  it("gets one subscription, and reports a missing one as a 404 error with the specification's title", async () => {
+    const { client, last } = await clientFor(`client-${crypto.randomUUID()}`);
+    const feed = newFeed();
+    await client.subscribe(feed);
+
+    const subscription = await client.getSubscription(feed.guid.toUpperCase());
+    expect(subscription.id).toBe(feed.guid);
+    expect(last().request.headers.get("Accept")).toBe(JSONAPI_MEDIA_TYPE);
+    subscriptionDocumentResponseSchema.parse(await bodyOf(last()));
+
+    const error = await rejection(client.getSubscription(crypto.randomUUID()));
+    expect(error.name).toBe("SubscriptionsApiError");
+    expect(error.status).toBe(404);
+    expect(error.errors[0]).toMatchObject({ status: "404", title: "Subscription not found" });
+    expect(error.requestId).toBeTruthy();
+    errorDocumentSchema.parse(await bodyOf(last()));
+  });
+
+  it("lists page by page, and iterates over every subscription", async () => {
+    const { client, exchanges, last } = await clientFor(`client-${crypto.randomUUID()}`);
+    const feeds = [newFeed(), newFeed(), newFeed()];
+    for (const feed of feeds) await client.subscribe(feed);
+
+    const page = await client.listSubscriptions({ page: { number: 2, size: 2 } });
+    expect(new URL(last().request.url).searchParams.get("page[number]")).toBe("2");
+    expect(page.data.map((subscription) => subscription.id)).toEqual([feeds[2].guid]);
+    expect(page.links).toMatchObject({ prev: "/v1/subscriptions?page[number]=1&page[size]=2", next: null });
+    expect(page.meta.total).toBe(3);
+    subscriptionListDocumentSchema.parse(await bodyOf(last()));
+
+    const defaults = await client.listSubscriptions();
+    expect(defaults.links.self).toBe("/v1/subscriptions?page[number]=1&page[size]=25");
+
+    const before = exchanges.length;
+    const all = [];
+    for await (const subscription of client.allSubscriptions({ pageSize: 2 })) all.push(subscription.id);
+    expect(all).toEqual(feeds.map((feed) => feed.guid));
+    expect(exchanges.length - before).toBe(2);
+  });
+
+  it("unsubscribes with DELETE, and reports a second unsubscribe as 404", async () => {
+    const { client, last } = await clientFor(`client-${crypto.randomUUID()}`);
+    const feed = newFeed();
+    await client.subscribe(feed);
+
+    await expect(client.unsubscribe(feed.guid)).resolves.toBeUndefined();
+    expect(last().request.method).toBe("DELETE");
+    expect(last().response.status).toBe(204);
+    expect((await client.listSubscriptions()).meta.total).toBe(0);
+    await expect(rejection(client.unsubscribe(feed.guid))).resolves.toMatchObject({ status: 404 });
+  });
+
+  it("bulk-subscribes with the atomic media type, item by item", async () => {
+    const { client, last } = await clientFor(`client-${crypto.randomUUID()}`);
+    const existing = newFeed();
+    await client.subscribe(existing);
+    const fresh = newFeed();
+
+    const result = await client.bulkSubscribe([fresh, existing, { guid: crypto.randomUUID(), feedUrl: "not a url" }]);
+    const { request } = last();
+    expect(request.url).toBe(`${ORIGIN}/v1/operations`);
+    expect(request.headers.get("Content-Type")).toBe(ATOMIC_MEDIA_TYPE);
+    expect(request.headers.get("Accept")).toBe(ATOMIC_MEDIA_TYPE);
+    expect(last().response.headers.get("Content-Type")).toBe(ATOMIC_MEDIA_TYPE);
+    operationsResultDocumentSchema.parse(await bodyOf(last()));
+
+    expect(result.succeeded).toBe(1);
+    expect(result.failed).toBe(2);
+    expect(result.results[0]).toMatchObject({ data: { id: fresh.guid, attributes: { feedUrl: fresh.feedUrl } } });
+    expect(result.results[1]).toMatchObject({
+      errors: [
+        { status: "409", title: "Already Subscribed", meta: { guid: existing.guid, feedUrl: existing.feedUrl } },
+      ],
+    });
+    expect(result.results[2]).toMatchObject({ errors: [{ status: "422" }] });
+  });
+
+  it("splits a long bulk list into requests of at most 100 operations", async () => {
+    const { client, exchanges } = await clientFor(`client-${crypto.randomUUID()}`);
+    const feeds = Array.from({ length: 150 }, () => newFeed());
+
+    const result = await client.bulkSubscribe(feeds);
+    expect(exchanges.length).toBe(2);
+    expect(result.results.length).toBe(150);
+    expect(result.succeeded).toBe(150);
+    expect((await client.listSubscriptions()).meta.total).toBe(150);
+  });
+
+  it("reports a rejected token as a 401 error", async () => {
+    const client = createSubscriptionsClient({
+      baseUrl: ORIGIN,
+      token: "not-a-jwt",
+      fetch: (request) => SELF.fetch(request),
+    });
+    const error = await rejection(client.listSubscriptions());
+    expect(error.status).toBe(401);
+    expect(error.errors[0]).toMatchObject({ status: "401", title: "Unauthorized" });
+  });
+
+  it("sends back the last X-D1-Bookmark it received", async () => {
+    const seen: (string | null)[] = [];
+    const client = createSubscriptionsClient({
+      baseUrl: `${ORIGIN}/`,
+      token: "token",
+      fetch: async (request) => {
+        seen.push(request.headers.get("X-D1-Bookmark"));
+        const body = JSON.stringify({ jsonapi: { version: "1.1" }, data: [], links: {}, meta: { total: 0 } });
+        return new Response(body, { headers: { "X-D1-Bookmark": `bookmark-${seen.length}` } });
+      },
+    });
+    await client.listSubscriptions();
+    await client.listSubscriptions();
+    await client.listSubscriptions();
+    expect(seen).toEqual([null, "bookmark-1", "bookmark-2"]);
+  });
+});

@@ -1,0 +1,17 @@
+import { defineConfig } from "vitest/config";
+
+/**
+ * The Node-side suite (`npm test` runs it after the workerd suite): the OpenAPI document's lint,
+ * freshness and status coverage, and the /docs page in headless Chromium against a locally served
+ * worker (static assets included, which the workerd pool does not serve).
+ */
+export default defineConfig({
+  test: {
+    name: "node",
+    environment: "node",
+    include: ["test-node/**/*.test.ts"],
+    globalSetup: ["./test-node/global-setup.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
