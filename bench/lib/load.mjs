@@ -1,6 +1,7 @@
 // One load sample: autocannon against a URL for a fixed time, from this process, over loopback.
 // Latencies are taken from autocannon's per-response event (float milliseconds) rather than its
-// histogram, which keeps whole milliseconds only; requests/s is responses / wall time of the sample.
+// histogram, which keeps whole milliseconds only; requests/s is responses with the expected status /
+// wall time of the sample (any other status is an error).
 // When workerd's pid is known, the CPU time workerd spent during the sample is read from /proc.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -66,6 +67,7 @@ export function runSample({ base, endpoint, seconds, connections, workerdPid }) 
         const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
         const cpuAfter = cpuMs(workerdPid);
         resolve({
+          // responses with the expected status
           responses: latencies.length,
           seconds: elapsed,
           statuses,
@@ -77,10 +79,12 @@ export function runSample({ base, endpoint, seconds, connections, workerdPid }) 
         });
       },
     );
+    // Only responses with the expected status count as served (req/s, latencies): a fast 4xx or 5xx
+    // must not pass for throughput.
     tracker.on("response", (_client, statusCode, _bytes, responseTime) => {
-      latencies.push(responseTime);
       statuses[statusCode] = (statuses[statusCode] ?? 0) + 1;
-      if (!expected.includes(statusCode)) unexpected++;
+      if (expected.includes(statusCode)) latencies.push(responseTime);
+      else unexpected++;
     });
   });
 }

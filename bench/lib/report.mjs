@@ -152,6 +152,7 @@ export function renderMarkdown({
   finished,
   loadAverageBefore,
   deletePool,
+  logs,
 }) {
   const { results, directions } = summary;
   const m = machine();
@@ -192,9 +193,19 @@ export function renderMarkdown({
     `- Load: autocannon in the harness process, ${settings.connections} connections, no pipelining, keep-alive.`,
     `  Every endpoint and reference: a ${settings.warmupSeconds} s warm-up, then ${settings.rounds} samples of ${settings.seconds} s`,
     "  in rounds that interleave ceiling samples with the endpoints (list and get-one come right after one), so a",
-    "  drift of the machine falls on all figures alike. req/s = responses / wall time; p50 / p99 over every response.",
-    "- Errors: connection errors, timeouts and every response whose status is not the expected one (list, get-one,",
-    "  POST existing and bulk: 200; POST new: 201; DELETE: 204).",
+    "  drift of the machine falls on all figures alike. req/s = responses / wall time; p50 / p99 over all of them.",
+    "- Served like `wrangler dev` would (bindings and vars of wrangler.toml, plus `AUTH_JWT_SECRET`) except: static",
+    "  assets left out (the measured routes always run the worker first); rate-limit bindings kept but with a limit no",
+    "  run reaches; the workers' log lines counted instead of printed" +
+      ` (${logs.lines} this run${
+        Object.keys(logs.byLevel).length
+          ? `: ${Object.entries(logs.byLevel)
+              .map(([level, n]) => `${n} ${level}`)
+              .join(", ")}`
+          : ""
+      }).`,
+    "- req/s and latencies count only responses with the expected status (list, get-one, POST existing and bulk: 200;",
+    "  POST new: 201; DELETE: 204). Errors: connection errors, timeouts and every response with another status.",
     `- Rows: median of ${settings.probes} sequential requests through an instrumented build of the same app`,
     "  (bench/instrumented-worker.ts) that sums D1's `meta.rows_read` / `meta.rows_written` over every D1 result of",
     "  the request; never under load. D1 calls: round trips to D1 (one statement or one batch each).",
