@@ -165,7 +165,7 @@ async function main() {
     secret,
     bundles: { app: appBuild.script, probe: probeBuild.script, ceiling: ceilingBuild.script, floor: floorBuild.script },
   });
-  const { urls, db, workerdPid } = server;
+  const { urls, db, workerdPid, logs } = server;
   const sockets = Object.entries(urls).map(([name, url]) => `${name} ${url.host}`);
   log(`bench: workerd ${workerdPid ?? "(pid unknown)"}: ${sockets.join(", ")}`);
 
@@ -271,6 +271,7 @@ async function main() {
       finished: new Date(),
       loadAverageBefore,
       deletePool,
+      logs: server.logs,
     }),
   );
 
@@ -280,6 +281,8 @@ async function main() {
   for (const [name, target] of Object.entries(summary.results.targets)) {
     log(`${target.pass ? "PASS" : "MISS"}  ${name}: ${target.value} (${summary.directions[name]} ${target.limit})`);
   }
+  if (logs.byLevel.error)
+    log(`bench: the workers logged ${logs.byLevel.error} error lines, e.g. ${logs.lastErrors[0]}`);
   log(`\nbench: wrote bench/results.json and bench/RESULTS.md in ${fmt((Date.now() - started.getTime()) / 1000, 0)} s`);
 }
 
