@@ -1,4 +1,4 @@
-import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
+import { and, eq, is, isNotNull, isNull, Param, Placeholder, sql } from "drizzle-orm";
 import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
 import type { NewSubscription } from "../resources/subscription";
 import { subscriptions, userStats } from "./schema";
@@ -7,11 +7,11 @@ import { subscriptions, userStats } from "./schema";
  * Every function here makes exactly one D1 call (one statement or one batch), so every request
  * costs one round trip to the database.
  */
-export type Database = DrizzleD1Database;
+export type Database = DrizzleD1Database & { $client: D1Database | D1DatabaseSession };
 
 /** Drizzle over a D1 database or a D1 session (same prepare/batch surface). */
 export function database(d1: D1Database | D1DatabaseSession): Database {
-  return drizzle(d1 as D1Database);
+  return drizzle(d1 as D1Database) as Database;
 }
 
 /** A D1 call failed (unavailable, overloaded, reset): the client may retry; a batch is all-or-nothing. */
@@ -45,12 +45,18 @@ const activeRow = (userId: string, guid: string) =>
 /**
  * Inserts the subscription, or revives its tombstone with the new feedUrl and a fresh time. It never
  * fails on a conflict: for an active subscription it does nothing and returns no row, so statements
- * of one batch stay independent.
+ * of one batch stay independent. Written with placeholders: see `compiled`.
  */
-function upsertStatement(db: Database, userId: string, item: NewSubscription, now: number) {
+function upsertQuery(db: Database) {
   return db
     .insert(subscriptions)
-    .values({ userId, guid: item.guid, feedUrl: item.feedUrl, subscribedAt: now, unsubscribedAt: null })
+    .values({
+      userId: sql.placeholder("userId"),
+      guid: sql.placeholder("guid"),
+      feedUrl: sql.placeholder("feedUrl"),
+      subscribedAt: sql.placeholder("now"),
+      unsubscribedAt: null,
+    })
     .onConflictDoUpdate({
       target: [subscriptions.userId, subscriptions.guid],
       set: {
@@ -61,6 +67,65 @@ function upsertStatement(db: Database, userId: string, item: NewSubscription, no
       setWhere: isNotNull(subscriptions.unsubscribedAt),
     })
     .returning(storedColumns);
+}
+
+function activeRowQuery(db: Database) {
+  return db
+    .select(storedColumns)
+    .from(subscriptions)
+    .where(
+      and(
+        eq(subscriptions.userId, sql.placeholder("userId")),
+        eq(subscriptions.guid, sql.placeholder("guid")),
+        isNull(subscriptions.unsubscribedAt),
+      ),
+    );
+}
+
+type Values = Record<string, string | number>;
+
+interface Compiled {
+  sql: string;
+  params: (values: Values) => unknown[];
+}
+
+/** A parameter as Drizzle leaves it: a value, a placeholder, or either wrapped with the column's encoder. */
+function fill(param: unknown, values: Values): unknown {
+  if (is(param, Param)) {
+    const value = fill(param.value, values);
+    return param.encoder ? param.encoder.mapToDriverValue(value) : value;
+  }
+  return is(param, Placeholder) ? values[param.name] : param;
+}
+
+/**
+ * Drizzle builds the SQL of a write once per isolate; each item then only binds its values. Building
+ * the query per item cost about 0.2 ms of CPU each, which made a bulk request of 100 adds 14 times
+ * slower than one add although both are one D1 round trip.
+ */
+function compile(query: { toSQL(): { sql: string; params: unknown[] } }): Compiled {
+  const { sql: text, params } = query.toSQL();
+  return {
+    sql: text,
+    params: (values) => params.map((param) => fill(param, values)),
+  };
+}
+
+let statements: { upsert: Compiled; activeRow: Compiled } | undefined;
+
+function compiled(db: Database) {
+  statements ??= { upsert: compile(upsertQuery(db)), activeRow: compile(activeRowQuery(db)) };
+  return statements;
+}
+
+function bind(db: Database, statement: Compiled, values: Values): D1PreparedStatement {
+  return db.$client.prepare(statement.sql).bind(...statement.params(values));
+}
+
+/** Rows come back from D1 under their column names. */
+function fromColumns(row: Record<string, unknown> | undefined): StoredSubscription | undefined {
+  if (!row) return undefined;
+  return { guid: row.guid as string, feedUrl: row.feed_url as string, subscribedAt: row.subscribed_at as number };
 }
 
 /** A stored subscription packed by SQLite as `[guid, feedUrl, subscribedAt]`. */
@@ -165,13 +230,16 @@ export async function subscribe(
   item: NewSubscription,
   now: number,
 ): Promise<{ created: boolean; subscription: StoredSubscription }> {
+  const { upsert, activeRow } = compiled(db);
+  const values = { userId, guid: item.guid, feedUrl: item.feedUrl, now };
   const [inserted, current] = await call(() =>
-    db.batch([
-      upsertStatement(db, userId, item, now),
-      db.select(storedColumns).from(subscriptions).where(activeRow(userId, item.guid)),
-    ]),
+    db.$client.batch<Record<string, unknown>>([bind(db, upsert, values), bind(db, activeRow, values)]),
   );
-  return { created: inserted.length > 0, subscription: inserted[0] ?? current[0] };
+  const created = fromColumns(inserted.results[0]);
+  return {
+    created: created !== undefined,
+    subscription: (created ?? fromColumns(current.results[0])) as StoredSubscription,
+  };
 }
 
 /**
@@ -185,9 +253,13 @@ export async function subscribeMany(
   now: number,
 ): Promise<(StoredSubscription | undefined)[]> {
   if (items.length === 0) return [];
-  const [first, ...rest] = items.map((item) => upsertStatement(db, userId, item, now));
-  const results = await call(() => db.batch([first, ...rest]));
-  return results.map((rows) => rows[0]);
+  const { upsert } = compiled(db);
+  const results = await call(() =>
+    db.$client.batch<Record<string, unknown>>(
+      items.map((item) => bind(db, upsert, { userId, guid: item.guid, feedUrl: item.feedUrl, now })),
+    ),
+  );
+  return results.map((result) => fromColumns(result.results[0]));
 }
 
 /** Marks the active subscription unsubscribed, keeping its row as a tombstone. False when there was none. */
