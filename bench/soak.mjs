@@ -782,7 +782,7 @@ function report({ started, concurrency, ramp, soakStart, soakEnd, rss, failed, c
   if (ramp.length > 0) {
     lines.push("## Ramp: finding the sustainable concurrency", "");
     lines.push(
-      `${RAMP_SECONDS} s at each level; the soak uses the lowest level within 5 % of the best throughput.`,
+      `${RAMP_SECONDS} s at each level; the soak uses the lowest level within 10 % of the best throughput (the knee: more in flight only queues).`,
       "",
     );
     row(["Concurrency", "Requests/s", "p50 ms", "p99 ms", "5xx"]);
@@ -949,7 +949,7 @@ async function main() {
         if (s.p99 > 2000) break;
       }
       const best = Math.max(...ramp.map((r) => r.rps));
-      concurrency = ramp.find((r) => r.rps >= 0.95 * best).concurrency;
+      concurrency = ramp.find((r) => r.rps >= 0.9 * best).concurrency;
     }
 
     console.log(`soak: ${SECONDS} s at ${concurrency} in flight ...`);
