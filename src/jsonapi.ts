@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { AppEnv } from "./env";
+import { type AppEnv, configured } from "./env";
 
 /**
  * JSON:API 1.1 wire concerns in one place: media types and their parameters, top-level documents,
@@ -13,8 +13,9 @@ export const ATOMIC_EXT_URI = "https://jsonapi.org/ext/atomic";
 export const LINK_METHOD_EXT_PATH = "/ext/link-method";
 
 /** `{link_method_ext_uri}`: `PUBLIC_BASE_URL` when set, else the origin the request came to. */
-export function linkMethodExtUri(requestUrl: string, publicBaseUrl: string | undefined): string {
-  const base = publicBaseUrl ? publicBaseUrl.replace(/\/+$/, "") : new URL(requestUrl).origin;
+export function linkMethodExtUri(c: Context<AppEnv>): string {
+  const publicBaseUrl = configured(c.env.PUBLIC_BASE_URL);
+  const base = publicBaseUrl ? publicBaseUrl.replace(/\/+$/, "") : new URL(c.req.url).origin;
   return `${base}${LINK_METHOD_EXT_PATH}`;
 }
 

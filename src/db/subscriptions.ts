@@ -39,7 +39,7 @@ const storedColumns = {
 
 export type StoredSubscription = { guid: string; feedUrl: string; subscribedAt: number };
 
-const activeRow = (userId: string, guid: string) =>
+const activeRow = (userId: string | Placeholder, guid: string | Placeholder) =>
   and(eq(subscriptions.userId, userId), eq(subscriptions.guid, guid), isNull(subscriptions.unsubscribedAt));
 
 /**
@@ -73,13 +73,7 @@ function activeRowQuery(db: Database) {
   return db
     .select(storedColumns)
     .from(subscriptions)
-    .where(
-      and(
-        eq(subscriptions.userId, sql.placeholder("userId")),
-        eq(subscriptions.guid, sql.placeholder("guid")),
-        isNull(subscriptions.unsubscribedAt),
-      ),
-    );
+    .where(activeRow(sql.placeholder("userId"), sql.placeholder("guid")));
 }
 
 type Values = Record<string, string | number>;
@@ -111,10 +105,10 @@ function compile(query: { toSQL(): { sql: string; params: unknown[] } }): Compil
   };
 }
 
-let statements: { upsert: Compiled; activeRow: Compiled } | undefined;
+let statements: { upsert: Compiled; findActive: Compiled } | undefined;
 
 function compiled(db: Database) {
-  statements ??= { upsert: compile(upsertQuery(db)), activeRow: compile(activeRowQuery(db)) };
+  statements ??= { upsert: compile(upsertQuery(db)), findActive: compile(activeRowQuery(db)) };
   return statements;
 }
 
@@ -230,10 +224,10 @@ export async function subscribe(
   item: NewSubscription,
   now: number,
 ): Promise<{ created: boolean; subscription: StoredSubscription }> {
-  const { upsert, activeRow } = compiled(db);
+  const { upsert, findActive } = compiled(db);
   const values = { userId, guid: item.guid, feedUrl: item.feedUrl, now };
   const [inserted, current] = await call(() =>
-    db.$client.batch<Record<string, unknown>>([bind(db, upsert, values), bind(db, activeRow, values)]),
+    db.$client.batch<Record<string, unknown>>([bind(db, upsert, values), bind(db, findActive, values)]),
   );
   const created = fromColumns(inserted.results[0]);
   return {

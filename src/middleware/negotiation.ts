@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { type AppEnv, configured } from "../env";
+import type { AppEnv } from "../env";
 import {
   ApiError,
   ATOMIC_EXT_URI,
@@ -15,10 +15,6 @@ import {
 /** Which extension an endpoint speaks: the bulk endpoint requires Atomic Operations, the others refuse it. */
 export type EndpointExtension = "none" | "atomic";
 
-function supportedExtensions(c: Context<AppEnv>): string[] {
-  return [ATOMIC_EXT_URI, linkMethodExtUri(c.req.url, configured(c.env.PUBLIC_BASE_URL))];
-}
-
 function unsupportedMediaType(detail: string): ApiError {
   return new ApiError({ status: 415, title: "Unsupported media type", detail, source: { header: "Content-Type" } });
 }
@@ -28,7 +24,7 @@ function notAcceptable(detail: string): ApiError {
 }
 
 /** JSON:API 1.1 server responsibilities for a request body's Content-Type (415). */
-function checkContentType(c: Context<AppEnv>, extension: EndpointExtension): void {
+function checkContentType(c: Context<AppEnv>, extension: EndpointExtension, supported: string[]): void {
   const header = c.req.header("Content-Type");
   const mediaType = header === undefined ? undefined : parseMediaType(header);
   const expected = extension === "atomic" ? `${JSONAPI_MEDIA_TYPE};ext="${ATOMIC_EXT_URI}"` : JSONAPI_MEDIA_TYPE;
@@ -39,7 +35,6 @@ function checkContentType(c: Context<AppEnv>, extension: EndpointExtension): voi
     throw unsupportedMediaType("The JSON:API media type allows only the ext and profile parameters.");
   }
   const extensions = extensionsOf(mediaType);
-  const supported = supportedExtensions(c);
   const unknown = extensions.find((uri) => !supported.includes(uri));
   if (unknown !== undefined) throw unsupportedMediaType(`The extension ${unknown} is not supported.`);
   if (extension === "atomic" && !extensions.includes(ATOMIC_EXT_URI)) {
@@ -58,14 +53,13 @@ function isAcceptableJsonApi(range: MediaType, supported: string[]): boolean {
  * JSON:API 1.1 server responsibilities for Accept (406). Returns the extensions the client asked
  * for that the response may name.
  */
-function negotiateAccept(c: Context<AppEnv>, extension: EndpointExtension): string[] {
+function negotiateAccept(c: Context<AppEnv>, extension: EndpointExtension, supported: string[]): string[] {
   const header = c.req.header("Accept");
   if (header === undefined || header.trim() === "") return [];
   const ranges = parseAccept(header);
   const jsonApiRanges = ranges.filter((range) => range.essence === JSONAPI_MEDIA_TYPE);
   if (jsonApiRanges.length === 0) return [];
 
-  const supported = supportedExtensions(c);
   const acceptable = jsonApiRanges.filter((range) => isAcceptableJsonApi(range, supported));
   if (acceptable.length === 0) {
     throw notAcceptable(
@@ -89,10 +83,11 @@ function negotiateAccept(c: Context<AppEnv>, extension: EndpointExtension): stri
  */
 export function negotiate(extension: EndpointExtension): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    if (c.req.method === "POST") checkContentType(c, extension);
-    const requested = negotiateAccept(c, extension);
+    const linkMethod = linkMethodExtUri(c);
+    const supported = [ATOMIC_EXT_URI, linkMethod];
+    if (c.req.method === "POST") checkContentType(c, extension, supported);
+    const requested = negotiateAccept(c, extension, supported);
     if (extension === "atomic") {
-      const linkMethod = linkMethodExtUri(c.req.url, configured(c.env.PUBLIC_BASE_URL));
       c.set("responseExtensions", requested.includes(linkMethod) ? [ATOMIC_EXT_URI, linkMethod] : [ATOMIC_EXT_URI]);
     }
     await next();

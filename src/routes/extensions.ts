@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { type AppEnv, configured } from "../env";
+import type { AppEnv } from "../env";
 import { linkMethodExtUri } from "../jsonapi";
 
 /**
@@ -7,7 +7,7 @@ import { linkMethodExtUri } from "../jsonapi";
  * description (CONTRACT, placeholders), as JSON:API recommends for extension URIs.
  */
 export const extensionRoutes = new Hono<AppEnv>().get("/link-method", (c) => {
-  const uri = linkMethodExtUri(c.req.url, configured(c.env.PUBLIC_BASE_URL));
+  const uri = linkMethodExtUri(c);
   return c.text(
     `JSON:API extension "link-method"
 URI: ${uri}

@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import * as z from "zod";
 import { subscribeMany } from "../db/subscriptions";
-import { type AppEnv, configured } from "../env";
+import type { AppEnv } from "../env";
 import {
   ApiError,
   ATOMIC_EXT_URI,
@@ -119,7 +119,7 @@ export const operationRoutes = new Hono<AppEnv>().post(
     return respond(c, {
       jsonapi: {
         version: JSONAPI_VERSION,
-        ext: [ATOMIC_EXT_URI, linkMethodExtUri(c.req.url, configured(c.env.PUBLIC_BASE_URL))],
+        ext: [ATOMIC_EXT_URI, linkMethodExtUri(c)],
       },
       "atomic:results": results,
       meta: { succeeded: results.length - failed, failed },
