@@ -1,6 +1,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { sign } from "hono/jwt";
 import type { JWTPayload } from "hono/utils/jwt/types";
+import { expect } from "vitest";
 import app from "../src/index";
 
 export const JSONAPI = "application/vnd.api+json";
@@ -71,6 +72,22 @@ export async function as(userId: string, bindings: Partial<Bindings> = {}): Prom
 
 export function subscriptionDocument(guid: string, feedUrl: string) {
   return { data: { type: "subscription", id: guid, attributes: { feedUrl } } };
+}
+
+/** A subscription resource as the single-resource endpoints and the list serialise it. */
+export function expectedSubscription(feed: { guid: string; feedUrl: string }) {
+  return {
+    type: "subscription",
+    id: feed.guid,
+    attributes: {
+      feedUrl: feed.feedUrl,
+      userSubscribedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    },
+    links: {
+      self: `/v1/subscriptions/${feed.guid}`,
+      unsubscribe: { href: `/v1/subscriptions/${feed.guid}`, method: "DELETE" },
+    },
+  };
 }
 
 export function addOperation(guid: string, feedUrl: string) {

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { as, JSONAPI, newFeed, subscriptionDocument } from "./helpers";
+import { as, expectedSubscription, JSONAPI, newFeed, subscriptionDocument } from "./helpers";
 
 type ListDocument = {
   jsonapi: { version: string };
@@ -49,18 +49,7 @@ describe("GET /v1/subscriptions", () => {
     const { body } = await listPage("list-shape");
     expect(body.data).toHaveLength(1);
     const [resource] = body.data;
-    expect(resource).toEqual({
-      type: "subscription",
-      id: feed.guid,
-      attributes: {
-        feedUrl: feed.feedUrl,
-        userSubscribedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
-      },
-      links: {
-        self: `/v1/subscriptions/${feed.guid}`,
-        unsubscribe: { href: `/v1/subscriptions/${feed.guid}`, method: "DELETE" },
-      },
-    });
+    expect(resource).toEqual(expectedSubscription(feed));
   });
 
   it("orders by userSubscribedAt, then id, and pages through an exact multiple of the page size", async () => {

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { as, JSONAPI, newFeed, ORIGIN, subscriptionDocument } from "./helpers";
+import { as, expectedSubscription, JSONAPI, newFeed, ORIGIN, subscriptionDocument } from "./helpers";
 
 type ErrorDocument = { errors: { status: string; title: string; detail: string; source?: { pointer: string } }[] };
 
@@ -24,18 +24,7 @@ describe("POST /v1/subscriptions", () => {
     const body = (await response.json()) as { jsonapi: unknown; data: Record<string, unknown> };
     expect(body).toEqual({
       jsonapi: { version: "1.1" },
-      data: {
-        type: "subscription",
-        id: feed.guid,
-        attributes: {
-          feedUrl: feed.feedUrl,
-          userSubscribedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
-        },
-        links: {
-          self: `/v1/subscriptions/${feed.guid}`,
-          unsubscribe: { href: `/v1/subscriptions/${feed.guid}`, method: "DELETE" },
-        },
-      },
+      data: expectedSubscription(feed),
     });
   });
 
