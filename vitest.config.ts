@@ -4,29 +4,40 @@ import { defineConfig } from "vitest/config";
 
 const migrations = await readD1Migrations(fileURLToPath(new URL("./drizzle", import.meta.url)));
 
-export default defineConfig({
-  plugins: [
-    cloudflareTest({
-      wrangler: { configPath: "./wrangler.toml" },
-      miniflare: {
-        // The production limits would trip across the suite (every test file shares the limiter state):
-        // the suite runs with loose ones, and the rate-limit tests swap in the tight pair.
-        ratelimits: {
-          USER_RATE_LIMITER: { namespace_id: "1001", simple: { limit: 1_000_000, period: 60 } },
-          AUTH_FAILURE_RATE_LIMITER: { namespace_id: "1002", simple: { limit: 1_000_000, period: 60 } },
-          TIGHT_USER_RATE_LIMITER: { namespace_id: "9001", simple: { limit: 5, period: 60 } },
-          TIGHT_AUTH_FAILURE_RATE_LIMITER: { namespace_id: "9002", simple: { limit: 3, period: 60 } },
-        },
-        bindings: {
-          TEST_MIGRATIONS: migrations,
-          // Tests sign their own tokens with this secret; it exists only here.
-          AUTH_JWT_SECRET: "test-secret-for-vitest-only-0123456789abcdef",
-        },
+/** The worker as wrangler.toml declares it in `environment` (top level when undefined), inside workerd. */
+function workerd(environment?: string) {
+  return cloudflareTest({
+    wrangler: { configPath: "./wrangler.toml", environment },
+    miniflare: {
+      // The production limits would trip across the suite (every test file shares the limiter state):
+      // the suite runs with loose ones, and the rate-limit tests swap in the tight pair.
+      ratelimits: {
+        USER_RATE_LIMITER: { namespace_id: "1001", simple: { limit: 1_000_000, period: 60 } },
+        AUTH_FAILURE_RATE_LIMITER: { namespace_id: "1002", simple: { limit: 1_000_000, period: 60 } },
+        TIGHT_USER_RATE_LIMITER: { namespace_id: "9001", simple: { limit: 5, period: 60 } },
+        TIGHT_AUTH_FAILURE_RATE_LIMITER: { namespace_id: "9002", simple: { limit: 3, period: 60 } },
       },
-    }),
-  ],
+      bindings: {
+        TEST_MIGRATIONS: migrations,
+        // Tests sign their own tokens with this secret; it exists only here.
+        AUTH_JWT_SECRET: "test-secret-for-vitest-only-0123456789abcdef",
+      },
+    },
+  });
+}
+
+const suite = { include: ["test/**/*.test.ts"], setupFiles: ["./test/apply-migrations.ts"] };
+
+/**
+ * The whole suite runs twice: against one database (the default deployment) and against two shards
+ * (`[env.shards]`: users split over DB and DB_1 by SHARD_MAP). `--project single` or `--project shards`
+ * runs one of them.
+ */
+export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    setupFiles: ["./test/apply-migrations.ts"],
+    projects: [
+      { plugins: [workerd()], test: { name: "single", ...suite } },
+      { plugins: [workerd("shards")], test: { name: "shards", ...suite } },
+    ],
   },
 });

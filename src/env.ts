@@ -1,5 +1,6 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { Database } from "./db/subscriptions";
+import type { ShardRouting } from "./shards";
 
 /** Secrets are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */
 declare global {
@@ -16,7 +17,9 @@ export type AppBindings = Cloudflare.Env;
 export interface AppVariables extends RequestIdVariables {
   /** The authenticated user: the token's `sub`. Nothing else selects the user. */
   userId: string;
-  /** Drizzle over this request's D1 session (see middleware/d1-session.ts). */
+  /** The bucket map and its databases (see src/shards.ts), read before authentication. */
+  shards: ShardRouting;
+  /** Drizzle over this request's D1 session on the user's database (see middleware/d1-session.ts). */
   db: Database;
   /** Extension URIs the response Content-Type names (the bulk endpoint sets them). */
   responseExtensions: string[];

@@ -5,7 +5,7 @@ import type { AppEnv } from "./env";
 import { accessLog } from "./middleware/access-log";
 import { authenticate } from "./middleware/auth";
 import { corsPolicy } from "./middleware/cors";
-import { d1Session } from "./middleware/d1-session";
+import { d1Session, shardConfiguration } from "./middleware/d1-session";
 import { methodNotAllowedResponse, onError, onNotFound } from "./middleware/errors";
 import { limitPerUser } from "./middleware/rate-limit";
 import { securityHeaders } from "./middleware/security-headers";
@@ -17,7 +17,7 @@ const app = new Hono<AppEnv>();
 
 app.use(requestId(), accessLog, securityHeaders, corsPolicy);
 app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
-app.use("/v1/*", authenticate, limitPerUser, d1Session);
+app.use("/v1/*", shardConfiguration, authenticate, limitPerUser, d1Session);
 
 app.route("/v1/subscriptions", subscriptionRoutes);
 app.route("/v1/operations", operationRoutes);

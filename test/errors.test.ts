@@ -1,6 +1,15 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import { as, failingD1, JSONAPI, newFeed, ORIGIN, send, subscriptionDocument, tokenFor } from "./helpers";
+import {
+  as,
+  failingD1,
+  JSONAPI,
+  newFeed,
+  ORIGIN,
+  send,
+  subscriptionDocument,
+  tokenFor,
+  wrapDatabaseOf,
+} from "./helpers";
 
 type ErrorDocument = { jsonapi: { version: string }; errors: { status: string; title: string; detail: string }[] };
 
@@ -47,7 +56,7 @@ describe("unknown paths and methods", () => {
 
 describe("failures inside the service", () => {
   it("answers 503 when D1 fails, writes nothing, and the retry succeeds", async () => {
-    const user = await as("d1-down", { DB: failingD1(env.DB, 1) });
+    const user = await as("d1-down", await wrapDatabaseOf("d1-down", (real) => failingD1(real, 1)));
     const feed = newFeed();
     const failed = await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
     const body = await expectErrorDocument(failed, 503);

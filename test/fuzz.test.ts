@@ -1,7 +1,6 @@
-import { env } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
-import { ATOMIC, JSONAPI, ORIGIN, send, tokenFor } from "./helpers";
+import { ATOMIC, databaseFor, JSONAPI, ORIGIN, send, tokenFor } from "./helpers";
 
 /** Fixed so that CI runs are reproducible (change it to explore). fast-check prints the seed and path on failure. */
 const SEED = 20261121;
@@ -9,9 +8,10 @@ const RUNS = 2000;
 const USER = "fuzz-user";
 
 async function snapshot(): Promise<string> {
-  const rows = await env.DB.batch([
-    env.DB.prepare("SELECT * FROM subscriptions WHERE user_id = ? ORDER BY guid").bind(USER),
-    env.DB.prepare("SELECT * FROM user_stats WHERE user_id = ?").bind(USER),
+  const db = await databaseFor(USER);
+  const rows = await db.batch([
+    db.prepare("SELECT * FROM subscriptions WHERE user_id = ? ORDER BY guid").bind(USER),
+    db.prepare("SELECT * FROM user_stats WHERE user_id = ?").bind(USER),
   ]);
   return JSON.stringify(rows.map((result) => result.results));
 }

@@ -1,6 +1,5 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { as, JSONAPI, newFeed, ORIGIN, send, subscriptionDocument } from "./helpers";
+import { as, databaseFor, JSONAPI, newFeed, ORIGIN, send, subscriptionDocument } from "./helpers";
 
 type ErrorDocument = { errors: { status: string; title: string; detail: string; source?: Record<string, string> }[] };
 
@@ -103,9 +102,8 @@ describe("DELETE /v1/subscriptions/{guid}", () => {
     const feed = newFeed();
     await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
     await user.delete(`/v1/subscriptions/${feed.guid}`);
-    const row = await env.DB.prepare(
-      "SELECT feed_url, unsubscribed_at FROM subscriptions WHERE user_id = ? AND guid = ?",
-    )
+    const row = await (await databaseFor("delete-tombstone"))
+      .prepare("SELECT feed_url, unsubscribed_at FROM subscriptions WHERE user_id = ? AND guid = ?")
       .bind("delete-tombstone", feed.guid)
       .first<{ feed_url: string; unsubscribed_at: number | null }>();
     expect(row?.feed_url).toBe(feed.feedUrl);

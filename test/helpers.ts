@@ -3,6 +3,7 @@ import { sign } from "hono/jwt";
 import type { JWTPayload } from "hono/utils/jwt/types";
 import { expect } from "vitest";
 import app from "../src/index";
+import { shardOfUser, shardRouting } from "../src/shards";
 
 export const JSONAPI = "application/vnd.api+json";
 export const ATOMIC = "https://jsonapi.org/ext/atomic";
@@ -25,6 +26,43 @@ export async function send(request: Request, bindings: Partial<Bindings> = {}): 
   const response = await app.fetch(request, { ...env, ...bindings }, ctx);
   await waitOnExecutionContext(ctx);
   return response;
+}
+
+/** A D1 binding of the suite's configuration and its name ("DB", "DB_1", ...). */
+export interface ShardDatabase {
+  name: string;
+  database: D1Database;
+}
+
+/**
+ * Every database of the suite's bucket map: DB alone in the single configuration, DB and DB_1 in the
+ * two-shard one (vitest.config.ts runs the suite in both).
+ */
+export function shardDatabases(): ShardDatabase[] {
+  const { databases } = shardRouting(env);
+  return [...databases].map(([name, database]) => ({ name, database }));
+}
+
+/** The database that holds `userId`'s rows: tests that read or seed D1 directly go through it. */
+export async function shardFor(userId: string): Promise<ShardDatabase> {
+  const { name, database } = await shardOfUser(shardRouting(env), userId);
+  return { name, database };
+}
+
+export async function databaseFor(userId: string): Promise<D1Database> {
+  return (await shardFor(userId)).database;
+}
+
+/**
+ * Bindings that put `wrap(real)` in place of `userId`'s database (for the counting and failing
+ * wrappers below), so that the worker, which picks the user's shard, goes through the wrapper.
+ */
+export async function wrapDatabaseOf(
+  userId: string,
+  wrap: (real: D1Database) => D1Database,
+): Promise<Partial<Bindings>> {
+  const { name, database } = await shardFor(userId);
+  return { [name]: wrap(database) } as Partial<Bindings>;
 }
 
 export interface Caller {
@@ -254,8 +292,23 @@ export function meteredD1(real: D1Database) {
   };
 }
 
+/** `userId`'s database behind a call counter, with the bindings that make the worker use it. */
+export async function countedDatabaseOf(userId: string) {
+  const { name, database } = await shardFor(userId);
+  const counter = countingD1(database);
+  return { ...counter, bindings: { [name]: counter.binding } as Partial<Bindings> };
+}
+
+/** `userId`'s database behind a row meter, with the bindings that make the worker use it. */
+export async function meteredDatabaseOf(userId: string) {
+  const { name, database } = await shardFor(userId);
+  const meter = meteredD1(database);
+  return { ...meter, bindings: { [name]: meter.binding } as Partial<Bindings> };
+}
+
 /** Stores `count` active subscriptions for `userId` straight into D1 (fast seeding for size tests). */
 export async function seedSubscriptions(userId: string, count: number, options: { unsubscribed?: boolean } = {}) {
+  const db = await databaseFor(userId);
   const rowsPerStatement = 20; // 5 bound parameters a row; D1 allows 100 per statement
   const statements: D1PreparedStatement[] = [];
   const base = Date.now() - count;
@@ -273,10 +326,12 @@ export async function seedSubscriptions(userId: string, count: number, options: 
       );
     }
     statements.push(
-      env.DB.prepare(
-        `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at) VALUES ${Array(rows).fill("(?, ?, ?, ?, ?)").join(", ")}`,
-      ).bind(...values),
+      db
+        .prepare(
+          `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at) VALUES ${Array(rows).fill("(?, ?, ?, ?, ?)").join(", ")}`,
+        )
+        .bind(...values),
     );
   }
-  for (let i = 0; i < statements.length; i += 100) await env.DB.batch(statements.slice(i, i + 100));
+  for (let i = 0; i < statements.length; i += 100) await db.batch(statements.slice(i, i + 100));
 }

@@ -1,6 +1,5 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { as, expectedSubscription, JSONAPI, newFeed, subscriptionDocument } from "./helpers";
+import { as, databaseFor, expectedSubscription, JSONAPI, newFeed, subscriptionDocument } from "./helpers";
 
 type ListDocument = {
   jsonapi: { version: string };
@@ -60,11 +59,12 @@ describe("GET /v1/subscriptions", () => {
       ["d0000000-0000-4000-8000-000000000000", 2000],
       ["b0000000-0000-4000-8000-000000000000", 2000],
     ] as const;
-    await env.DB.batch(
+    const db = await databaseFor("list-order");
+    await db.batch(
       rows.map(([guid, at]) =>
-        env.DB.prepare(
-          "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at) VALUES ('list-order', ?, ?, ?)",
-        ).bind(guid, `https://feeds.example.com/${guid}`, at),
+        db
+          .prepare("INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at) VALUES ('list-order', ?, ?, ?)")
+          .bind(guid, `https://feeds.example.com/${guid}`, at),
       ),
     );
     const page1 = await listPage("list-order", "?page[size]=2");

@@ -1,9 +1,9 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import {
   ATOMIC,
   addOperation,
   as,
+  databaseFor,
   failingD1,
   JSONAPI,
   newFeed,
@@ -11,6 +11,7 @@ import {
   send,
   subscriptionDocument,
   tokenFor,
+  wrapDatabaseOf,
 } from "./helpers";
 
 type ErrorObject = {
@@ -39,9 +40,8 @@ function adds(count: number) {
 }
 
 async function activeCount(userId: string): Promise<number> {
-  const row = await env.DB.prepare(
-    "SELECT count(*) AS n FROM subscriptions WHERE user_id = ? AND unsubscribed_at IS NULL",
-  )
+  const row = await (await databaseFor(userId))
+    .prepare("SELECT count(*) AS n FROM subscriptions WHERE user_id = ? AND unsubscribed_at IS NULL")
     .bind(userId)
     .first<{ n: number }>();
   return row?.n ?? 0;
@@ -199,7 +199,7 @@ describe("POST /v1/operations", () => {
 
   it("answers 503 and writes nothing when D1 fails during the batch; the retry succeeds", async () => {
     const operations = adds(10);
-    const broken = await as("bulk-fault", { DB: failingD1(env.DB, 1) });
+    const broken = await as("bulk-fault", await wrapDatabaseOf("bulk-fault", (real) => failingD1(real, 1)));
     const failed = await broken.operations({ "atomic:operations": operations });
     expect(failed.status).toBe(503);
     const document = (await failed.json()) as BulkDocument;
@@ -212,7 +212,8 @@ describe("POST /v1/operations", () => {
 
   it("rolls the whole batch back when one statement fails inside D1", async () => {
     // A statement that D1 rejects mid-batch (a CHECK-like failure forced with a trigger) must undo the others.
-    await env.DB.exec(
+    const db = await databaseFor("bulk-rollback");
+    await db.exec(
       "CREATE TRIGGER refuse_marker BEFORE INSERT ON subscriptions WHEN NEW.feed_url = 'https://refuse.example/' BEGIN SELECT RAISE(ABORT, 'refused'); END;",
     );
     const user = await as("bulk-rollback");
@@ -220,7 +221,7 @@ describe("POST /v1/operations", () => {
     const response = await user.operations({ "atomic:operations": operations });
     expect(response.status).toBe(503);
     expect(await activeCount("bulk-rollback")).toBe(0);
-    await env.DB.exec("DROP TRIGGER refuse_marker;");
+    await db.exec("DROP TRIGGER refuse_marker;");
   });
 
   it("is scoped to the token's user", async () => {

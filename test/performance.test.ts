@@ -1,6 +1,13 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { addOperation, as, meteredD1, newFeed, seedSubscriptions, subscriptionDocument } from "./helpers";
+import {
+  addOperation,
+  as,
+  databaseFor,
+  meteredDatabaseOf,
+  newFeed,
+  seedSubscriptions,
+  subscriptionDocument,
+} from "./helpers";
 
 const PAGE_SIZE = 25;
 
@@ -9,8 +16,8 @@ describe("reads cost what they return", () => {
     it(`list page 1 reads at most page size + 2 rows for a user with ${count} subscriptions`, async () => {
       const userId = `rows-${count}`;
       await seedSubscriptions(userId, count);
-      const meter = meteredD1(env.DB);
-      const user = await as(userId, { DB: meter.binding });
+      const meter = await meteredDatabaseOf(userId);
+      const user = await as(userId, meter.bindings);
       const response = await user.get("/v1/subscriptions");
       const body = (await response.json()) as { data: unknown[]; meta: { total: number } };
       expect(body.meta.total).toBe(count);
@@ -22,8 +29,8 @@ describe("reads cost what they return", () => {
   it("never reads tombstones: 2 000 unsubscribed rows cost nothing to list", async () => {
     await seedSubscriptions("rows-tombstones", 2000, { unsubscribed: true });
     await seedSubscriptions("rows-tombstones", 5);
-    const meter = meteredD1(env.DB);
-    const user = await as("rows-tombstones", { DB: meter.binding });
+    const meter = await meteredDatabaseOf("rows-tombstones");
+    const user = await as("rows-tombstones", meter.bindings);
     const body = (await (await user.get("/v1/subscriptions")).json()) as { meta: { total: number } };
     expect(body.meta.total).toBe(5);
     expect(meter.totals.rowsRead).toBeLessThanOrEqual(5 + 2);
@@ -33,8 +40,8 @@ describe("reads cost what they return", () => {
     await seedSubscriptions("rows-get", 500);
     const user = await as("rows-get");
     const { data } = (await (await user.get("/v1/subscriptions?page[size]=1")).json()) as { data: { id: string }[] };
-    const meter = meteredD1(env.DB);
-    const metered = await as("rows-get", { DB: meter.binding });
+    const meter = await meteredDatabaseOf("rows-get");
+    const metered = await as("rows-get", meter.bindings);
     expect((await metered.get(`/v1/subscriptions/${data[0].id}`)).status).toBe(200);
     expect(meter.totals.rowsRead).toBeLessThanOrEqual(2);
   });
@@ -50,8 +57,8 @@ describe("conditional requests", () => {
     expect(etag).toMatch(/^"[0-9a-f]{8}-\d+"$/);
     expect(first.headers.get("Cache-Control")).toBe("private, no-cache");
 
-    const meter = meteredD1(env.DB);
-    const metered = await as("etag-list", { DB: meter.binding });
+    const meter = await meteredDatabaseOf("etag-list");
+    const metered = await as("etag-list", meter.bindings);
     const cached = await metered.get("/v1/subscriptions", { "If-None-Match": etag });
     expect(cached.status).toBe(304);
     expect(await cached.text()).toBe("");
@@ -93,8 +100,8 @@ describe("conditional requests", () => {
     const path = `/v1/subscriptions/${feed.guid}`;
     const etag = (await user.get(path)).headers.get("ETag") as string;
 
-    const meter = meteredD1(env.DB);
-    const metered = await as("etag-get", { DB: meter.binding });
+    const meter = await meteredDatabaseOf("etag-get");
+    const metered = await as("etag-get", meter.bindings);
     expect((await metered.get(path, { "If-None-Match": etag })).status).toBe(304);
     expect(meter.totals.rowsRead).toBeLessThanOrEqual(1);
 
@@ -125,8 +132,8 @@ describe("read replication (D1 Sessions API)", () => {
 
 describe("query plans", () => {
   it("no statement the app issues scans a table", async () => {
-    const meter = meteredD1(env.DB);
-    const user = await as("plans", { DB: meter.binding });
+    const meter = await meteredDatabaseOf("plans");
+    const user = await as("plans", meter.bindings);
     const feed = newFeed();
     const path = `/v1/subscriptions/${feed.guid}`;
     await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
@@ -141,7 +148,8 @@ describe("query plans", () => {
     const distinct = new Map(meter.totals.statements.map((statement) => [statement.sql, statement]));
     expect(distinct.size).toBeGreaterThanOrEqual(5);
     for (const { sql, params } of distinct.values()) {
-      const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+      const { results } = await (await databaseFor("plans"))
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
         .bind(...params)
         .all<{ detail: string }>();
       const details = results.map((row) => row.detail);

@@ -1,22 +1,26 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import {
   addOperation,
   as,
   type Caller,
-  countingD1,
+  countedDatabaseOf,
+  databaseFor,
   failingD1,
   JSONAPI,
   newFeed,
   subscriptionDocument,
+  wrapDatabaseOf,
 } from "./helpers";
 
 async function state(userId: string) {
-  const [rows, stats] = await env.DB.batch([
-    env.DB.prepare(
-      "SELECT guid, feed_url, subscribed_at, unsubscribed_at FROM subscriptions WHERE user_id = ? ORDER BY guid",
-    ).bind(userId),
-    env.DB.prepare("SELECT active_count, version FROM user_stats WHERE user_id = ?").bind(userId),
+  const db = await databaseFor(userId);
+  const [rows, stats] = await db.batch([
+    db
+      .prepare(
+        "SELECT guid, feed_url, subscribed_at, unsubscribed_at FROM subscriptions WHERE user_id = ? ORDER BY guid",
+      )
+      .bind(userId),
+    db.prepare("SELECT active_count, version FROM user_stats WHERE user_id = ?").bind(userId),
   ]);
   return JSON.stringify([rows.results, stats.results]);
 }
@@ -57,9 +61,9 @@ describe("fault injection: D1 failing on its Nth call", () => {
       const feed = newFeed();
       await setup.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
 
-      const counter = countingD1(env.DB);
       // Count the calls the step makes on a twin user, so this user's state is untouched.
-      const twin = await as(`${userId}-twin`, { DB: counter.binding });
+      const counter = await countedDatabaseOf(`${userId}-twin`);
+      const twin = await as(`${userId}-twin`, counter.bindings);
       await (await as(`${userId}-twin`)).post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
       counter.reset();
       await step.run(twin, feed.guid);
@@ -69,7 +73,7 @@ describe("fault injection: D1 failing on its Nth call", () => {
       vi.spyOn(console, "error").mockImplementation(() => {});
       for (let n = 1; n <= calls; n++) {
         const before = await state(userId);
-        const broken = await as(userId, { DB: failingD1(env.DB, n) });
+        const broken = await as(userId, await wrapDatabaseOf(userId, (real) => failingD1(real, n)));
         const response = await step.run(broken, feed.guid);
         expect(response.status).toBe(503);
         expect(response.headers.get("Content-Type")).toContain(JSONAPI);
@@ -119,7 +123,9 @@ describe("concurrency", () => {
     }
     const outcomes = (await Promise.all(requests)).flat();
 
-    const { results } = await env.DB.prepare("SELECT guid, unsubscribed_at FROM subscriptions WHERE user_id = ?")
+    const db = await databaseFor(userId);
+    const { results } = await db
+      .prepare("SELECT guid, unsubscribed_at FROM subscriptions WHERE user_id = ?")
       .bind(userId)
       .all<{ guid: string; unsubscribed_at: number | null }>();
     const active = new Set(results.filter((row) => row.unsubscribed_at === null).map((row) => row.guid));
@@ -131,7 +137,7 @@ describe("concurrency", () => {
       expect(created - deleted, guid).toBe(active.has(guid) ? 1 : 0);
     }
     expect(results.length).toBe(new Set(results.map((row) => row.guid)).size);
-    const stats = await env.DB.prepare("SELECT active_count FROM user_stats WHERE user_id = ?").bind(userId).first<{
+    const stats = await db.prepare("SELECT active_count FROM user_stats WHERE user_id = ?").bind(userId).first<{
       active_count: number;
     }>();
     expect(stats?.active_count).toBe(active.size);

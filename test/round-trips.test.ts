@@ -1,11 +1,10 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { addOperation, as, type Caller, countingD1, newFeed, subscriptionDocument } from "./helpers";
+import { addOperation, as, type Caller, countedDatabaseOf, newFeed, subscriptionDocument } from "./helpers";
 
 /** A user whose requests go through a D1 binding that counts calls. */
 async function countedUser(userId: string) {
-  const counter = countingD1(env.DB);
-  const user = await as(userId, { DB: counter.binding });
+  const counter = await countedDatabaseOf(userId);
+  const user = await as(userId, counter.bindings);
   /** Runs one request and returns its status and how many D1 calls it made. */
   const measure = async (request: (user: Caller) => Promise<Response>) => {
     counter.reset();

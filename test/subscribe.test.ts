@@ -1,13 +1,11 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { as, expectedSubscription, JSONAPI, newFeed, ORIGIN, subscriptionDocument } from "./helpers";
+import { as, databaseFor, expectedSubscription, JSONAPI, newFeed, ORIGIN, subscriptionDocument } from "./helpers";
 
 type ErrorDocument = { errors: { status: string; title: string; detail: string; source?: { pointer: string } }[] };
 
 async function storedRows(userId: string) {
-  const { results } = await env.DB.prepare(
-    "SELECT guid, feed_url, subscribed_at, unsubscribed_at FROM subscriptions WHERE user_id = ? ORDER BY guid",
-  )
+  const { results } = await (await databaseFor(userId))
+    .prepare("SELECT guid, feed_url, subscribed_at, unsubscribed_at FROM subscriptions WHERE user_id = ? ORDER BY guid")
     .bind(userId)
     .all();
   return results;

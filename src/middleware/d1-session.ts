@@ -1,29 +1,75 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { database } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { ApiError } from "../jsonapi";
+import { shardOfUser, shardRouting } from "../shards";
 
 export const BOOKMARK_HEADER = "X-D1-Bookmark";
 
+/** The shape of a D1 bookmark; anything else is refused before it reaches D1 and is never echoed. */
+const BOOKMARK_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
+
+/** A bucket move copies a few thousand rows at most per second of freeze: a short wait is enough. */
+const FROZEN_RETRY_AFTER_SECONDS = 5;
+
+function invalidBookmark(): ApiError {
+  return new ApiError({
+    status: 400,
+    title: "Invalid bookmark",
+    detail: `${BOOKMARK_HEADER} must be a bookmark this service returned.`,
+    source: { header: BOOKMARK_HEADER },
+  });
+}
+
+function frozenForMove(): ApiError {
+  return new ApiError({
+    status: 503,
+    title: "Temporarily read-only",
+    detail: "This account's data is being moved to another database. Reads work; nothing was changed: retry the write.",
+    headers: { "Retry-After": String(FROZEN_RETRY_AFTER_SECONDS) },
+  });
+}
+
+/** The client's bookmark, checked by shape; undefined when it sent none. */
+function clientBookmark(c: Context<AppEnv>): string | undefined {
+  const bookmark = c.req.header(BOOKMARK_HEADER);
+  if (bookmark !== undefined && !BOOKMARK_SHAPE.test(bookmark)) throw invalidBookmark();
+  return bookmark;
+}
+
 /**
- * D1 read replication (Sessions API). Reads run in a session that starts at the client's bookmark,
- * or anywhere ("first-unconstrained", the nearest replica) when it sent none; writes start at the
- * primary. The response carries the session's latest bookmark: sending it back on the next request
- * guarantees that request sees this one's writes.
+ * Reads the bucket map (SHARD_MAP, SHARD_FROZEN) before anything else: a wrong map stops every /v1
+ * request with a configuration error (500, see middleware/errors.ts) rather than reading the wrong database.
+ */
+export const shardConfiguration: MiddlewareHandler<AppEnv> = async (c, next) => {
+  c.set("shards", shardRouting(c.env));
+  await next();
+};
+
+/**
+ * Picks the one database of the request (the user's shard, from the token's user) and opens a D1
+ * session on it (read replication, Sessions API). Reads start at the client's bookmark, or anywhere
+ * ("first-unconstrained", the nearest replica) without one; writes start at the primary. The response
+ * carries the session's latest bookmark: sending it back guarantees the next request sees this one's writes.
+ *
+ * A bookmark is a position in one database's history, so it must never reach another database. The
+ * header keeps D1's exact shape (no room for a shard tag); a user's shard changes only when a bucket move
+ * switches the map, and a move switches it while the buckets are frozen. Frozen buckets refuse writes
+ * (503) and read the primary whatever bookmark comes with the request, so a bookmark of the old database
+ * is ignored while replicas of the new one catch up; the move unfreezes only after that (see
+ * docs/CAPACITY.md, "Moving buckets").
  */
 export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const bookmark = c.req.header(BOOKMARK_HEADER);
+  const bookmark = clientBookmark(c);
+  const shard = await shardOfUser(c.get("shards"), c.get("userId"));
   const isRead = c.req.method === "GET" || c.req.method === "HEAD";
+  if (!isRead && shard.frozen) throw frozenForMove();
+  const constraint = !isRead || shard.frozen ? "first-primary" : (bookmark ?? "first-unconstrained");
   let session: D1DatabaseSession;
   try {
-    session = c.env.DB.withSession(isRead ? (bookmark ?? "first-unconstrained") : "first-primary");
+    session = shard.database.withSession(constraint);
   } catch {
-    throw new ApiError({
-      status: 400,
-      title: "Invalid bookmark",
-      detail: `${BOOKMARK_HEADER} must be a bookmark this service returned.`,
-      source: { header: BOOKMARK_HEADER },
-    });
+    throw invalidBookmark();
   }
   c.set("db", database(session));
   await next();

@@ -4,6 +4,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { DatabaseError } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { ApiError, type ErrorObject, errorDocument, respond, toErrorObject } from "../jsonapi";
+import { ShardConfigError } from "../shards";
 
 /** Statuses Hono's own middleware raise, as JSON:API errors. */
 const httpExceptionTitles: Record<number, { title: string; detail: string }> = {
@@ -44,6 +45,18 @@ export const onError: ErrorHandler<AppEnv> = (err, c) => {
       ],
       { "Retry-After": "1" },
     );
+  }
+
+  if (err instanceof ShardConfigError) {
+    // The deployment is wrong, not the request: refuse everything (never guess a database) until fixed.
+    console.error(JSON.stringify({ level: "error", requestId, event: "configuration_error", error: err.message }));
+    return errorResponse(c, 500, [
+      toErrorObject({
+        status: 500,
+        title: "Configuration error",
+        detail: `The service is misconfigured and serves no data until an operator fixes it: ${err.message}`,
+      }),
+    ]);
   }
 
   console.error(
