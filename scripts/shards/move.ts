@@ -1,0 +1,339 @@
+// Moves buckets of users from one D1 database to another while the service runs (README, "Sharding").
+// The steps, each safe to repeat if the move stops half-way:
+//   1. freeze the buckets (SHARD_FROZEN): their users' writes answer 503, reads go on;
+//   2. copy every row of their users, table by table, with the columns read from the tables themselves;
+//   3. verify: the same row counts and checksums on both sides, table by table;
+//   4. switch the map (SHARD_MAP) while still frozen, and wait for the new database's replicas to catch up;
+//   5. unfreeze;
+//   6. delete the old rows, after checking once more that nothing wrote to them.
+// Where SQL runs (D1 bindings, `wrangler d1 execute`) and where the configuration lives (a wrangler.toml,
+// a deployment, a test's variables) are injected, so the same steps run in tests, locally and remotely.
+import {
+  type BucketRange,
+  bucketOf,
+  formatBucketSet,
+  formatShardMap,
+  parseBucketSet,
+  parseShardMap,
+  type ShardMap,
+} from "../../src/shards";
+
+export type SqlValue = string | number | null;
+export type Row = Record<string, SqlValue>;
+
+export interface Statement {
+  sql: string;
+  params: SqlValue[];
+}
+
+/** Runs SQL on a database named by its binding. */
+export interface ShardExecutor {
+  all(database: string, statement: Statement): Promise<Row[]>;
+  /** Runs the statements in order; a D1 binding runs them as one transaction. */
+  batch(database: string, statements: Statement[]): Promise<void>;
+}
+
+/** The two settings the worker routes by, as text. */
+export interface ShardSettings {
+  map: string;
+  frozen: string;
+}
+
+/** Where the worker's routing settings live. `write` returns once the worker routes by the new settings. */
+export interface ShardConfigStore {
+  read(): Promise<ShardSettings>;
+  write(settings: ShardSettings): Promise<void>;
+}
+
+export interface MoveRequest {
+  buckets: BucketRange;
+  from: string;
+  to: string;
+  executor: ShardExecutor;
+  config: ShardConfigStore;
+  /** Waited after the switch, still frozen, so that every replica of `to` holds the copied rows. */
+  settleMs?: number;
+  log?: (line: string) => void;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface TableReport {
+  table: string;
+  rows: number;
+  checksum: string;
+}
+
+export interface MoveReport {
+  users: number;
+  tables: TableReport[];
+  /** True when the map already named `to`: only the old rows were deleted (a resumed move). */
+  resumed: boolean;
+}
+
+/**
+ * The tables that hold user rows, in copy order. Inserting subscriptions fires the triggers that keep
+ * user_stats, so user_stats is copied after them and overwrites what the triggers wrote with the source's
+ * exact values (counts, versions and change numbers stay what clients have seen).
+ */
+export const USER_TABLES = ["subscriptions", "user_stats"] as const;
+
+/** Users per copy step: a user holds at most a few thousand rows, so a step stays a few MB. */
+const USERS_PER_STEP = 20;
+/** D1 binds at most 100 parameters per statement. */
+const MAX_PARAMS = 100;
+/** Statements per batch. */
+const STATEMENTS_PER_BATCH = 50;
+
+interface Column {
+  name: string;
+  /** Position in the primary key (1-based), 0 when not part of it. */
+  pk: number;
+}
+
+const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+async function columnsOf(executor: ShardExecutor, database: string, table: string): Promise<Column[]> {
+  const rows = await executor.all(database, { sql: `PRAGMA table_info(${quoteIdentifier(table)})`, params: [] });
+  return rows.map((row) => ({ name: String(row.name), pk: Number(row.pk) }));
+}
+
+/** The columns of every user table, read from the source, and checked to be the same in the target. */
+async function tableColumns(request: MoveRequest): Promise<Map<string, Column[]>> {
+  const tables = new Map<string, Column[]>();
+  for (const table of USER_TABLES) {
+    const source = await columnsOf(request.executor, request.from, table);
+    const target = await columnsOf(request.executor, request.to, table);
+    if (source.length === 0) throw new Error(`${request.from} has no table ${table}.`);
+    if (JSON.stringify(source) !== JSON.stringify(target)) {
+      throw new Error(
+        `${request.to}'s ${table} differs from ${request.from}'s: apply the migrations to ${request.to} first ` +
+          `(npm run db:migrate:local -- --database ${request.to}, or :remote).`,
+      );
+    }
+    tables.set(table, source);
+  }
+  return tables;
+}
+
+function primaryKey(columns: Column[]): string[] {
+  return columns
+    .filter((column) => column.pk > 0)
+    .sort((a, b) => a.pk - b.pk)
+    .map((column) => column.name);
+}
+
+function placeholders(count: number): string {
+  return Array(count).fill("?").join(", ");
+}
+
+/** Every user id in `database` whose bucket is in `buckets`, in id order. */
+async function usersInBuckets(
+  executor: ShardExecutor,
+  database: string,
+  buckets: ReadonlySet<number>,
+): Promise<string[]> {
+  const ids = new Set<string>();
+  const page = 1000;
+  for (const table of USER_TABLES) {
+    let after = "";
+    for (;;) {
+      const rows = await executor.all(database, {
+        sql: `SELECT DISTINCT user_id FROM ${quoteIdentifier(table)} WHERE user_id > ? ORDER BY user_id LIMIT ${page}`,
+        params: [after],
+      });
+      for (const row of rows) ids.add(String(row.user_id));
+      if (rows.length < page) break;
+      after = String(rows[rows.length - 1].user_id);
+    }
+  }
+  const inBuckets: string[] = [];
+  for (const id of [...ids].sort()) if (buckets.has(await bucketOf(id))) inBuckets.push(id);
+  return inBuckets;
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const result: T[][] = [];
+  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
+  return result;
+}
+
+/** The users' rows of one table, in primary-key order, every column. */
+async function readRows(
+  executor: ShardExecutor,
+  database: string,
+  table: string,
+  columns: Column[],
+  users: string[],
+): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const group of chunks(users, MAX_PARAMS)) {
+    rows.push(
+      ...(await executor.all(database, {
+        sql:
+          `SELECT ${columns.map((c) => quoteIdentifier(c.name)).join(", ")} FROM ${quoteIdentifier(table)} ` +
+          `WHERE user_id IN (${placeholders(group.length)}) ORDER BY ${primaryKey(columns).map(quoteIdentifier).join(", ")}`,
+        params: group,
+      })),
+    );
+  }
+  return rows;
+}
+
+function insertStatements(table: string, columns: Column[], rows: Row[]): Statement[] {
+  const perStatement = Math.max(1, Math.floor(MAX_PARAMS / columns.length));
+  const names = columns.map((c) => quoteIdentifier(c.name)).join(", ");
+  const tuple = `(${placeholders(columns.length)})`;
+  return chunks(rows, perStatement).map((group) => ({
+    // OR REPLACE: rows the triggers wrote while copying an earlier table (user_stats) take the source's values.
+    sql: `INSERT OR REPLACE INTO ${quoteIdentifier(table)} (${names}) VALUES ${Array(group.length).fill(tuple).join(", ")}`,
+    params: group.flatMap((row) => columns.map((c) => row[c.name] ?? null)),
+  }));
+}
+
+function deleteStatements(users: string[]): Statement[] {
+  return USER_TABLES.flatMap((table) =>
+    chunks(users, MAX_PARAMS).map((group) => ({
+      sql: `DELETE FROM ${quoteIdentifier(table)} WHERE user_id IN (${placeholders(group.length)})`,
+      params: group,
+    })),
+  );
+}
+
+async function runBatches(executor: ShardExecutor, database: string, statements: Statement[]): Promise<void> {
+  for (const group of chunks(statements, STATEMENTS_PER_BATCH)) await executor.batch(database, group);
+}
+
+/** Row count and SHA-256 of the users' rows of one table (canonical JSON of each row, in key order). */
+async function tableDigest(
+  executor: ShardExecutor,
+  database: string,
+  table: string,
+  columns: Column[],
+  users: string[],
+): Promise<TableReport> {
+  let rows = 0;
+  const parts: string[] = [];
+  for (const group of chunks(users, USERS_PER_STEP)) {
+    const read = await readRows(executor, database, table, columns, group);
+    rows += read.length;
+    for (const row of read) parts.push(JSON.stringify(columns.map((c) => row[c.name] ?? null)));
+  }
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(parts.join("\n")));
+  const checksum = [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  return { table, rows, checksum };
+}
+
+async function digests(
+  executor: ShardExecutor,
+  database: string,
+  tables: Map<string, Column[]>,
+  users: string[],
+): Promise<TableReport[]> {
+  const reports: TableReport[] = [];
+  for (const [table, columns] of tables) reports.push(await tableDigest(executor, database, table, columns, users));
+  return reports;
+}
+
+function reassign(map: ShardMap, buckets: BucketRange, to: string): string {
+  const owners = [...map.owners];
+  for (let bucket = buckets.first; bucket <= buckets.last; bucket++) owners[bucket] = to;
+  return formatShardMap({ owners, bindings: [...new Set(owners)] });
+}
+
+function withBuckets(frozen: string, buckets: BucketRange, add: boolean): string {
+  const set = new Set(parseBucketSet(frozen, "SHARD_FROZEN"));
+  for (let bucket = buckets.first; bucket <= buckets.last; bucket++) {
+    if (add) set.add(bucket);
+    else set.delete(bucket);
+  }
+  return formatBucketSet(set);
+}
+
+function owners(map: ShardMap, buckets: BucketRange): Set<string> {
+  return new Set(map.owners.slice(buckets.first, buckets.last + 1));
+}
+
+export async function moveBuckets(request: MoveRequest): Promise<MoveReport> {
+  const { buckets, from, to, executor, config } = request;
+  const log = request.log ?? (() => {});
+  const sleep = request.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const range = `${buckets.first}-${buckets.last}`;
+  if (from === to) throw new Error("--from and --to name the same database.");
+
+  const initial = await config.read();
+  const map = parseShardMap(initial.map);
+  const current = owners(map, buckets);
+  const bucketSet = parseBucketSet(range, "--buckets");
+  const tables = await tableColumns(request);
+
+  if (current.size === 1 && current.has(to)) {
+    // Already switched by an earlier run that stopped before the end: finish it.
+    log(`buckets ${range} already map to ${to}: unfreezing and deleting what is left in ${from}`);
+    await config.write({ map: initial.map, frozen: withBuckets(initial.frozen, buckets, false) });
+    const users = await usersInBuckets(executor, from, bucketSet);
+    await runBatches(executor, from, deleteStatements(users));
+    return { users: users.length, tables: [], resumed: true };
+  }
+  if (current.size !== 1 || !current.has(from)) {
+    throw new Error(`buckets ${range} are not all in ${from} (the map puts them in ${[...current].join(", ")}).`);
+  }
+
+  log(`1/6 freezing buckets ${range}`);
+  const frozen = withBuckets(initial.frozen, buckets, true);
+  await config.write({ map: initial.map, frozen });
+
+  const users = await usersInBuckets(executor, from, bucketSet);
+  log(`2/6 copying ${users.length} users from ${from} to ${to}`);
+  // Rows of these users in `to` are leftovers of an earlier, unfinished run: the map never sent them there.
+  await runBatches(executor, to, deleteStatements(users));
+  for (const group of chunks(users, USERS_PER_STEP)) {
+    const statements: Statement[] = [];
+    for (const [table, columns] of tables) {
+      statements.push(...insertStatements(table, columns, await readRows(executor, from, table, columns, group)));
+    }
+    await runBatches(executor, to, statements);
+  }
+
+  log("3/6 verifying counts and checksums");
+  const source = await digests(executor, from, tables, users);
+  const target = await digests(executor, to, tables, users);
+  if (JSON.stringify(source) !== JSON.stringify(target)) {
+    log("verification failed: removing the copies and unfreezing; the map is unchanged");
+    await runBatches(executor, to, deleteStatements(users));
+    await config.write({ map: initial.map, frozen: initial.frozen });
+    throw new Error(`copy of buckets ${range} differs: ${JSON.stringify({ [from]: source, [to]: target })}`);
+  }
+
+  log(`4/6 switching buckets ${range} to ${to}`);
+  const switched = reassign(map, buckets, to);
+  await config.write({ map: switched, frozen });
+  await sleep(request.settleMs ?? 0);
+
+  log("5/6 unfreezing");
+  await config.write({ map: switched, frozen: withBuckets(frozen, buckets, false) });
+
+  log(`6/6 deleting the moved rows from ${from}`);
+  const leftover = await digests(executor, from, tables, users);
+  if (JSON.stringify(leftover) !== JSON.stringify(source)) {
+    // Something wrote to the old rows after the freeze (a worker on an old configuration): keep them for a human.
+    throw new Error(`rows of buckets ${range} changed in ${from} during the move; they were kept for inspection.`);
+  }
+  await runBatches(executor, from, deleteStatements(users));
+  return { users: users.length, tables: source, resumed: false };
+}
+
+/** An executor over D1 bindings: tests (workerd) and local moves (wrangler's platform proxy). */
+export function d1Executor(databases: (name: string) => D1Database): ShardExecutor {
+  const prepare = (database: string, { sql, params }: Statement) =>
+    databases(database)
+      .prepare(sql)
+      .bind(...params);
+  return {
+    async all(database, statement) {
+      return (await prepare(database, statement).all<Row>()).results;
+    },
+    async batch(database, statements) {
+      if (statements.length > 0) await databases(database).batch(statements.map((s) => prepare(database, s)));
+    },
+  };
+}

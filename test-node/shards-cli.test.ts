@@ -1,0 +1,112 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getPlatformProxy } from "wrangler";
+import { setVar } from "../scripts/shards/config-store";
+import { inline } from "../scripts/shards/wrangler-executor";
+import { bucketOf } from "../src/shards";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const TSX = join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
+
+/** Runs one of the npm scripts' tsx entry points as a user would, and returns its output. */
+function run(script: string, args: string[]): string {
+  const result = spawnSync(process.execPath, [TSX, join(ROOT, script), ...args], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+  });
+  expect(result.status, `${result.stdout}\n${result.stderr}`).toBe(0);
+  return result.stdout;
+}
+
+describe("config edits and remote SQL", () => {
+  it("setVar rewrites one var of one environment and keeps everything else", () => {
+    const toml = '[vars]\nSHARD_MAP = ""\n# note\n\n[env.a.vars]\nSHARD_MAP = "DB:0-1023"\nOTHER = "x"\n[[x]]\n';
+    const edited = setVar(setVar(toml, "a", "SHARD_MAP", "DB:0-511,DB_1:512-1023"), "a", "SHARD_FROZEN", "1-2");
+    expect(edited).toBe(
+      '[vars]\nSHARD_MAP = ""\n# note\n\n[env.a.vars]\nSHARD_FROZEN = "1-2"\nSHARD_MAP = "DB:0-511,DB_1:512-1023"\nOTHER = "x"\n[[x]]\n',
+    );
+    expect(() => setVar(toml, "b", "SHARD_MAP", "")).toThrow(/no \[env.b.vars\]/);
+  });
+
+  it("writes values into SQL as literals for wrangler d1 execute", () => {
+    expect(inline({ sql: "SELECT ? , ?, ? WHERE x IN (?)", params: ["it's", 12, null, "a"] })).toBe(
+      "SELECT 'it''s' , 12, NULL WHERE x IN ('a')",
+    );
+    expect(() => inline({ sql: "SELECT ?", params: [] })).toThrow(/too few/);
+  });
+});
+
+describe("npm run shards:move on local databases (the CLI over wrangler)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "shards-cli-"));
+  const config = join(dir, "wrangler.toml");
+  const state = join(dir, "state");
+  const proxy = () =>
+    getPlatformProxy<Record<string, D1Database>>({
+      configPath: config,
+      environment: "shards",
+      persist: { path: join(state, "v3") },
+    });
+
+  beforeAll(() => {
+    // The repository's config with absolute paths, so the copy in a temporary directory can be rewritten.
+    const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8")
+      .replace('main = "src/index.ts"', `main = "${join(ROOT, "src/index.ts")}"`)
+      .replaceAll('migrations_dir = "drizzle"', `migrations_dir = "${join(ROOT, "drizzle")}"`)
+      .replace('directory = "./public"', `directory = "${join(ROOT, "public")}"`);
+    writeFileSync(config, toml);
+    run("scripts/migrate.ts", ["--local", "--env", "shards", "--config", config, "--persist-to", state]);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("migrates every database of the environment, moves the users of the buckets and rewrites the map", async () => {
+    const movers: string[] = [];
+    const stayers: string[] = [];
+    for (let i = 0; movers.length < 3 || stayers.length < 3; i++) {
+      const bucket = await bucketOf(`cli-user-${i}`);
+      if (bucket >= 512 && bucket <= 767 && movers.length < 3) movers.push(`cli-user-${i}`);
+      if (bucket >= 768 && stayers.length < 3) stayers.push(`cli-user-${i}`);
+    }
+    const seed = await proxy();
+    try {
+      for (const [index, userId] of [...movers, ...stayers].entries()) {
+        await seed.env.DB_1.prepare(
+          "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)",
+        )
+          .bind(
+            ...[userId, crypto.randomUUID(), `https://cli.example/${index}/a`, 1000 + index, null],
+            ...[userId, crypto.randomUUID(), `https://cli.example/${index}/b`, 2000 + index, 3000],
+          )
+          .run();
+      }
+    } finally {
+      await seed.dispose();
+    }
+
+    const output = run("scripts/shards-move.ts", [
+      ...["--env", "shards", "--config", config, "--persist-to", state],
+      ...["--buckets", "512-767", "--from", "DB_1", "--to", "DB_2"],
+    ]);
+    expect(output).toContain("6/6 deleting the moved rows from DB_1");
+    const toml = readFileSync(config, "utf8");
+    expect(toml).toContain('SHARD_MAP = "DB:0-511,DB_2:512-767,DB_1:768-1023"');
+    expect(toml).toContain('SHARD_FROZEN = ""');
+
+    const check = await proxy();
+    try {
+      const users = async (name: string) =>
+        (await check.env[name].prepare("SELECT user_id, count(*) AS n FROM subscriptions GROUP BY user_id").all())
+          .results;
+      expect(await users("DB_2")).toEqual(movers.sort().map((user_id) => ({ user_id, n: 2 })));
+      expect(await users("DB_1")).toEqual(stayers.sort().map((user_id) => ({ user_id, n: 2 })));
+      const stats = await check.env.DB_2.prepare("SELECT user_id, active_count FROM user_stats ORDER BY user_id").all();
+      expect(stats.results).toEqual(movers.map((user_id) => ({ user_id, active_count: 1 })));
+    } finally {
+      await check.dispose();
+    }
+  });
+});

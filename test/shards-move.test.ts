@@ -1,0 +1,261 @@
+import { applyD1Migrations, env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import {
+  d1Executor,
+  moveBuckets,
+  type ShardConfigStore,
+  type ShardExecutor,
+  type ShardSettings,
+} from "../scripts/shards/move";
+import { type BucketRange, bucketOf } from "../src/shards";
+import { as, type Bindings, subscriptionDocument } from "./helpers";
+
+// The move runs on the local D1 databases of the two-shard configuration, whose spare database DB_2 is
+// not in the map; the single-database configuration has nowhere to move to.
+const spare = env.DB_2;
+const MOVING = { first: 512, last: 767 };
+
+const database = (name: string) => Reflect.get(env, name) as D1Database;
+
+/** Writers and readers leave the local database some room between requests, as real clients would. */
+const pause = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+/** The routing settings the worker reads, held by the test: the move rewrites them, requests read them. */
+function settingsStore(initial: ShardSettings) {
+  const settings = { ...initial };
+  const history: ShardSettings[] = [];
+  const store: ShardConfigStore & { bindings: () => Partial<Bindings> } = {
+    read: async () => ({ ...settings }),
+    write: async (next) => {
+      Object.assign(settings, next);
+      history.push({ ...next });
+      await afterWrite(next);
+    },
+    bindings: () => ({ SHARD_MAP: settings.map, SHARD_FROZEN: settings.frozen }),
+  };
+  let afterWrite: (settings: ShardSettings) => Promise<void> = async () => {};
+  return {
+    store,
+    settings,
+    history,
+    onWrite: (hook: typeof afterWrite) => {
+      afterWrite = hook;
+    },
+  };
+}
+
+/** `count` user ids whose buckets are inside (or, with `inside` false, outside) `range`. */
+async function usersWhere(prefix: string, count: number, range: BucketRange, inside = true): Promise<string[]> {
+  const users: string[] = [];
+  for (let i = 0; users.length < count; i++) {
+    const bucket = await bucketOf(`${prefix}-${i}`);
+    if ((bucket >= range.first && bucket <= range.last) === inside) users.push(`${prefix}-${i}`);
+  }
+  return users;
+}
+
+async function usersIn(name: string): Promise<Set<string>> {
+  const { results } = await database(name)
+    .prepare("SELECT user_id FROM subscriptions UNION SELECT user_id FROM user_stats")
+    .all<{ user_id: string }>();
+  return new Set(results.map((row) => row.user_id));
+}
+
+/** The user's active guids as the API lists them (every page). */
+async function listedGuids(userId: string, bindings: Partial<Bindings>): Promise<string[]> {
+  const user = await as(userId, bindings);
+  const guids: string[] = [];
+  for (let page = 1; ; page++) {
+    const response = await user.get(`/v1/subscriptions?page[number]=${page}&page[size]=100`);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { data: { id: string }[]; links: { next: string | null } };
+    guids.push(...body.data.map((resource) => resource.id));
+    if (body.links.next === null) return guids.sort();
+  }
+}
+
+async function subscribe(userId: string, bindings: Partial<Bindings>): Promise<{ guid: string; status: number }> {
+  const guid = crypto.randomUUID();
+  const response = await (await as(userId, bindings)).post(
+    "/v1/subscriptions",
+    subscriptionDocument(guid, `https://move.example/${guid}`),
+  );
+  return { guid, status: response.status };
+}
+
+describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:move)", () => {
+  it("refuses a target without the schema, before freezing anything", async () => {
+    const { store, history } = settingsStore({ map: env.SHARD_MAP, frozen: "" });
+    const executor = d1Executor(database);
+    await expect(moveBuckets({ buckets: MOVING, from: "DB_1", to: "DB_2", executor, config: store })).rejects.toThrow(
+      /apply the migrations to DB_2/,
+    );
+    expect(history).toEqual([]);
+  });
+
+  it("moves every row and stat while writers keep writing: nothing lost, nothing duplicated", {
+    timeout: 120_000,
+  }, async () => {
+    await applyD1Migrations(spare as D1Database, env.TEST_MIGRATIONS);
+    const { store, settings, history, onWrite } = settingsStore({ map: env.SHARD_MAP, frozen: "" });
+    const moving = await usersWhere("mover", 12, MOVING);
+    const staying = await usersWhere("stayer", 12, MOVING, false);
+    const acknowledged = new Map<string, Set<string>>([...moving, ...staying].map((userId) => [userId, new Set()]));
+
+    // Before: subscriptions, and a tombstone per moving user (deleted rows must move too).
+    for (const userId of [...moving, ...staying]) {
+      for (let i = 0; i < 3; i++) {
+        const { guid, status } = await subscribe(userId, store.bindings());
+        expect(status).toBe(201);
+        acknowledged.get(userId)?.add(guid);
+      }
+    }
+    for (const userId of moving) {
+      const [gone] = acknowledged.get(userId) ?? [];
+      expect((await (await as(userId, store.bindings())).delete(`/v1/subscriptions/${gone}`)).status).toBe(204);
+      acknowledged.get(userId)?.delete(gone);
+    }
+    const etags = new Map<string, string>();
+    for (const userId of moving) {
+      const list = await (await as(userId, store.bindings())).get("/v1/subscriptions");
+      etags.set(userId, list.headers.get("ETag") as string);
+    }
+    const beforeMove = { DB: await usersIn("DB"), DB_1: await usersIn("DB_1") };
+    expect(moving.every((userId) => beforeMove.DB_1.has(userId))).toBe(true);
+
+    // After every settings change, a write of a moving user shows what the worker does at that step.
+    const probes: { frozen: string; map: string; status: number }[] = [];
+    onWrite(async (next) => {
+      const userId = moving[0];
+      const { guid, status } = await subscribe(userId, store.bindings());
+      if (status === 201) acknowledged.get(userId)?.add(guid);
+      probes.push({ ...next, status });
+    });
+
+    // Writers on the buckets that stay, all through the move.
+    let running = true;
+    let writes = 0;
+    const writer = async (users: string[]) => {
+      for (let i = 0; running; i++) {
+        const userId = users[i % users.length];
+        const { guid, status } = await subscribe(userId, store.bindings());
+        expect(status).toBe(201);
+        acknowledged.get(userId)?.add(guid);
+        writes++;
+        await pause();
+      }
+    };
+    const writers = [writer(staying.slice(0, 6)), writer(staying.slice(6))];
+    // A reader of moving users: reads never fail during the move.
+    const reader = (async () => {
+      for (let i = 0; running; i++) {
+        const response = await (await as(moving[i % moving.length], store.bindings())).get("/v1/subscriptions");
+        expect(response.status).toBe(200);
+        await pause();
+      }
+    })();
+
+    const steps: string[] = [];
+    const report = await moveBuckets({
+      buckets: MOVING,
+      from: "DB_1",
+      to: "DB_2",
+      executor: d1Executor(database),
+      config: store,
+      log: (line) => steps.push(line),
+    }).finally(() => {
+      running = false;
+    });
+    await Promise.all([...writers, reader]);
+
+    expect(steps.map((step) => step.slice(0, 3))).toEqual(["1/6", "2/6", "3/6", "4/6", "5/6", "6/6"]);
+    expect(writes).toBeGreaterThan(0);
+    expect(report.users).toBe(moving.length);
+    expect(report.tables.map((table) => table.table)).toEqual(["subscriptions", "user_stats"]);
+    expect(report.tables[0].rows).toBe(moving.length * 3);
+    expect(report.tables[1].rows).toBe(moving.length);
+    expect(settings).toEqual({ map: "DB:0-511,DB_2:512-767,DB_1:768-1023", frozen: "" });
+    expect(history).toEqual([
+      { map: env.SHARD_MAP, frozen: "512-767" },
+      { map: "DB:0-511,DB_2:512-767,DB_1:768-1023", frozen: "512-767" },
+      { map: "DB:0-511,DB_2:512-767,DB_1:768-1023", frozen: "" },
+    ]);
+    // Frozen: writes refused (before and after the switch); unfrozen: accepted, in the new database.
+    expect(probes.map((probe) => probe.status)).toEqual([503, 503, 201]);
+
+    const after = { DB: await usersIn("DB"), DB_1: await usersIn("DB_1"), DB_2: await usersIn("DB_2") };
+    for (const userId of moving) {
+      expect([after.DB.has(userId), after.DB_1.has(userId), after.DB_2.has(userId)], userId).toEqual([
+        false,
+        false,
+        true,
+      ]);
+    }
+    for (const userId of staying) {
+      const holders = Object.entries(after).filter(([, users]) => users.has(userId));
+      expect(
+        holders.map(([name]) => name),
+        userId,
+      ).toEqual([beforeMove.DB.has(userId) ? "DB" : "DB_1"]);
+    }
+    // Every acknowledged write is there, nothing else; stats agree; moving users' ETags survived (versions copied).
+    for (const [userId, guids] of acknowledged) {
+      expect(await listedGuids(userId, store.bindings()), userId).toEqual([...guids].sort());
+    }
+    for (const userId of moving.slice(1)) {
+      // moving[0] took the one accepted probe write, which changed its version.
+      const cached = await (await as(userId, store.bindings())).get("/v1/subscriptions", {
+        "If-None-Match": etags.get(userId) as string,
+      });
+      expect(cached.status, userId).toBe(304);
+    }
+    const stats = await database("DB_2")
+      .prepare("SELECT count(*) AS users, sum(active_count) AS active FROM user_stats")
+      .first<{ users: number; active: number }>();
+    expect(stats).toEqual({
+      users: moving.length,
+      active: moving.reduce((sum, userId) => sum + (acknowledged.get(userId)?.size ?? 0), 0),
+    });
+
+    // Running the same command again finds the move done and changes nothing.
+    const again = await moveBuckets({
+      buckets: MOVING,
+      from: "DB_1",
+      to: "DB_2",
+      executor: d1Executor(database),
+      config: store,
+    });
+    expect(again.resumed).toBe(true);
+    expect(settings).toEqual({ map: "DB:0-511,DB_2:512-767,DB_1:768-1023", frozen: "" });
+    for (const [userId, guids] of acknowledged) {
+      expect(await listedGuids(userId, store.bindings()), userId).toEqual([...guids].sort());
+    }
+  });
+
+  it("keeps the map and the rows when the copy does not verify, and unfreezes", async () => {
+    // DB_2 already holds 512-767 (the test above); 768-1023 is still in DB_1.
+    const { store, settings } = settingsStore({ map: "DB:0-511,DB_2:512-767,DB_1:768-1023", frozen: "" });
+    const users = await usersWhere("unverified", 3, { first: 768, last: 1023 });
+    const before = new Map<string, string[]>();
+    for (const userId of users) {
+      await subscribe(userId, store.bindings());
+      before.set(userId, await listedGuids(userId, store.bindings()));
+    }
+    // An executor that silently loses the first statement (subscription rows) of every copy batch into DB_2.
+    const real = d1Executor(database);
+    const lossy: ShardExecutor = {
+      all: real.all,
+      batch: (name, statements) =>
+        real.batch(name, name === "DB_2" && statements[0]?.sql.startsWith("INSERT") ? statements.slice(1) : statements),
+    };
+    await expect(
+      moveBuckets({ buckets: { first: 768, last: 1023 }, from: "DB_1", to: "DB_2", executor: lossy, config: store }),
+    ).rejects.toThrow(/differs/);
+    expect(settings).toEqual({ map: "DB:0-511,DB_2:512-767,DB_1:768-1023", frozen: "" });
+    for (const userId of users) {
+      expect(await listedGuids(userId, store.bindings()), userId).toEqual(before.get(userId));
+    }
+    const left = await usersIn("DB_2");
+    expect(users.filter((userId) => left.has(userId))).toEqual([]);
+  });
+});
