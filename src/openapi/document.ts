@@ -482,7 +482,7 @@ const paths: Record<string, Json> = {
       operationId: "subscribe",
       tags: ["Subscriptions"],
       summary: "Subscribe to a feed",
-      description: `Adds a subscription for the authenticated user. Idempotent: subscribing again to an active subscription answers 200 with the stored resource, unchanged; after an unsubscribe it answers 201 with a fresh \`userSubscribedAt\`. Send the body as \`${JSONAPI}\` (no \`charset\`; the Atomic Operations extension is not applicable here). Checks run in this order: body JSON, \`data\`, \`type\` (409 when not \`subscription\`), \`id\` (400), \`feedUrl\` (422). Bodies over ${MAX_BODY_BYTES / 1024 / 1024} MiB answer 413.`,
+      description: `Adds a subscription for the authenticated user. Idempotent: subscribing again to an active subscription answers 200 with the stored resource, unchanged; after an unsubscribe it answers 201 with a fresh \`userSubscribedAt\`. Send the body as \`${JSONAPI}\` (no \`charset\`; the Atomic Operations extension is not applicable here). Checks run in this order: body UTF-8 and JSON, \`data\`, \`type\` (409 when not \`subscription\`), \`id\` (400), \`feedUrl\` (422). Bodies over ${MAX_BODY_BYTES / 1024 / 1024} MiB answer 413.`,
       parameters: v1Parameters,
       requestBody: {
         required: true,
@@ -546,7 +546,7 @@ const paths: Record<string, Json> = {
           ),
         }),
         "422": {
-          description: `\`feedUrl\` is missing, not a string, not an absolute http/https URL, or longer than 2048 characters.`,
+          description: `\`feedUrl\` is missing, not a string, not an absolute http/https URL, longer than 2048 bytes in UTF-8, or holds whitespace, a control character or a bidirectional control.`,
           headers: v1Headers,
           content: errorContent({
             notHttp: example(

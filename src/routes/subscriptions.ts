@@ -1,13 +1,12 @@
 import { zValidator } from "@hono/zod-validator";
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import * as z from "zod";
 import { findSubscription, listSubscriptions, subscribe, unsubscribe } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { entityTag, parseIfNoneMatch } from "../etag";
 import { dataDocument, respond } from "../jsonapi";
-import { MAX_BODY_BYTES } from "../limits";
+import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
 import {
   isReservedParameter,
@@ -78,21 +77,13 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   )
 
   // Add a subscription; idempotent (specification: POST /v1/subscriptions, CONTRACT 5).
-  .post(
-    "/",
-    jsonApi,
-    bodyLimit({ maxSize: MAX_BODY_BYTES }),
-    zValidator("json", subscriptionDocumentSchema, (result) => {
-      if (!result.success) throw subscriptionDocumentError(result.error, result.data);
-    }),
-    async (c) => {
-      const { created, subscription } = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
-      const document = dataDocument(toSubscriptionResource(subscription));
-      if (!created) return respond(c, document);
-      const location = new URL(subscriptionPath(subscription.guid), c.req.url).href;
-      return respond(c, document, 201, { Location: location });
-    },
-  )
+  .post("/", jsonApi, jsonBody(subscriptionDocumentSchema, subscriptionDocumentError), async (c) => {
+    const { created, subscription } = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
+    const document = dataDocument(toSubscriptionResource(subscription));
+    if (!created) return respond(c, document);
+    const location = new URL(subscriptionPath(subscription.guid), c.req.url).href;
+    return respond(c, document, 201, { Location: location });
+  })
 
   // Get one subscription of the user (specification: GET /v1/subscriptions/{guid}).
   .get("/:guid", jsonApi, guidParam, noQuery, async (c) => {
