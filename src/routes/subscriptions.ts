@@ -5,7 +5,7 @@ import * as z from "zod";
 import { findSubscription, listSubscriptions, subscribe, unsubscribe } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { entityTag, parseIfNoneMatch } from "../etag";
-import { dataDocument, respond } from "../jsonapi";
+import { absoluteUrl, dataDocument, respond } from "../jsonapi";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
 import {
@@ -81,8 +81,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     const { created, subscription } = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
     const document = dataDocument(toSubscriptionResource(subscription));
     if (!created) return respond(c, document);
-    const location = new URL(subscriptionPath(subscription.guid), c.req.url).href;
-    return respond(c, document, 201, { Location: location });
+    return respond(c, document, 201, { Location: absoluteUrl(c, subscriptionPath(subscription.guid)) });
   })
 
   // Get one subscription of the user (specification: GET /v1/subscriptions/{guid}).
