@@ -254,11 +254,18 @@ export function meteredD1(real: D1Database) {
   };
 }
 
-/** Stores `count` active subscriptions for `userId` straight into D1 (fast seeding for size tests). */
+/**
+ * Stores `count` subscriptions for `userId` straight into D1 (fast seeding for size tests), each with
+ * the user's next change number, as the app's writes would number them.
+ */
 export async function seedSubscriptions(userId: string, count: number, options: { unsubscribed?: boolean } = {}) {
-  const rowsPerStatement = 20; // 5 bound parameters a row; D1 allows 100 per statement
+  const rowsPerStatement = 16; // 6 bound parameters a row; D1 allows 100 per statement
   const statements: D1PreparedStatement[] = [];
   const base = Date.now() - count;
+  const stats = await env.DB.prepare("SELECT version FROM user_stats WHERE user_id = ?")
+    .bind(userId)
+    .first<{ version: number }>();
+  const firstChange = (stats?.version ?? 0) + 1;
   for (let start = 0; start < count; start += rowsPerStatement) {
     const rows = Math.min(rowsPerStatement, count - start);
     const values: unknown[] = [];
@@ -270,11 +277,12 @@ export async function seedSubscriptions(userId: string, count: number, options: 
         `https://feeds.example.com/${guid}.xml`,
         base + start + i,
         options.unsubscribed ? base : null,
+        firstChange + start + i,
       );
     }
     statements.push(
       env.DB.prepare(
-        `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at) VALUES ${Array(rows).fill("(?, ?, ?, ?, ?)").join(", ")}`,
+        `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq) VALUES ${Array(rows).fill("(?, ?, ?, ?, ?, ?)").join(", ")}`,
       ).bind(...values),
     );
   }

@@ -84,7 +84,7 @@ describe("conditional requests", () => {
     expect((await user.get("/v1/subscriptions", { "If-None-Match": etag })).status).toBe(304);
   });
 
-  it("get one: 304 for its own tag after reading one row; never for another URL's or user's tag", async () => {
+  it("get one: 304 for its own tag after reading two rows; never for another URL's or user's tag", async () => {
     const user = await as("etag-get");
     const other = await as("etag-get-other");
     const feed = newFeed();
@@ -96,7 +96,7 @@ describe("conditional requests", () => {
     const meter = meteredD1(env.DB);
     const metered = await as("etag-get", { DB: meter.binding });
     expect((await metered.get(path, { "If-None-Match": etag })).status).toBe(304);
-    expect(meter.totals.rowsRead).toBeLessThanOrEqual(1);
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(2);
 
     const listTag = (await user.get("/v1/subscriptions")).headers.get("ETag") as string;
     expect((await user.get(path, { "If-None-Match": listTag })).status).toBe(200);
@@ -104,6 +104,21 @@ describe("conditional requests", () => {
     expect((await user.get(`/v1/subscriptions/${crypto.randomUUID()}`, { "If-None-Match": etag })).status).toBe(404);
     expect((await user.get("/v1/subscriptions?page[size]=10", { "If-None-Match": listTag })).status).toBe(200);
     expect((await user.get(path, { "If-None-Match": "*" })).status).toBe(304);
+  });
+
+  it("never turns a 404 into a 304: a current tag for an unsubscribed guid, or If-None-Match: *, still answers 404", async () => {
+    const user = await as("etag-404");
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    await user.delete(`/v1/subscriptions/${feed.guid}`);
+    const path = `/v1/subscriptions/${feed.guid}`;
+    // The tag the server would give this URL now: forged from the current version, as any client could.
+    const listTag = (await user.get("/v1/subscriptions")).headers.get("ETag") as string;
+    const version = listTag.slice(listTag.lastIndexOf("-") + 1, -1);
+    const { entityTag } = await import("../src/etag");
+    const forged = entityTag(user.userId, path, Number(version));
+    expect((await user.get(path, { "If-None-Match": forged })).status).toBe(404);
+    expect((await user.get(path, { "If-None-Match": "*" })).status).toBe(404);
   });
 });
 
