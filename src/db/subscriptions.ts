@@ -153,20 +153,26 @@ export async function applyOperations<T extends WriteOperation>(
   return operations.map((operation, index) => {
     const own = results.slice(next, next + perOperation[index].length);
     next += perOperation[index].length;
-    const first = toStored(own[0].results[0]);
-    switch (operation.op) {
-      case "add": {
-        if (first) return { kind: "created", subscription: first };
-        return stored?.has(operation.guid) ? { kind: "exists" } : { kind: "limit" };
-      }
-      case "update": {
-        const current = toStored(own[1].results[0]);
-        return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
-      }
-      case "remove":
-        return first ? { kind: "removed" } : { kind: "not-found" };
-    }
+    return resultOf(operation, own, stored);
   }) as WriteResult<T>[];
+}
+
+/** One operation's result from its own statements' results (`stored`: see storedGuidsStatement). */
+function resultOf(
+  operation: WriteOperation,
+  own: D1Result<Row>[],
+  stored: Set<string> | null,
+): WriteResult<WriteOperation> {
+  const first = toStored(own[0].results[0]);
+  if (operation.op === "add") {
+    if (first) return { kind: "created", subscription: first };
+    return stored?.has(operation.guid) ? { kind: "exists" } : { kind: "limit" };
+  }
+  if (operation.op === "update") {
+    const current = toStored(own[1].results[0]);
+    return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
+  }
+  return first ? { kind: "removed" } : { kind: "not-found" };
 }
 
 /** Subscribes to each item in order, in one batch (bulk adds, OPML import). */
