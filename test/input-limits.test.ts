@@ -16,11 +16,11 @@ async function storedFeeds(userId: string): Promise<string[]> {
   return results.map((row) => row.feed_url);
 }
 
-/** POSTs raw bytes as a JSON:API body (the test helpers send strings, which are always valid UTF-8). */
-async function postBytes(userId: string, path: string, bytes: Uint8Array, contentType = JSONAPI) {
+/** Sends raw bytes as a JSON:API body (the test helpers send strings, which are always valid UTF-8). */
+async function postBytes(userId: string, path: string, bytes: Uint8Array, contentType = JSONAPI, method = "POST") {
   return send(
     new Request(`${ORIGIN}${path}`, {
-      method: "POST",
+      method,
       headers: {
         Authorization: `Bearer ${await tokenFor(userId)}`,
         "Content-Type": contentType,
@@ -128,7 +128,7 @@ describe("request bodies that are not UTF-8", () => {
     "a truncated sequence": [0xe3, 0x83],
   };
   for (const [name, bytes] of Object.entries(invalid)) {
-    it(`answers 400 for ${name} in a feedUrl, single and bulk, and stores nothing`, async () => {
+    it(`answers 400 for ${name} in a feedUrl (POST, bulk, PATCH), and changes nothing`, async () => {
       const userId = "utf8-invalid";
       const document = JSON.stringify(subscriptionDocument(guid, `${PREFIX}show-`));
       const [head, tail] = document.split("show-");
@@ -151,6 +151,19 @@ describe("request bodies that are not UTF-8", () => {
       expect(bulk.status).toBe(400);
       expect(((await bulk.json()) as ErrorDocument).errors[0].detail).toContain("UTF-8");
       expect(await storedFeeds(userId)).toEqual([]);
+
+      const moving = await as(`${userId}-patch`);
+      await moving.post("/v1/subscriptions", subscriptionDocument(guid, `${PREFIX}before.xml`));
+      const patch = await postBytes(
+        moving.userId,
+        `/v1/subscriptions/${guid}`,
+        withRawBytes(`${head}show-`, bytes, tail),
+        JSONAPI,
+        "PATCH",
+      );
+      expect(patch.status).toBe(400);
+      expect(((await patch.json()) as ErrorDocument).errors[0].detail).toContain("UTF-8");
+      expect(await storedFeeds(moving.userId)).toEqual([`${PREFIX}before.xml`]);
     });
   }
 
