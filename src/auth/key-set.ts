@@ -144,8 +144,10 @@ async function fetchKeySet(url: string, timeoutMs: number): Promise<KeySet> {
     if (!keys) throw unavailable("the identity provider's answer is not a JSON Web Key Set");
     return keys;
   };
+  const reading = read();
+  reading.catch(() => {}); // once the timeout has answered, a late failure has no one to tell
   try {
-    return await Promise.race([read(), timeout]);
+    return await Promise.race([reading, timeout]);
   } finally {
     clearTimeout(timer);
   }
