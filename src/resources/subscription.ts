@@ -166,7 +166,8 @@ export function parseSubscriptionResource(resource: unknown, base: string): Vali
   return { ok: true, value: toNewSubscription(parsed.data) };
 }
 
-const resourceIdentitySchema = z.object({ type: z.literal(SUBSCRIPTION_TYPE), id: guidSchema });
+/** A resource identifier of a subscription: what a feed move checks first, and the shape of a bulk `ref`. */
+export const subscriptionRefSchema = z.object({ type: z.literal(SUBSCRIPTION_TYPE), id: guidSchema });
 
 /**
  * Validates a feed move wherever it sits: PATCH's `data` (`feedUrl` optional) or a bulk `update`'s
@@ -179,7 +180,7 @@ export function parseFeedMove(
   feedUrl: "optional" | "required",
   expectedId?: string,
 ): Validated<FeedMove> {
-  const identity = resourceIdentitySchema.safeParse(resource);
+  const identity = subscriptionRefSchema.safeParse(resource);
   if (!identity.success) return { ok: false, error: validationError(identity.error.issues[0], resource, base) };
   if (expectedId !== undefined && identity.data.id !== expectedId) {
     return { ok: false, error: idMismatch(pointerTo(base, "id"), expectedId) };
@@ -274,13 +275,16 @@ export function unsubscribeLink(guid: string) {
 export function toSubscriptionResource(row: StoredSubscription, links: "full" | "self" = "full") {
   const self = subscriptionPath(row.guid);
   return {
+    ...identifiedAttributes(row),
+    links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
+  };
+}
+
+function identifiedAttributes(row: StoredSubscription) {
+  return {
     type: SUBSCRIPTION_TYPE,
     id: row.guid,
-    attributes: {
-      feedUrl: row.feedUrl,
-      userSubscribedAt: new Date(row.subscribedAt).toISOString(),
-    },
-    links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
+    attributes: { feedUrl: row.feedUrl, userSubscribedAt: new Date(row.subscribedAt).toISOString() },
   };
 }
 
@@ -293,14 +297,10 @@ export function toChangeResource(row: ChangedSubscription) {
     const resource = toSubscriptionResource(row);
     return { ...resource, attributes: { ...resource.attributes, userUnsubscribedAt: null } };
   }
+  const tombstone = identifiedAttributes(row);
   return {
-    type: SUBSCRIPTION_TYPE,
-    id: row.guid,
-    attributes: {
-      feedUrl: row.feedUrl,
-      userSubscribedAt: new Date(row.subscribedAt).toISOString(),
-      userUnsubscribedAt: new Date(row.unsubscribedAt).toISOString(),
-    },
+    ...tombstone,
+    attributes: { ...tombstone.attributes, userUnsubscribedAt: new Date(row.unsubscribedAt).toISOString() },
   };
 }
 
