@@ -2,12 +2,14 @@ import type { RequestIdVariables } from "hono/request-id";
 import type { Database } from "./db/subscriptions";
 import type { ShardRouting } from "./shards";
 
-/** Secrets are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */
+/** Secrets and optional tuning vars are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */
 declare global {
   namespace Cloudflare {
     interface Env {
       /** HS256 secret for bearer tokens (local dev, tests, small deployments). */
       AUTH_JWT_SECRET?: string;
+      /** Optional: milliseconds a fetch of AUTH_JWKS_URL may take (default and maximum 5000; tests shorten it). */
+      AUTH_JWKS_TIMEOUT_MS?: string;
     }
   }
 }
@@ -21,6 +23,8 @@ export interface AppVariables extends RequestIdVariables {
   shards: ShardRouting;
   /** Drizzle over this request's D1 session on the user's database (see middleware/d1-session.ts). */
   db: Database;
+  /** The access log's name for the route, where one path pattern serves two operations (list and change feed). */
+  routeName?: string;
   /** Extension URIs the response Content-Type names (the bulk endpoint sets them). */
   responseExtensions: string[];
 }

@@ -63,8 +63,10 @@ describe("GET /v1/subscriptions", () => {
     await db.batch(
       rows.map(([guid, at]) =>
         db
-          .prepare("INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at) VALUES ('list-order', ?, ?, ?)")
-          .bind(guid, `https://feeds.example.com/${guid}`, at),
+          .prepare(
+            "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, change_seq) VALUES ('list-order', ?, ?, ?, ?)",
+          )
+          .bind(guid, `https://feeds.example.com/${guid}`, at, rows.findIndex((row) => row[0] === guid) + 1),
       ),
     );
     const page1 = await listPage("list-order", "?page[size]=2");

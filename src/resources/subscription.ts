@@ -1,22 +1,46 @@
 import * as z from "zod";
-import type { SubscriptionRow } from "../db/schema";
+import { type ChangedSubscription, MAX_STORED_SUBSCRIPTIONS, type StoredSubscription } from "../db/subscriptions";
 import { ApiError, type ErrorObject, pointerTo, toErrorObject } from "../jsonapi";
 
 export const SUBSCRIPTION_TYPE = "subscription";
-export const MAX_FEED_URL_LENGTH = 2048;
+/** CONTRACT 12: measured in UTF-8 bytes, as stored, not in characters (one character may take 4 bytes). */
+export const MAX_FEED_URL_BYTES = 2048;
 
 /** RFC 9562 syntax, any version: the guid is the feed's identity, chosen by the client. */
 export const guidSchema = z.guid().transform((guid) => guid.toLowerCase());
 
-function isAbsoluteHttpUrl(value: string): boolean {
-  // Raw whitespace and control characters are not part of a URL; the URL parser would quietly strip them.
-  if (/\s/.test(value) || [...value].some((ch) => (ch.codePointAt(0) ?? 0) < 0x20 || ch === "\u007f")) return false;
+/**
+ * Characters a stored feedUrl never holds: whitespace and C0/DEL/C1 controls (the URL parser would quietly
+ * strip or rewrite them, and feedUrl is stored exactly as sent), and bidirectional controls (U+200E, U+200F,
+ * U+202A-U+202E, U+2066-U+2069), which make a URL display as something else (`/\u202egpj.exe` as `exe.jpg`).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses.
+const FORBIDDEN_IN_FEED_URL = /[\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+/** UTF-8 length of a well-formed string, without encoding it. */
+function utf8ByteLength(value: string): number {
+  let bytes = value.length; // one per UTF-16 code unit, plus the extra ones below
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    // A surrogate pair is 2 code units and 4 bytes: one extra byte per unit.
+    if (unit >= 0xd800 && unit <= 0xdfff) bytes += 1;
+    else if (unit >= 0x800) bytes += 2;
+    else if (unit >= 0x80) bytes += 1;
+  }
+  return bytes;
+}
+
+function isValidFeedUrl(value: string): boolean {
+  if (value.length > MAX_FEED_URL_BYTES || FORBIDDEN_IN_FEED_URL.test(value)) return false;
   // A lone surrogate cannot be stored as UTF-8 unchanged, and feedUrl is stored exactly as sent.
   if (!value.isWellFormed()) return false;
-  if (!URL.canParse(value)) return false;
-  const url = new URL(value);
-  return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+  // Each code unit is at least one byte, so only strings with non-ASCII characters need counting.
+  if (value.length * 3 > MAX_FEED_URL_BYTES && utf8ByteLength(value) > MAX_FEED_URL_BYTES) return false;
+  const url = URL.parse(value); // the one parse of this URL
+  return url !== null && (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
 }
+
+const feedUrlSchema = z.string().max(MAX_FEED_URL_BYTES).refine(isValidFeedUrl);
 
 /**
  * A subscription resource object in a request that creates one: the single POST's `data` and each
@@ -26,12 +50,24 @@ function isAbsoluteHttpUrl(value: string): boolean {
 export const subscriptionResourceSchema = z.object({
   type: z.literal(SUBSCRIPTION_TYPE),
   id: guidSchema,
-  attributes: z.object({
-    feedUrl: z.string().max(MAX_FEED_URL_LENGTH).refine(isAbsoluteHttpUrl),
-  }),
+  attributes: z.object({ feedUrl: feedUrlSchema }),
+});
+
+/**
+ * A subscription resource object in a request that moves a feed: PATCH's `data`, where `attributes`
+ * and `feedUrl` may be absent (nothing to change; CONTRACT 9). Bulk `update` requires feedUrl and uses
+ * `subscriptionResourceSchema` (CONTRACT 10); both go through `parseFeedMove`.
+ */
+export const subscriptionPatchSchema = z.object({
+  type: z.literal(SUBSCRIPTION_TYPE),
+  id: guidSchema,
+  attributes: z.object({ feedUrl: feedUrlSchema.optional() }).optional(),
 });
 
 export type NewSubscription = { guid: string; feedUrl: string };
+
+/** A feed move: the guid, and the new URL unless the request had none (nothing to change). */
+export type FeedMove = { guid: string; feedUrl?: string };
 
 export type Validated<T> = { ok: true; value: T } | { ok: false; error: ErrorObject };
 
@@ -44,6 +80,11 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
     value = (value as Record<PropertyKey, unknown>)[key];
   }
   return value;
+}
+
+/** How a detail names the validated value: the request body at the root, else its member (an operation's `data`). */
+function nameOf(base: string): string {
+  return base === "" ? "The request body" : base.slice(base.lastIndexOf("/") + 1);
 }
 
 /**
@@ -63,7 +104,7 @@ function validationError(issue: Issue, input: unknown, base: string): ErrorObjec
       return toErrorObject({
         status: 400,
         title: "Invalid document",
-        detail: missing ? "The document has no data member." : `${member ?? "The request body"} must be a JSON object.`,
+        detail: missing ? "The document has no data member." : `${member ?? nameOf(base)} must be a JSON object.`,
         source: { pointer: at },
       });
     case "type":
@@ -105,7 +146,7 @@ function validationError(issue: Issue, input: unknown, base: string): ErrorObjec
         title: "Invalid attribute",
         detail: missing
           ? "feedUrl is required."
-          : `feedUrl must be an absolute http or https URL of at most ${MAX_FEED_URL_LENGTH} characters.`,
+          : `feedUrl must be an absolute http or https URL of at most ${MAX_FEED_URL_BYTES} bytes in UTF-8, without whitespace, control characters or bidirectional controls.`,
         source: { pointer: at },
       });
   }
@@ -125,6 +166,86 @@ export function parseSubscriptionResource(resource: unknown, base: string): Vali
   return { ok: true, value: toNewSubscription(parsed.data) };
 }
 
+/** A resource identifier of a subscription: what a feed move checks first, and the shape of a bulk `ref`. */
+export const subscriptionRefSchema = z.object({ type: z.literal(SUBSCRIPTION_TYPE), id: guidSchema });
+
+/**
+ * Validates a feed move wherever it sits: PATCH's `data` (`feedUrl` optional) or a bulk `update`'s
+ * (`feedUrl` required). `base` is the resource object's JSON pointer. With `expectedId` (PATCH's path
+ * guid), an id naming another subscription is a 409 at `id`, checked before the attributes (CONTRACT 9).
+ */
+export function parseFeedMove(
+  resource: unknown,
+  base: string,
+  feedUrl: "optional" | "required",
+  expectedId?: string,
+): Validated<FeedMove> {
+  const identity = subscriptionRefSchema.safeParse(resource);
+  if (!identity.success) return { ok: false, error: validationError(identity.error.issues[0], resource, base) };
+  if (expectedId !== undefined && identity.data.id !== expectedId) {
+    return { ok: false, error: idMismatch(pointerTo(base, "id"), expectedId) };
+  }
+  const schema = feedUrl === "required" ? subscriptionResourceSchema : subscriptionPatchSchema;
+  const parsed = schema.safeParse(resource);
+  if (!parsed.success) return { ok: false, error: validationError(parsed.error.issues[0], resource, base) };
+  return { ok: true, value: { guid: parsed.data.id, feedUrl: parsed.data.attributes?.feedUrl } };
+}
+
+function invalidRef(status: 400 | 409, title: string, detail: string, pointer: string): Validated<string> {
+  return { ok: false, error: toErrorObject({ status, title, detail, source: { pointer } }) };
+}
+
+/**
+ * Validates a bulk `remove`'s target in CONTRACT 10's order, with its pointers: `href` is not
+ * supported, `ref` must be a resource identifier of a subscription. `base` is the operation's pointer.
+ */
+export function parseSubscriptionRef(operation: Record<string, unknown>, base: string): Validated<string> {
+  const { href, ref } = operation;
+  if (href !== undefined) {
+    return invalidRef(
+      400,
+      "Invalid operation",
+      "Operations name their target by ref; href is not supported.",
+      `${base}/href`,
+    );
+  }
+  if (ref === null || typeof ref !== "object" || Array.isArray(ref)) {
+    return invalidRef(400, "Invalid operation", "A remove operation needs a ref object: {type, id}.", base);
+  }
+  const { type, id } = ref as Record<string, unknown>;
+  if (typeof type !== "string") {
+    return invalidRef(400, "Invalid resource identifier", `ref.type must be "${SUBSCRIPTION_TYPE}".`, `${base}/ref`);
+  }
+  if (type !== SUBSCRIPTION_TYPE) {
+    return invalidRef(
+      409,
+      "Type mismatch",
+      `This server removes resources of type "${SUBSCRIPTION_TYPE}", not "${type}".`,
+      `${base}/ref/type`,
+    );
+  }
+  const guid = guidSchema.safeParse(id);
+  if (!guid.success) {
+    return invalidRef(
+      400,
+      "Invalid resource identifier",
+      "ref.id must be the subscription's guid (a UUID).",
+      `${base}/ref/id`,
+    );
+  }
+  return { ok: true, value: guid.data };
+}
+
+/** The 409 for a resource whose `id` differs from the one its URL or `ref` names. */
+export function idMismatch(pointer: string, expected: string): ErrorObject {
+  return toErrorObject({
+    status: 409,
+    title: "Identifier mismatch",
+    detail: `The resource's id must be the subscription's guid, ${expected}.`,
+    source: { pointer },
+  });
+}
+
 /** The body of POST /v1/subscriptions: a document whose primary data is one subscription resource. */
 export const subscriptionDocumentSchema = z
   .object({ data: subscriptionResourceSchema })
@@ -132,8 +253,7 @@ export const subscriptionDocumentSchema = z
 
 /** The error for a body that `subscriptionDocumentSchema` rejected (pointers from the document root). */
 export function subscriptionDocumentError(error: z.core.$ZodError, body: unknown): ApiError {
-  const object = validationError(error.issues[0], body, "");
-  return new ApiError({ ...object, status: Number(object.status) });
+  return ApiError.from(validationError(error.issues[0], body, ""));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -148,8 +268,6 @@ export function unsubscribeLink(guid: string) {
   return { href: subscriptionPath(guid), method: "DELETE" as const };
 }
 
-type StoredSubscription = Pick<SubscriptionRow, "guid" | "feedUrl" | "subscribedAt">;
-
 /**
  * The subscription resource object of a response. Bulk results carry only `links.self`
  * (CONTRACT 6); everywhere else `links.unsubscribe` too.
@@ -157,13 +275,32 @@ type StoredSubscription = Pick<SubscriptionRow, "guid" | "feedUrl" | "subscribed
 export function toSubscriptionResource(row: StoredSubscription, links: "full" | "self" = "full") {
   const self = subscriptionPath(row.guid);
   return {
+    ...identifiedAttributes(row),
+    links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
+  };
+}
+
+function identifiedAttributes(row: StoredSubscription) {
+  return {
     type: SUBSCRIPTION_TYPE,
     id: row.guid,
-    attributes: {
-      feedUrl: row.feedUrl,
-      userSubscribedAt: new Date(row.subscribedAt).toISOString(),
-    },
-    links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
+    attributes: { feedUrl: row.feedUrl, userSubscribedAt: new Date(row.subscribedAt).toISOString() },
+  };
+}
+
+/**
+ * A subscription as the change feed reports it (CONTRACT 8): an active one is the list's resource plus
+ * `userUnsubscribedAt: null`; a tombstone has its last state and when it ended, and no links.
+ */
+export function toChangeResource(row: ChangedSubscription) {
+  if (row.unsubscribedAt === null) {
+    const resource = toSubscriptionResource(row);
+    return { ...resource, attributes: { ...resource.attributes, userUnsubscribedAt: null } };
+  }
+  const tombstone = identifiedAttributes(row);
+  return {
+    ...tombstone,
+    attributes: { ...tombstone.attributes, userUnsubscribedAt: new Date(row.unsubscribedAt).toISOString() },
   };
 }
 
@@ -196,4 +333,20 @@ export function alreadySubscribed(operationPointer: string, subscription: NewSub
     source: { pointer: operationPointer },
     meta: { feedUrl: subscription.feedUrl, guid: subscription.guid },
   });
+}
+
+/** A write that would store more than the quota (CONTRACT 12); inline in bulk at the operation. */
+export function subscriptionLimitReached(operationPointer?: string): ErrorObject {
+  return toErrorObject({
+    status: 403,
+    title: "Subscription limit reached",
+    detail: `A user may store at most ${MAX_STORED_SUBSCRIPTIONS} subscriptions, unsubscribed ones included.`,
+    ...(operationPointer === undefined ? {} : { source: { pointer: operationPointer } }),
+    meta: { maxSubscriptions: MAX_STORED_SUBSCRIPTIONS },
+  });
+}
+
+/** The 404 inline in bulk results, at the operation. */
+export function subscriptionNotFoundAt(operationPointer: string): ErrorObject {
+  return { ...subscriptionNotFound().errors[0], source: { pointer: operationPointer } };
 }
