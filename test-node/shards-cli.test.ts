@@ -75,11 +75,11 @@ describe("npm run shards:move on local databases (the CLI over wrangler)", () =>
     try {
       for (const [index, userId] of [...movers, ...stayers].entries()) {
         await seed.env.DB_1.prepare(
-          "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)",
+          "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)",
         )
           .bind(
-            ...[userId, crypto.randomUUID(), `https://cli.example/${index}/a`, 1000 + index, null],
-            ...[userId, crypto.randomUUID(), `https://cli.example/${index}/b`, 2000 + index, 3000],
+            ...[userId, crypto.randomUUID(), `https://cli.example/${index}/a`, 1000 + index, null, 1],
+            ...[userId, crypto.randomUUID(), `https://cli.example/${index}/b`, 2000 + index, 3000, 2],
           )
           .run();
       }
@@ -103,8 +103,12 @@ describe("npm run shards:move on local databases (the CLI over wrangler)", () =>
           .results;
       expect(await users("DB_2")).toEqual(movers.sort().map((user_id) => ({ user_id, n: 2 })));
       expect(await users("DB_1")).toEqual(stayers.sort().map((user_id) => ({ user_id, n: 2 })));
-      const stats = await check.env.DB_2.prepare("SELECT user_id, active_count FROM user_stats ORDER BY user_id").all();
-      expect(stats.results).toEqual(movers.map((user_id) => ({ user_id, active_count: 1 })));
+      const stats = await check.env.DB_2.prepare(
+        "SELECT user_id, active_count, stored_count, version FROM user_stats ORDER BY user_id",
+      ).all();
+      expect(stats.results).toEqual(
+        movers.map((user_id) => ({ user_id, active_count: 1, stored_count: 2, version: 2 })),
+      );
     } finally {
       await check.dispose();
     }
