@@ -4,6 +4,10 @@ import { defineConfig } from "vitest/config";
 
 const migrations = await readD1Migrations(fileURLToPath(new URL("./drizzle", import.meta.url)));
 
+/** The worker logs one JSON line per request; in the test report they only bury failures. TEST_LOGS=1 shows them. */
+const showRequestLogs = process.env.TEST_LOGS === "1";
+const isRequestLog = (line: string) => line.startsWith('{"level":"info","event":"request",');
+
 export default defineConfig({
   plugins: [
     cloudflareTest({
@@ -28,5 +32,6 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     setupFiles: ["./test/apply-migrations.ts"],
+    onConsoleLog: (line) => showRequestLogs || !isRequestLog(line),
   },
 });

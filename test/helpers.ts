@@ -115,12 +115,18 @@ export function countingD1(real: D1Database): { binding: D1Database; calls: () =
   };
 }
 
+/**
+ * Marks failures a test causes on purpose, so the `database_error` lines the worker logs for them read as
+ * expected in the test output.
+ */
+export const INJECTED_FAILURE = "[expected: injected by the test]";
+
 /** A D1 binding whose `failAt`-th call (1-based) throws, as D1 does when it is unreachable. */
 export function failingD1(real: D1Database, failAt: number): D1Database {
   let calls = 0;
   return wrapD1(real, () => {
     calls++;
-    if (calls === failAt) throw new Error("D1_ERROR: injected failure: Network connection lost.");
+    if (calls === failAt) throw new Error(`D1_ERROR: Network connection lost. ${INJECTED_FAILURE}`);
   });
 }
 

@@ -5,6 +5,7 @@ import {
   addOperation,
   as,
   failingD1,
+  INJECTED_FAILURE,
   JSONAPI,
   newFeed,
   ORIGIN,
@@ -213,7 +214,7 @@ describe("POST /v1/operations", () => {
   it("rolls the whole batch back when one statement fails inside D1", async () => {
     // A statement that D1 rejects mid-batch (a CHECK-like failure forced with a trigger) must undo the others.
     await env.DB.exec(
-      "CREATE TRIGGER refuse_marker BEFORE INSERT ON subscriptions WHEN NEW.feed_url = 'https://refuse.example/' BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+      `CREATE TRIGGER refuse_marker BEFORE INSERT ON subscriptions WHEN NEW.feed_url = 'https://refuse.example/' BEGIN SELECT RAISE(ABORT, 'refused ${INJECTED_FAILURE}'); END;`,
     );
     const user = await as("bulk-rollback");
     const operations = [...adds(3), addOperation(crypto.randomUUID(), "https://refuse.example/"), ...adds(3)];
