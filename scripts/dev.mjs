@@ -5,7 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { sign } from "hono/jwt";
-import { ensureDevSecret } from "./dev-vars.mjs";
+import { DEV_VARS, ensureDevSecret } from "./dev-vars.mjs";
 
 const WRANGLER = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
 const DEFAULT_PORT = 8787;
@@ -53,7 +53,9 @@ Once the server is up (${origin}), try, as user "dev-user" (token valid 24 h):
 Another user's token: npm run token -- <userId>
 `);
 
-  process.exit(wrangler(["dev", ...args], env));
+  const envFile =
+    process.env.DEV_VARS_FILE && !optionValue(args, "--env-file") ? ["--env-file", fileURLToPath(DEV_VARS)] : [];
+  process.exit(wrangler(["dev", ...envFile, ...args], env));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

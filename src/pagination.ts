@@ -21,7 +21,7 @@ const decimal = z
   .transform(Number);
 
 /**
- * Query parameters of a collection (CONTRACT 3). Names JSON:API reserves (`include`, `sort`,
+ * Query parameters of a collection (docs/API.md §3). Names JSON:API reserves (`include`, `sort`,
  * `fields[...]`, `filter[...]`, other `page[...]`, any all-lowercase name) are refused; names with
  * another character (camelCase, implementation-specific) are ignored.
  */
@@ -87,7 +87,7 @@ export function pageLink(path: string, page: PageParams): string {
   return `${path}?${PAGE_NUMBER}=${page.number}&${PAGE_SIZE}=${page.size}`;
 }
 
-/** Top-level pagination links (CONTRACT 4): effective values, number first, literal brackets. */
+/** Top-level pagination links (docs/API.md §4): effective values, number first, literal brackets. */
 export function paginationLinks(path: string, page: PageParams, total: number) {
   const last = Math.max(1, Math.ceil(total / page.size));
   const at = (number: number) => pageLink(path, { number, size: page.size });

@@ -92,7 +92,7 @@ function userIdFrom(payload: JWTPayload): string | undefined {
   return typeof sub === "string" && sub.length > 0 && sub.length <= MAX_USER_ID_LENGTH ? sub : undefined;
 }
 
-/** Bearer-token authentication (CONTRACT 1): sets `userId` from the token's `sub`, or answers 401. */
+/** Bearer-token authentication (docs/API.md §1): sets `userId` from the token's `sub`, or answers 401. */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const verify = verifierFor(c);
   try {

@@ -37,7 +37,7 @@ export const addOperationSchema = z.object({
 // ---------------------------------------------------------------------------------------------
 // Responses
 
-/** RFC 3339 UTC with milliseconds and `Z` (CONTRACT 4). */
+/** RFC 3339 UTC with milliseconds and `Z` (docs/API.md §4). */
 const isoTimestamp = z.iso.datetime({ precision: 3 });
 
 export const jsonapiObjectSchema = z.object({ version: z.literal(JSONAPI_VERSION) });

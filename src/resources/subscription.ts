@@ -20,7 +20,7 @@ function isAbsoluteHttpUrl(value: string): boolean {
 
 /**
  * A subscription resource object in a request that creates one: the single POST's `data` and each
- * bulk `add`'s `data`. Members are checked in this order (CONTRACT 5); read-only and unknown
+ * bulk `add`'s `data`. Members are checked in this order (docs/API.md §5); read-only and unknown
  * attributes are ignored.
  */
 export const subscriptionResourceSchema = z.object({
@@ -152,7 +152,7 @@ type StoredSubscription = Pick<SubscriptionRow, "guid" | "feedUrl" | "subscribed
 
 /**
  * The subscription resource object of a response. Bulk results carry only `links.self`
- * (CONTRACT 6); everywhere else `links.unsubscribe` too.
+ * (docs/API.md §6); everywhere else `links.unsubscribe` too.
  */
 export function toSubscriptionResource(row: StoredSubscription, links: "full" | "self" = "full") {
   const self = subscriptionPath(row.guid);

@@ -4,7 +4,7 @@ import { linkMethodExtUri } from "../jsonapi";
 
 /**
  * GET /ext/link-method: the URI of the service's link-method extension dereferences to its
- * description (CONTRACT, placeholders), as JSON:API recommends for extension URIs.
+ * description (docs/API.md, introduction), as JSON:API recommends for extension URIs.
  */
 export const extensionRoutes = new Hono<AppEnv>().get("/link-method", (c) => {
   const uri = linkMethodExtUri(c);

@@ -32,7 +32,7 @@ export const operationsDocumentSchema = z.object({
   [OPERATIONS]: z.array(z.unknown()).min(1).max(MAX_OPERATIONS),
 });
 
-/** Request-level problems: answered with a top-level errors document and no results (CONTRACT 6). */
+/** Request-level problems: answered with a top-level errors document and no results (docs/API.md §6). */
 function operationsDocumentError(error: z.core.$ZodError, body: unknown): ApiError {
   const issue = error.issues[0];
   if (issue.code === "too_big") {

@@ -77,7 +77,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     },
   )
 
-  // Add a subscription; idempotent (specification: POST /v1/subscriptions, CONTRACT 5).
+  // Add a subscription; idempotent (specification: POST /v1/subscriptions, docs/API.md §5).
   .post(
     "/",
     jsonApi,
@@ -111,7 +111,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     });
   })
 
-  // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (CONTRACT 5).
+  // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (docs/API.md §5).
   .delete("/:guid", jsonApi, guidParam, noQuery, async (c) => {
     const { guid } = c.req.valid("param");
     const removed = await unsubscribe(c.get("db"), c.get("userId"), guid, Date.now());
