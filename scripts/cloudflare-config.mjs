@@ -1,61 +1,37 @@
 #!/usr/bin/env node
-// Checks wrangler.toml before anything touches Cloudflare: the D1 ids must be real (not the placeholder
-// zeros), and a Preview must never be able to reach the production database.
-// Usage: node scripts/cloudflare-config.mjs <production|preview>   (exit 1 with the reasons when not ready)
+// Checks wrangler.toml before a production deploy touches Cloudflare: the D1 id must be real (not the
+// placeholder zeros). Previews need no such check: scripts/preview.mjs creates each branch's own database and
+// renders the branch's config with its id.
+// Usage: node scripts/cloudflare-config.mjs production   (exit 1 with the reasons when not ready)
 import { fileURLToPath } from "node:url";
 import { unstable_readConfig } from "wrangler";
 
 const PLACEHOLDER = /^0{8}-0{4}-0{4}-0{4}-0{12}$/;
 const CONFIG_PATH = fileURLToPath(new URL("../wrangler.toml", import.meta.url));
 
-/** Returns the problems that stop a deployment of `target` ("production" or "preview"); empty when ready. */
-export function configProblems(target) {
+/** Returns the problems that stop a production deployment; empty when ready. */
+export function configProblems() {
   const config = unstable_readConfig({ config: CONFIG_PATH });
   const db = (config.d1_databases ?? []).find((d) => d.binding === "DB");
   if (!db) return ['wrangler.toml has no [[d1_databases]] entry with binding = "DB".'];
-  const problems = [];
-  const real = (id) => typeof id === "string" && id !== "" && !PLACEHOLDER.test(id);
-  if (target === "production") {
-    if (!real(db.database_id)) {
-      problems.push(
-        "d1_databases.database_id is still the placeholder: run `npx wrangler d1 create podcast-subscriptions` and put the id in wrangler.toml.",
-      );
-    }
-    return problems;
+  if (typeof db.database_id !== "string" || db.database_id === "" || PLACEHOLDER.test(db.database_id)) {
+    return [
+      "d1_databases.database_id is still the placeholder: run `npx wrangler d1 create podcast-subscriptions` and put the id in wrangler.toml.",
+    ];
   }
-  if (target !== "preview") throw new Error(`unknown target ${target}: use production or preview`);
-  const previewDb = (config.previews?.d1_databases ?? []).find((d) => d.binding === "DB");
-  if (!real(db.preview_database_id)) {
-    problems.push(
-      "d1_databases.preview_database_id is still the placeholder: run `npx wrangler d1 create podcast-subscriptions-preview` and put the id in wrangler.toml (twice: preview_database_id and [[previews.d1_databases]] database_id).",
-    );
-  }
-  if (!previewDb) {
-    problems.push(
-      'wrangler.toml has no [[previews.d1_databases]] entry with binding = "DB": a Preview would have no database.',
-    );
-  } else if (previewDb.database_id !== db.preview_database_id) {
-    problems.push(
-      "[[previews.d1_databases]] database_id differs from d1_databases.preview_database_id: migrations would go to one database and the Preview would read another.",
-    );
-  }
-  if (real(db.preview_database_id) && db.preview_database_id === db.database_id) {
-    problems.push("preview_database_id equals the production database_id: Previews would write production data.");
-  }
-  return problems;
+  return [];
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const target = process.argv[2];
-  if (target !== "production" && target !== "preview") {
-    console.error("usage: node scripts/cloudflare-config.mjs <production|preview>");
+  if (process.argv[2] !== "production") {
+    console.error("usage: node scripts/cloudflare-config.mjs production");
     process.exit(2);
   }
-  const problems = configProblems(target);
-  for (const problem of problems) console.error(`wrangler.toml not ready for ${target}: ${problem}`);
+  const problems = configProblems();
+  for (const problem of problems) console.error(`wrangler.toml not ready for production: ${problem}`);
   if (problems.length > 0) {
     console.error('See docs/README-ops.md, "Deploy to Cloudflare".');
     process.exit(1);
   }
-  console.log(`wrangler.toml is ready for ${target}.`);
+  console.log("wrangler.toml is ready for production.");
 }
