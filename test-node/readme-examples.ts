@@ -51,21 +51,40 @@ export function shellExamples(markdown: string): ShellExample[] {
   return examples;
 }
 
+/**
+ * The JSON objects in a block's standard output, whether each is on its own line or printed back to back
+ * (curl adds no newline after a body): a scan for balanced braces outside strings.
+ */
+export function jsonObjects(output: string): Record<string, unknown>[] {
+  const objects: Record<string, unknown>[] = [];
+  let depth = 0;
+  let start = -1;
+  let inString = false;
+  for (let i = 0; i < output.length; i++) {
+    const ch = output[i];
+    if (inString) {
+      if (ch === "\\") i++;
+      else if (ch === '"') inString = false;
+    } else if (ch === '"' && depth > 0) {
+      inString = true;
+    } else if (ch === "{") {
+      if (depth++ === 0) start = i;
+    } else if (ch === "}" && depth > 0 && --depth === 0) {
+      try {
+        objects.push(JSON.parse(output.slice(start, i + 1)));
+      } catch {
+        // Not JSON after all (a brace in plain text): skip it.
+      }
+    }
+  }
+  return objects;
+}
+
 /** What in a block's standard output shows a failed request: JSON:API errors, at the top or inside results. */
 export function errorsInOutput(stdout: string): string[] {
-  return stdout
-    .split("\n")
-    .map((line) => line.trim())
-    .filter((line) => line.startsWith("{"))
-    .flatMap((line) => {
-      let document: Record<string, unknown>;
-      try {
-        document = JSON.parse(line);
-      } catch {
-        return [];
-      }
-      const results = Array.isArray(document["atomic:results"]) ? document["atomic:results"] : [];
-      const failedResults = results.filter((result) => result && typeof result === "object" && "errors" in result);
-      return "errors" in document || failedResults.length > 0 ? [line] : [];
-    });
+  return jsonObjects(stdout).flatMap((document) => {
+    const results = Array.isArray(document["atomic:results"]) ? document["atomic:results"] : [];
+    const failedResults = results.filter((result) => result && typeof result === "object" && "errors" in result);
+    return "errors" in document || failedResults.length > 0 ? [JSON.stringify(document)] : [];
+  });
 }

@@ -122,9 +122,11 @@ describe("the README example extraction", () => {
     expect(() => shellExamples("<!-- readme-test: skip -->\n```sh\nx\n```")).toThrow(/unknown readme-test marker/);
   });
 
-  it("spots JSON:API errors at the top level and inside bulk results", () => {
+  it("spots JSON:API errors at the top level and inside bulk results, however the bodies are printed", () => {
     expect(errorsInOutput('{"data":{"id":"x"}}\n204\n')).toEqual([]);
     expect(errorsInOutput('{"errors":[{"status":"401"}]}')).toHaveLength(1);
     expect(errorsInOutput('{"atomic:results":[{"data":{}},{"errors":[{"status":"409"}]}]}')).toHaveLength(1);
+    // Bodies printed back to back, braces inside strings included.
+    expect(errorsInOutput('{"data":{"id":"}{"}}{"errors":[{"status":"404"}]}200')).toHaveLength(1);
   });
 });
