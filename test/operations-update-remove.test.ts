@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { addOperation, as, type Caller, failingD1, listAll, newFeed, syncFrom } from "./helpers";
+import { addOperation, as, type Caller, failingD1, INJECTED_FAILURE, listAll, newFeed, syncFrom } from "./helpers";
 
 type ErrorObject = { status: string; title: string; detail: string; source?: { pointer?: string } };
 type Result = { data?: { id: string; attributes: { feedUrl: string }; links?: unknown }; errors?: ErrorObject[] };
@@ -220,7 +220,7 @@ describe("bulk update and remove (docs/API.md §10)", () => {
               get(s, p) {
                 if (p === "batch") {
                   return (statements: D1PreparedStatement[]) =>
-                    s.batch([...statements, s.prepare("INSERT INTO no_such_table VALUES (1)")]);
+                    s.batch([...statements, s.prepare(`INSERT INTO "${INJECTED_FAILURE}" VALUES (1)`)]);
                 }
                 const value = Reflect.get(s, p, s);
                 return typeof value === "function" ? value.bind(s) : value;
