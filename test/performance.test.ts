@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { addOperation, as, meteredD1, newFeed, seedSubscriptions, subscriptionDocument } from "./helpers";
+import { addOperation, as, meteredD1, newFeed, ORIGIN, seedSubscriptions, send, subscriptionDocument } from "./helpers";
 
 const PAGE_SIZE = 25;
 
@@ -137,9 +137,24 @@ describe("query plans", () => {
     await user.operations({ "atomic:operations": [addOperation(crypto.randomUUID(), "https://c.example/f")] });
     await user.delete(path);
     await user.delete(path);
+    const opml = `<opml><body><outline xmlUrl="https://d.example/f"/><outline xmlUrl="${feed.feedUrl}" guid="${feed.guid}"/></body></opml>`;
+    const opmlRequest = (init: RequestInit) =>
+      send(
+        new Request(`${ORIGIN}/v1/subscriptions.opml`, {
+          ...init,
+          headers: { ...init.headers, Authorization: `Bearer ${user.token}` },
+        }),
+        {
+          DB: meter.binding,
+        },
+      );
+    expect((await opmlRequest({ method: "POST", body: opml, headers: { "Content-Type": "text/x-opml" } })).status).toBe(
+      200,
+    );
+    expect((await opmlRequest({})).status).toBe(200);
 
     const distinct = new Map(meter.totals.statements.map((statement) => [statement.sql, statement]));
-    expect(distinct.size).toBeGreaterThanOrEqual(5);
+    expect(distinct.size).toBeGreaterThanOrEqual(6);
     for (const { sql, params } of distinct.values()) {
       const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
         .bind(...params)
