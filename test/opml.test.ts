@@ -90,6 +90,8 @@ describe("GET /v1/subscriptions.opml (export)", () => {
     const response = await exportOpml(uniqueUser("export-empty"));
     expect(response.status).toBe(200);
     expect(response.headers.get("Content-Type")).toBe("text/x-opml; charset=utf-8");
+    expect(response.headers.get("Cache-Control")).toBe("private, no-store");
+    expect(response.headers.get("Content-Disposition")).toBe('attachment; filename="subscriptions.opml"');
     const text = await response.text();
     expect(text).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<opml version="2.0">/);
     expect(text).toMatch(/<head>\s*<title>[^<]+<\/title>/);
