@@ -9,6 +9,7 @@ import {
   JSONAPI,
   newFeed,
   ORIGIN,
+  seedSubscriptions,
   send,
   subscriptionDocument,
   tokenFor,
@@ -303,6 +304,31 @@ describe("POST /v1/subscriptions.opml (import)", () => {
     const meta = await importMeta(await importOpml(userId, opmlDocument(outline(feed.feedUrl, feed.guid))));
     expect(meta).toEqual({ imported: 1, alreadySubscribed: 0, skipped: [] });
     expect((await user.get(`/v1/subscriptions/${feed.guid}`)).status).toBe(200);
+  });
+
+  it("stops adding at the quota of 10000 stored subscriptions and lists the rest in skipped, in file order", async () => {
+    const userId = uniqueUser("quota");
+    await seedSubscriptions(userId, 10_000 - 2, { unsubscribed: true });
+    const feeds = Array.from({ length: 4 }, () => newFeed());
+    const opml = opmlDocument(
+      [
+        outline(feeds[0].feedUrl, feeds[0].guid),
+        outline("ftp://invalid.example/feed"),
+        outline(feeds[1].feedUrl, feeds[1].guid),
+        outline(feeds[2].feedUrl, feeds[2].guid),
+        outline(feeds[3].feedUrl, feeds[3].guid),
+      ].join(""),
+    );
+    const meta = await importMeta(await importOpml(userId, opml));
+    expect(meta.imported).toBe(2);
+    expect(meta.alreadySubscribed).toBe(0);
+    expect(meta.skipped.map((skipped) => skipped.xmlUrl)).toEqual([
+      "ftp://invalid.example/feed",
+      feeds[2].feedUrl,
+      feeds[3].feedUrl,
+    ]);
+    expect(meta.skipped[1].reason).toMatch(/at most 10000 subscriptions/);
+    expect(await storedRows(userId)).toHaveLength(10_000);
   });
 
   it("imports 1000 feeds in one D1 call; a file without feeds makes none", async () => {

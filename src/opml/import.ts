@@ -4,6 +4,7 @@ import {
   type NewSubscription,
   parseSubscriptionResource,
   SUBSCRIPTION_TYPE,
+  subscriptionLimitReached,
 } from "../resources/subscription";
 import type { OpmlOutline } from "./parse";
 
@@ -28,8 +29,8 @@ export interface ImportPlan {
   invalid: (SkippedFeed & { position: number })[];
 }
 
-/** What the database did with one subscription of the plan. */
-export type ImportOutcome = "created" | "exists";
+/** What the database did with one subscription of the plan (`limit`: the user's quota was full). */
+export type ImportOutcome = "created" | "exists" | "limit";
 
 export interface ImportSummary {
   imported: number;
@@ -60,16 +61,21 @@ export async function planImport(outlines: readonly OpmlOutline[]): Promise<Impo
   return plan;
 }
 
-/** The import's `meta`: `outcomes[i]` is what became of `plan.subscriptions[i]`. */
+/**
+ * The import's `meta`: `outcomes[i]` is what became of `plan.subscriptions[i]`. Feeds refused by the
+ * quota join the invalid ones in `skipped`, all in file order.
+ */
 export function summariseImport(plan: ImportPlan, outcomes: readonly ImportOutcome[]): ImportSummary {
   let imported = 0;
   let alreadySubscribed = 0;
-  for (const outcome of outcomes) {
+  const skipped = [...plan.invalid];
+  const limitReason = subscriptionLimitReached().detail;
+  outcomes.forEach((outcome, index) => {
     if (outcome === "created") imported++;
-    else alreadySubscribed++;
-  }
-  const skipped = plan.invalid
-    .sort((a, b) => a.position - b.position)
-    .map(({ xmlUrl, reason }) => ({ xmlUrl, reason }));
-  return { imported, alreadySubscribed, skipped };
+    else if (outcome === "exists") alreadySubscribed++;
+    else
+      skipped.push({ xmlUrl: plan.subscriptions[index].feedUrl, reason: limitReason, position: plan.positions[index] });
+  });
+  skipped.sort((a, b) => a.position - b.position);
+  return { imported, alreadySubscribed, skipped: skipped.map(({ xmlUrl, reason }) => ({ xmlUrl, reason })) };
 }

@@ -8,7 +8,7 @@ import type { AppEnv } from "../env";
 import { JSONAPI_VERSION, respond } from "../jsonapi";
 import { MAX_BODY_BYTES } from "../limits";
 import { negotiateOpmlExport, negotiateOpmlImport } from "../middleware/negotiation";
-import { type ImportOutcome, planImport, summariseImport } from "../opml/import";
+import { planImport, summariseImport } from "../opml/import";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { parseOpml } from "../opml/parse";
 import { serialiseOpml } from "../opml/serialise";
@@ -35,7 +35,10 @@ export const opmlRoutes = new Hono<AppEnv>()
   // Import: subscribes to every outline with an xmlUrl (merge: nothing is removed), in one D1 round trip.
   .post("/", negotiateOpmlImport, bodyLimit({ maxSize: MAX_BODY_BYTES }), async (c) => {
     const plan = await planImport(parseOpml(await c.req.arrayBuffer()));
-    const stored = await subscribeMany(c.get("db"), c.get("userId"), plan.subscriptions, Date.now());
-    const outcomes = stored.map((row): ImportOutcome => (row ? "created" : "exists"));
-    return respond(c, { jsonapi: { version: JSONAPI_VERSION }, meta: summariseImport(plan, outcomes) });
+    const results = await subscribeMany(c.get("db"), c.get("userId"), plan.subscriptions, Date.now());
+    const meta = summariseImport(
+      plan,
+      results.map((result) => result.kind),
+    );
+    return respond(c, { jsonapi: { version: JSONAPI_VERSION }, meta });
   });
