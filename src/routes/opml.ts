@@ -1,7 +1,5 @@
-import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import * as z from "zod";
 import { listActiveFeeds } from "../db/opml";
 import { subscribeMany } from "../db/subscriptions";
 import type { AppEnv } from "../env";
@@ -12,19 +10,13 @@ import { planImport, summariseImport } from "../opml/import";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { parseOpml } from "../opml/parse";
 import { serialiseOpml } from "../opml/serialise";
-import { isReservedParameter, unsupportedQueryParameter } from "../pagination";
-
-/** The export takes no query parameters: names JSON:API reserves are refused, others ignored. */
-const noQuery = zValidator("query", z.record(z.string(), z.unknown()), (result) => {
-  const reserved = Object.keys(result.data).find(isReservedParameter);
-  if (reserved !== undefined) throw unsupportedQueryParameter(reserved);
-});
+import { noQueryParameters } from "../pagination";
 
 /** OPML 2.0 export and merge-import of the user's subscriptions (CONTRACT: OPML import and export). */
 export const opmlRoutes = new Hono<AppEnv>()
 
   // Export: every active subscription, in list order, with its guid so a re-import maps to the same resources.
-  .get("/", negotiateOpmlExport, noQuery, async (c) => {
+  .get("/", negotiateOpmlExport, noQueryParameters, async (c) => {
     const feeds = await listActiveFeeds(c.get("db"), c.get("userId"));
     return c.body(serialiseOpml(feeds, new Date()), 200, {
       "Content-Type": OPML_CONTENT_TYPE,
