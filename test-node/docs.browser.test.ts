@@ -63,7 +63,7 @@ describe("GET /docs", () => {
 
     await expect(page.locator("h1").textContent()).resolves.toBe("Podcast Subscriptions API");
     const operations = documentedOperations();
-    expect(operations.length).toBe(8);
+    expect(operations.length).toBe(9);
     for (const { method, path } of operations) {
       const section = page.locator(`section.operation[data-method="${method}"][data-path="${path}"]`);
       await expect(section.count(), `${method.toUpperCase()} ${path} is shown`).resolves.toBe(1);

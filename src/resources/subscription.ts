@@ -139,7 +139,8 @@ export function parseSubscriptionResource(resource: unknown, base: string): Vali
   return { ok: true, value: toNewSubscription(parsed.data) };
 }
 
-const resourceIdentitySchema = z.object({ type: z.literal(SUBSCRIPTION_TYPE), id: guidSchema });
+/** A resource identifier of a subscription: what a feed move checks first, and the shape of a bulk `ref`. */
+export const subscriptionRefSchema = z.object({ type: z.literal(SUBSCRIPTION_TYPE), id: guidSchema });
 
 /**
  * Validates a feed move wherever it sits: PATCH's `data` (`feedUrl` optional) or a bulk `update`'s
@@ -152,7 +153,7 @@ export function parseFeedMove(
   feedUrl: "optional" | "required",
   expectedId?: string,
 ): Validated<FeedMove> {
-  const identity = resourceIdentitySchema.safeParse(resource);
+  const identity = subscriptionRefSchema.safeParse(resource);
   if (!identity.success) return { ok: false, error: validationError(identity.error.issues[0], resource, base) };
   if (expectedId !== undefined && identity.data.id !== expectedId) {
     return { ok: false, error: idMismatch(pointerTo(base, "id"), expectedId) };

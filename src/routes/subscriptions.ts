@@ -80,6 +80,7 @@ async function listPage(c: Context<AppEnv>, page: PageParams): Promise<Response>
  * first, deletions included. One more change than the page holds is read to know whether `next` exists.
  */
 async function changesPage(c: Context<AppEnv>, page: ChangeParams): Promise<Response> {
+  c.set("routeName", `${COLLECTION_PATH}?filter[since]`);
   const userId = c.get("userId");
   const key = changesLink(COLLECTION_PATH, page.since, page.size);
   const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
