@@ -6,6 +6,7 @@ import {
   as,
   type Bindings,
   countingD1,
+  failingD1,
   JSONAPI,
   newFeed,
   ORIGIN,
@@ -347,6 +348,20 @@ describe("POST /v1/subscriptions.opml (import)", () => {
     });
     expect(await importMeta(empty)).toEqual({ imported: 0, alreadySubscribed: 0, skipped: [] });
     expect(counter.calls()).toBe(0);
+  });
+
+  it("answers 503 when D1 fails, having written nothing; the same import then succeeds", async () => {
+    const userId = uniqueUser("import-503");
+    const opml = opmlDocument([newFeed(), newFeed()].map((feed) => outline(feed.feedUrl, feed.guid)).join(""));
+    const failed = await importOpml(userId, opml, { bindings: { DB: failingD1(env.DB, 1) } });
+    await expectError(failed, 503, "Service unavailable");
+    expect(failed.headers.get("Retry-After")).toBe("1");
+    expect(await storedRows(userId)).toEqual([]);
+    expect(await importMeta(await importOpml(userId, opml))).toEqual({
+      imported: 2,
+      alreadySubscribed: 0,
+      skipped: [],
+    });
   });
 
   it("answers JSON:API: Accept as on every JSON:API endpoint", async () => {
