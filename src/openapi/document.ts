@@ -255,6 +255,12 @@ const errorContent = (examples: Record<string, unknown>, mediaTypes: string[] = 
 const v1Headers = { "X-Request-Id": headerRef("X-Request-Id") };
 const successHeaders = { ...v1Headers, "X-D1-Bookmark": headerRef("X-D1-Bookmark") };
 
+const bodyTooLargeResponse = {
+  description: `The body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
+  headers: v1Headers,
+  content: errorContent({ tooLarge: example("Body too large", exampleErrors(bodyTooLarge)) }),
+};
+
 const parameters: Record<string, Json> = {
   guid: {
     name: "guid",
@@ -684,11 +690,7 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
             ),
           }),
         },
-        "413": {
-          description: `The body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
-          headers: v1Headers,
-          content: errorContent({ tooLarge: example("Body too large", exampleErrors(bodyTooLarge)) }),
-        },
+        "413": bodyTooLargeResponse,
         "415": unsupportedMediaType(JSONAPI, {
           json: example("Sent as application/json", media415(`Send the request body as ${JSONAPI}.`)),
           charset: example(
@@ -789,11 +791,7 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
             idMismatch: example("Another guid in the body", exampleErrors(idMismatch("/data/id", FEEDS[1].guid))),
           }),
         },
-        "413": {
-          description: `The body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
-          headers: v1Headers,
-          content: errorContent({ tooLarge: example("Body too large", exampleErrors(bodyTooLarge)) }),
-        },
+        "413": bodyTooLargeResponse,
         "415": unsupportedMediaType(JSONAPI, {
           json: example("Sent as application/json", media415(`Send the request body as ${JSONAPI}.`)),
         }),

@@ -248,13 +248,16 @@ export function unsubscribeLink(guid: string) {
 export function toSubscriptionResource(row: StoredSubscription, links: "full" | "self" = "full") {
   const self = subscriptionPath(row.guid);
   return {
+    ...identifiedAttributes(row),
+    links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
+  };
+}
+
+function identifiedAttributes(row: StoredSubscription) {
+  return {
     type: SUBSCRIPTION_TYPE,
     id: row.guid,
-    attributes: {
-      feedUrl: row.feedUrl,
-      userSubscribedAt: new Date(row.subscribedAt).toISOString(),
-    },
-    links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
+    attributes: { feedUrl: row.feedUrl, userSubscribedAt: new Date(row.subscribedAt).toISOString() },
   };
 }
 
@@ -267,14 +270,10 @@ export function toChangeResource(row: ChangedSubscription) {
     const resource = toSubscriptionResource(row);
     return { ...resource, attributes: { ...resource.attributes, userUnsubscribedAt: null } };
   }
+  const tombstone = identifiedAttributes(row);
   return {
-    type: SUBSCRIPTION_TYPE,
-    id: row.guid,
-    attributes: {
-      feedUrl: row.feedUrl,
-      userSubscribedAt: new Date(row.subscribedAt).toISOString(),
-      userUnsubscribedAt: new Date(row.unsubscribedAt).toISOString(),
-    },
+    ...tombstone,
+    attributes: { ...tombstone.attributes, userUnsubscribedAt: new Date(row.unsubscribedAt).toISOString() },
   };
 }
 
