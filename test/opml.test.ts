@@ -375,6 +375,35 @@ describe("POST /v1/subscriptions.opml (import)", () => {
     );
   });
 
+  it("checks in the /v1 order: Content-Type (415), then Accept (406), then body size (413), then the document", async () => {
+    const userId = uniqueUser("order");
+    const badAccept = `${JSONAPI}; charset=utf-8`;
+    const huge = opmlDocument(`<!--${"x".repeat(1024 * 1024)}-->`);
+    await expectError(await importOpml(userId, "<rss/>", { contentType: "text/plain", accept: badAccept }), 415);
+    await expectError(await importOpml(userId, huge, { accept: badAccept }), 406);
+    await expectError(await importOpml(userId, `<!DOCTYPE x>${huge}`), 413);
+  });
+
+  it("is rate limited per user like every /v1 route (429 with Retry-After), for export and import", async () => {
+    const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER };
+    const userId = uniqueUser("opml-limit");
+    const token = await tokenFor(userId);
+    const opml = opmlDocument(outline(newFeed().feedUrl));
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const exported = await send(
+        new Request(`${ORIGIN}${OPML_PATH}`, { headers: { Authorization: `Bearer ${token}` } }),
+        tight,
+      );
+      statuses.push(exported.status);
+      statuses.push((await importOpml(userId, opml, { bindings: tight })).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    const limited = await importOpml(userId, opml, { bindings: tight });
+    await expectError(limited, 429);
+    expect(limited.headers.get("Retry-After")).toMatch(/^\d+$/);
+  });
+
   it("needs authentication before anything else (401 before 415)", async () => {
     const response = await send(
       new Request(`${ORIGIN}${OPML_PATH}`, { method: "POST", headers: { "Content-Type": "text/plain" }, body: "x" }),
