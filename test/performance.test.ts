@@ -31,6 +31,22 @@ describe("reads cost what they return", () => {
     expect(meter.totals.rowsRead).toBeLessThanOrEqual(5 + 2);
   });
 
+  it("the OPML export reads its own rows and no tombstone: 300 active among 2 000 unsubscribed", async () => {
+    await seedSubscriptions("rows-opml", 2000, { unsubscribed: true });
+    await seedSubscriptions("rows-opml", 300);
+    const meter = meteredD1(env.DB);
+    const token = (await as("rows-opml")).token;
+    const response = await send(
+      new Request(`${ORIGIN}/v1/subscriptions.opml`, { headers: { Authorization: `Bearer ${token}` } }),
+      {
+        DB: meter.binding,
+      },
+    );
+    expect((await response.text()).match(/<outline /g)).toHaveLength(300);
+    // The index walk reads one entry past the last to see the user's rows end; tombstones are not in it.
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(300 + 1);
+  });
+
   it("get one reads at most two rows", async () => {
     await seedSubscriptions("rows-get", 500);
     const user = await as("rows-get");
