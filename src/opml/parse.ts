@@ -1,6 +1,7 @@
 import { SaxesParser } from "saxes";
 import { ApiError } from "../jsonapi";
 import { MAX_OPML_FEEDS } from "../limits";
+import { decodeUtf8 } from "../request-body";
 import { isUtf8Label } from "./media-types";
 
 /**
@@ -39,14 +40,6 @@ function unsupportedEncoding(encoding: string): ApiError {
   });
 }
 
-function invalidUtf8(): ApiError {
-  return new ApiError({
-    status: 400,
-    title: "Invalid UTF-8",
-    detail: "The request body is not valid UTF-8.",
-  });
-}
-
 function tooManyFeeds(): ApiError {
   return new ApiError({
     status: 413,
@@ -56,17 +49,8 @@ function tooManyFeeds(): ApiError {
   });
 }
 
-/** UTF-8 only, decoded strictly: invalid bytes are refused, never replaced. A leading BOM is dropped. */
-function decodeUtf8(body: ArrayBuffer): string {
-  try {
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(body);
-  } catch {
-    throw invalidUtf8();
-  }
-}
-
 /** The feeds of an OPML document, or the ApiError that refuses it (400, or 413 past MAX_OPML_FEEDS). */
-export function parseOpml(body: ArrayBuffer): OpmlOutline[] {
+export function parseOpml(body: BufferSource): OpmlOutline[] {
   const text = decodeUtf8(body);
   const outlines: OpmlOutline[] = [];
   let root: string | undefined;

@@ -1,5 +1,4 @@
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { listActiveFeeds } from "../db/opml";
 import { subscribeMany } from "../db/subscriptions";
 import type { AppEnv } from "../env";
@@ -11,6 +10,7 @@ import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { parseOpml } from "../opml/parse";
 import { serialiseOpml } from "../opml/serialise";
 import { noQueryParameters } from "../pagination";
+import { readBody } from "../request-body";
 
 /** OPML 2.0 export and merge-import of the user's subscriptions (CONTRACT: OPML import and export). */
 export const opmlRoutes = new Hono<AppEnv>()
@@ -25,8 +25,8 @@ export const opmlRoutes = new Hono<AppEnv>()
   })
 
   // Import: subscribes to every outline with an xmlUrl (merge: nothing is removed), in one D1 round trip.
-  .post("/", negotiateOpmlImport, bodyLimit({ maxSize: MAX_BODY_BYTES }), async (c) => {
-    const plan = await planImport(parseOpml(await c.req.arrayBuffer()));
+  .post("/", negotiateOpmlImport, async (c) => {
+    const plan = await planImport(parseOpml(await readBody(c.req.raw, MAX_BODY_BYTES)));
     const results = await subscribeMany(c.get("db"), c.get("userId"), plan.subscriptions, Date.now());
     const meta = summariseImport(
       plan,
