@@ -1,6 +1,16 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { Database } from "./db/subscriptions";
 
+/** Optional tuning vars are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */
+declare global {
+  namespace Cloudflare {
+    interface Env {
+      /** Optional: milliseconds a fetch of AUTH_JWKS_URL may take (default and maximum 5000; tests shorten it). */
+      AUTH_JWKS_TIMEOUT_MS?: string;
+    }
+  }
+}
+
 /**
  * The worker's bindings. `wrangler types` names the secret AUTH_JWT_SECRET (from .env.types) as a plain
  * string; it is optional (a JWKS can verify tokens instead), so the app sees it as possibly absent.

@@ -11,6 +11,7 @@ import { limitPerUser } from "./middleware/rate-limit";
 import { securityHeaders } from "./middleware/security-headers";
 import { extensionRoutes } from "./routes/extensions";
 import { operationRoutes } from "./routes/operations";
+import { opmlRoutes } from "./routes/opml";
 import { subscriptionRoutes } from "./routes/subscriptions";
 
 const app = new Hono<AppEnv>();
@@ -19,6 +20,7 @@ app.use(requestId(), accessLog, securityHeaders, corsPolicy);
 app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
 app.use("/v1/*", authenticate, limitPerUser, d1Session);
 
+app.route("/v1/subscriptions.opml", opmlRoutes);
 app.route("/v1/subscriptions", subscriptionRoutes);
 app.route("/v1/operations", operationRoutes);
 app.route("/ext", extensionRoutes);

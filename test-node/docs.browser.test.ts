@@ -76,7 +76,13 @@ describe.skipIf(skipReason !== undefined)("GET /docs (Swagger UI in headless Chr
     // The served document is the one the code builds, so a new route shows up here by itself.
     expect(operations).toEqual(documentedOperations());
     expect(operations.map(({ method, path }) => `${method} ${path}`)).toEqual(
-      expect.arrayContaining(["get /v1/subscriptions", "patch /v1/subscriptions/{guid}", "post /v1/operations"]),
+      expect.arrayContaining([
+        "get /v1/subscriptions",
+        "patch /v1/subscriptions/{guid}",
+        "post /v1/operations",
+        "get /v1/subscriptions.opml",
+        "post /v1/subscriptions.opml",
+      ]),
     );
     for (const { method, path } of operations) {
       const block = operationBlock(page, method, path);
@@ -118,6 +124,27 @@ describe.skipIf(skipReason !== undefined)("GET /docs (Swagger UI in headless Chr
     await page.fill(".operation-filter-input", "bulk");
     await expect.poll(() => page.locator(".opblock").count(), { message: "only the bulk endpoint is left" }).toBe(1);
     await expect(operationBlock(page, "post", "/v1/operations").isVisible()).resolves.toBe(true);
+    await page.close();
+  });
+
+  it("shows the OPML endpoints with their own media types and the example document", async () => {
+    const page = await browser.newPage();
+    await openDocs(page);
+    const importBlock = operationBlock(page, "post", "/v1/subscriptions.opml");
+    await importBlock.locator(".opblock-summary-control").click();
+    const requestBody = importBlock.locator(".opblock-section-request-body");
+    await requestBody.waitFor();
+    expect(await requestBody.locator("select option").allTextContents()).toContain("text/x-opml");
+    await expect(requestBody.textContent()).resolves.toMatch(
+      /<\?xml version="1\.0" encoding="UTF-8"\?>\s*<opml version="2\.0">/,
+    );
+    const exportBlock = operationBlock(page, "get", "/v1/subscriptions.opml");
+    await exportBlock.locator(".opblock-summary-control").click();
+    const responses = exportBlock.locator(".responses-wrapper");
+    await responses.waitFor();
+    expect(await responses.locator("select option").allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^text\/x-opml\b/)]),
+    );
     await page.close();
   });
 });

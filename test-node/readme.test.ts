@@ -1,5 +1,7 @@
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, inject, it } from "vitest";
 import { errorsInOutput, type ShellExample, shellExamples } from "./readme-examples";
@@ -18,12 +20,15 @@ interface BlockRun {
 /**
  * Runs the blocks in one bash, in order (later blocks use the variables of earlier ones, as when pasted into
  * one terminal), with `set -eo pipefail`, and curl failing on HTTP errors unless a block expects errors. Each
- * block's output is cut out by a marker line, so a failure names its block.
+ * block's output is cut out by a marker line, so a failure names its block. The shell works in a scratch
+ * directory, so files the examples write (an OPML export, say) stay out of the checkout; `npm` runs the
+ * repository's scripts there as it would from the repository's root.
  */
 async function runInOneShell(examples: ShellExample[]) {
   const origin = inject("workerOrigin");
   const script = [
     "set -eo pipefail",
+    `npm() { command npm --prefix ${JSON.stringify(ROOT)} "$@"; }`,
     ...examples.flatMap((example, index) => [
       `printf '\\n@@block ${index}@@\\n'; printf '\\n@@block ${index}@@\\n' >&2`,
       example.errorsExpected ? "unset -f curl" : 'curl() { command curl --fail-with-body "$@"; }',
@@ -31,19 +36,20 @@ async function runInOneShell(examples: ShellExample[]) {
     ]),
     "printf '\\n@@end@@\\n'",
   ].join("\n");
+  const scratch = mkdtempSync(join(tmpdir(), "readme-examples-"));
   const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
     execFile(
       "bash",
       ["-c", script],
       {
-        cwd: ROOT,
+        cwd: scratch,
         timeout: 180_000,
         maxBuffer: 16 * 1024 * 1024,
         env: { ...process.env, DEV_VARS_FILE: inject("devVarsFile"), NO_COLOR: "1" },
       },
       (error, out, err) => done({ code: error ? ((error.code as number) ?? 1) : 0, stdout: out, stderr: err }),
     );
-  });
+  }).finally(() => rmSync(scratch, { recursive: true, force: true }));
   const split = (output: string) => output.split(/\n@@(?:block \d+|end)@@\n/).slice(1);
   const outs = split(stdout);
   const errs = split(stderr);
