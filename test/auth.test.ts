@@ -3,7 +3,7 @@ import { sign } from "hono/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import type { JWTPayload } from "hono/utils/jwt/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { countingD1, JSONAPI, keyPair, ORIGIN, send, tokenFor } from "./helpers";
+import { announceInjectedFailures, countingD1, JSONAPI, keyPair, ORIGIN, send, tokenFor } from "./helpers";
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -111,6 +111,7 @@ describe("bearer tokens (HS256 secret)", () => {
 });
 
 describe("bearer tokens (JWKS)", () => {
+  announceInjectedFailures("jwks_unavailable");
   afterEach(() => vi.restoreAllMocks());
 
   for (const alg of ["RS256", "ES256", "EdDSA"] as const) {

@@ -2,7 +2,7 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { sign } from "hono/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import type { JWTPayload } from "hono/utils/jwt/types";
-import { expect } from "vitest";
+import { beforeAll, expect } from "vitest";
 import app from "../src/index";
 
 export const JSONAPI = "application/vnd.api+json";
@@ -153,6 +153,16 @@ export function countingD1(real: D1Database): { binding: D1Database; calls: () =
  * expected in the test output.
  */
 export const INJECTED_FAILURE = "[expected: injected by the test]";
+
+/**
+ * For failures a test causes through something other than D1 (a fake identity provider, say), whose logged
+ * error cannot carry the marker: one line before the suite says that its `event` errors are expected.
+ */
+export function announceInjectedFailures(event: string): void {
+  beforeAll(() => {
+    console.warn(`${INJECTED_FAILURE} the "${event}" errors this suite makes the worker log are failures it causes`);
+  });
+}
 
 /** A D1 binding whose `failAt`-th call (1-based) throws, as D1 does when it is unreachable. */
 export function failingD1(real: D1Database, failAt: number): D1Database {
