@@ -192,23 +192,57 @@ async function recordIsolateScenarios(urls, isolateEndpoints) {
     answers[endpoint.name] = envelope;
     served.push(endpoint);
   }
-  const load = await fetch(new URL("/__bench/recordings", urls.isolate), {
-    method: "POST",
-    body: JSON.stringify(recordings),
-  });
-  if (load.status !== 204) throw new Error(`loading the recordings answered ${load.status}: ${await load.text()}`);
-  for (const endpoint of served) {
-    const { response, text } = await send(urls.isolate, endpoint, { [SCENARIO_HEADER]: endpoint.name });
-    const recorded = answers[endpoint.name];
-    // The two workers listen on different ports: links built from the request's origin differ by it alone.
-    const same = text.replaceAll(urls.isolate.origin, "") === recorded.body.replaceAll(urls.probe.origin, "");
-    if (response.status !== recorded.status || !same) {
-      throw new Error(
-        `isolate replay of ${endpoint.name} answered ${response.status} ${text.slice(0, 300)}; the real run answered ${recorded.status} ${recorded.body.slice(0, 300)}`,
-      );
+  for (const base of [urls.isolate, urls.baseline].filter(Boolean)) {
+    const load = await fetch(new URL("/__bench/recordings", base), {
+      method: "POST",
+      body: JSON.stringify(recordings),
+    });
+    if (load.status !== 204) throw new Error(`loading the recordings answered ${load.status}: ${await load.text()}`);
+    for (const endpoint of served) {
+      const { response, text } = await send(base, endpoint, { [SCENARIO_HEADER]: endpoint.name });
+      const recorded = answers[endpoint.name];
+      // The workers listen on different ports: links built from the request's origin differ by it alone.
+      const same = text.replaceAll(base.origin, "") === recorded.body.replaceAll(urls.probe.origin, "");
+      if (response.status !== recorded.status || !same) {
+        const which = base === urls.isolate ? "isolate" : `baseline ${options.compare}`;
+        throw new Error(
+          `${which} replay of ${endpoint.name} answered ${response.status} ${text.slice(0, 300)}; the real run answered ${recorded.status} ${recorded.body.slice(0, 300)}`,
+        );
+      }
     }
   }
-  return { served, absent, calls: Object.fromEntries(Object.entries(recordings).map(([n, c]) => [n, c.length])) };
+  return {
+    served,
+    absent,
+    recordings,
+    calls: Object.fromEntries(Object.entries(recordings).map(([n, c]) => [n, c.length])),
+  };
+}
+
+/**
+ * The isolate-only worker around the app of git `ref`: the ref's tree is extracted into the temporary
+ * directory, this tree's measuring instrument (bench/isolate-worker.ts, bench/recording.ts) is put in,
+ * and wrangler builds it with this tree's node_modules.
+ */
+async function buildBaseline(ref) {
+  const { execFileSync } = await import("node:child_process");
+  const { copyFileSync, symlinkSync } = await import("node:fs");
+  const tree = join(workDir, "baseline-tree");
+  mkdirSync(tree);
+  const archive = execFileSync("git", ["-C", ROOT, "archive", "--format=tar", ref], { maxBuffer: 1 << 30 });
+  execFileSync("tar", ["-x", "-C", tree], { input: archive });
+  mkdirSync(join(tree, "bench"), { recursive: true });
+  for (const file of ["isolate-worker.ts", "recording.ts"])
+    copyFileSync(join(BENCH_DIR, file), join(tree, "bench", file));
+  symlinkSync(join(ROOT, "node_modules"), join(tree, "node_modules"));
+  const commit = execFileSync("git", ["-C", ROOT, "rev-parse", "--short", ref], { encoding: "utf8" }).trim();
+  log(`bench: baseline ${ref} (${commit}) extracted; building its isolate-only worker ...`);
+  return buildWorker({
+    root: tree,
+    outdir: join(workDir, "baseline"),
+    entry: "bench/isolate-worker.ts",
+    env: options.env,
+  });
 }
 
 /** Applies the migrations to, and seeds, every D1 database (each shard holds every bench user: see README). */
@@ -253,6 +287,7 @@ async function main() {
       ]),
     ),
   );
+  if (options.compare) builds.baseline = await buildBaseline(options.compare);
   const bundle = analyseBundle(builds.app);
   log(`bench: app bundle ${fmt(bundle.bytes / 1024, 2)} KiB minified, ${fmt(bundle.gzip / 1024, 2)} KiB gzip`);
 
@@ -315,6 +350,15 @@ async function main() {
     scenario.isolateEndpoints(u, tokens).filter((endpoint) => !skip.has(endpoint.name)),
   );
   for (const name of isolate.absent) absent.add(name);
+  // Kept with BENCH_KEEP_TMP=1: the tapes and their requests, to replay them elsewhere (a profiler).
+  writeFileSync(
+    join(workDir, "isolate-scenarios.json"),
+    JSON.stringify({
+      secret,
+      recordings: isolate.recordings,
+      requests: Object.fromEntries(isolate.served.map((endpoint) => [endpoint.name, endpoint.next()])),
+    }),
+  );
   log(
     `bench: isolate-only scenarios recorded and replayed identically: ${isolate.served.map((e) => `${e.name} (${isolate.calls[e.name]} D1 calls)`).join(", ")}`,
   );
@@ -327,8 +371,8 @@ async function main() {
     dynamic: false,
     next: () => ({ method: "GET", path: "/", headers: {} }),
   });
-  const isolateTarget = (endpoint) => ({
-    base: urls.isolate,
+  const isolateTarget = (endpoint, base = urls.isolate) => ({
+    base,
     seconds: settings.isolateSeconds,
     endpoint: {
       ...endpoint,
@@ -348,6 +392,11 @@ async function main() {
     ...(options.isolateOnly ? {} : { "d1-floor": { base: urls.floor, endpoint: reference("d1-floor") } }),
     ...Object.fromEntries(loadEndpoints.map((endpoint) => [endpoint.name, { base: urls.app, endpoint }])),
     ...Object.fromEntries(isolate.served.map((endpoint) => [`isolate:${endpoint.name}`, isolateTarget(endpoint)])),
+    ...(urls.baseline
+      ? Object.fromEntries(
+          isolate.served.map((endpoint) => [`baseline:${endpoint.name}`, isolateTarget(endpoint, urls.baseline)]),
+        )
+      : {}),
   };
   const sample = ({ base, endpoint, seconds }, fallback) =>
     runSample({ base, endpoint, seconds: seconds ?? fallback, connections: settings.connections, workerdPid });
@@ -356,7 +405,10 @@ async function main() {
   for (const target of Object.values(targets)) await sample(target, settings.warmupSeconds);
 
   const has = (name) => targets[name] !== undefined;
-  const isolateNames = isolate.served.map((endpoint) => `isolate:${endpoint.name}`);
+  // With --compare, each isolate-only sample is followed by the same scenario on the baseline.
+  const isolateNames = isolate.served.map((endpoint) =>
+    urls.baseline ? [`isolate:${endpoint.name}`, `baseline:${endpoint.name}`] : [`isolate:${endpoint.name}`],
+  );
   const schedule = [
     "ceiling",
     "d1-floor",
@@ -371,9 +423,9 @@ async function main() {
     "ceiling",
     ...BULK_SIZES.map((n) => `bulk-${n}`),
     "ceiling",
-    ...isolateNames.slice(0, 5),
+    ...isolateNames.slice(0, 5).flat(),
     "ceiling",
-    ...isolateNames.slice(5),
+    ...isolateNames.slice(5).flat(),
   ].filter(has);
   const samples = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
   const ceilingTimeline = [];
@@ -408,10 +460,12 @@ async function main() {
     absent: [...absent],
     skipped: [...skip],
     env: options.env,
+    compare: options.compare,
   });
 
   log("");
   log(summary.table);
+  if (summary.comparison) log(`\n${summary.comparison}`);
   log("");
   for (const [name, target] of Object.entries(summary.results.targets)) {
     if (target.value === null) log(`  -   ${name}: not measured in this run`);

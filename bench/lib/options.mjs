@@ -14,6 +14,8 @@ Options:
                       isolate) beside the ceiling; prints them and writes no file
   --skip <names>      leave endpoints out, comma-separated (e.g. patch,sync,opml-import); their figures are null
   --out <dir>         write the results to <dir> instead of bench/
+  --compare <ref>     also build the app of git <ref> (a commit, branch or tag) as a second isolate-only
+                      worker and interleave its samples with this tree's: isolate CPU before and after
 
 Environment: BENCH_SECONDS (2) per load sample, BENCH_ROUNDS (4) samples per endpoint,
 BENCH_WARMUP_SECONDS (1), BENCH_CONNECTIONS (10), BENCH_ISOLATE_SECONDS (1) per isolate-only sample,
@@ -33,6 +35,7 @@ export function parseOptions(argv, env) {
     skip: new Set(),
     env: env.BENCH_ENV?.trim() || undefined,
     out: undefined,
+    compare: undefined,
     keepTmp: env.BENCH_KEEP_TMP === "1",
     settings: {
       seconds: numberFrom(env, "BENCH_SECONDS", 2),
@@ -54,6 +57,7 @@ export function parseOptions(argv, env) {
     else if (arg === "--isolate-only") options.isolateOnly = true;
     else if (arg === "--env") options.env = value(i++, arg);
     else if (arg === "--out") options.out = value(i++, arg);
+    else if (arg === "--compare") options.compare = value(i++, arg);
     else if (arg === "--skip") {
       for (const name of value(i++, arg).split(",")) if (name.trim()) options.skip.add(name.trim());
     } else throw new Error(`unknown option ${arg}`);

@@ -93,7 +93,7 @@ const difference = (a, b) => (a === null || a === undefined || b === null || b =
 const cpuOf = (figure) => (figure ? round(figure.cpuUsPerRequest, 0) : null);
 
 /** results.json (the fixed shape the checker reads), the target verdicts and a console table. */
-export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolate, absent, skipped, env }) {
+export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolate, absent, skipped, env, compare }) {
   const floor = figures["d1-floor"];
   const ceiling = figures.ceiling;
   const measured = (name) => figures[name] !== undefined && rows[name] !== undefined;
@@ -235,6 +235,25 @@ export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolat
       skipped,
     },
   };
+  let comparison;
+  if (compare) {
+    const baseline = Object.fromEntries(ISOLATE_NAMES.map((name) => [name, cpuOf(figures[`baseline:${name}`])]));
+    results.details.isolate_cpu_us_baseline = { ref: compare, ...baseline };
+    const rowsOut = [["isolate CPU µs/req", `baseline ${compare}`, "this tree", "change"]];
+    for (const name of ISOLATE_NAMES) {
+      const before = baseline[name];
+      const after = isolateCpu(name);
+      if (before === null || after === null) continue;
+      rowsOut.push([
+        name,
+        before,
+        after,
+        `${after >= before ? "+" : ""}${round((100 * (after - before)) / before, 1)} %`,
+      ]);
+    }
+    const w = rowsOut[0].map((_, i) => Math.max(...rowsOut.map((r) => String(r[i]).length)));
+    comparison = rowsOut.map((r) => r.map((c, i) => String(c).padStart(w[i])).join("  ")).join("\n");
+  }
 
   const lines = [["target", "req/s", "p50 ms", "p99 ms", "errors", "rows r/w", "CPU µs", "isolate CPU µs"]];
   for (const name of ["ceiling", "d1-floor", ...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`), "opml-import"]) {
@@ -256,7 +275,7 @@ export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolat
   const widths = lines[0].map((_, i) => Math.max(...lines.map((line) => String(line[i]).length)));
   const table = lines.map((line) => line.map((cell, i) => String(cell).padStart(widths[i])).join("  ")).join("\n");
 
-  return { results, directions, table };
+  return { results, directions, table, comparison };
 }
 
 const cell = (value, digits = 2) => (value === null || value === undefined ? "–" : Number(value).toFixed(digits));
