@@ -22,7 +22,7 @@ function writeLine(c: Context<AppEnv>, requestId: string, started: number, user:
       event: "request",
       requestId,
       method: c.req.method,
-      route: routePath(c, -1),
+      route: c.get("routeName") ?? routePath(c, -1),
       status: c.res.status,
       durationMs: Date.now() - started,
       user,
