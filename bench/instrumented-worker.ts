@@ -36,7 +36,7 @@ function count(counter: Counter, meta: Meta | undefined): void {
   counter.rowsWritten += meta?.rows_written ?? 0;
 }
 
-function record<T>(counter: Counter, op: D1Operation, sql: string, result: T): T {
+function record<T>(counter: Counter, op: D1Operation, sql: string[], result: T): T {
   counter.tape?.push({ op, sql, result: JSON.stringify(result) });
   return result;
 }
@@ -60,14 +60,14 @@ class CountingStatement {
   }
 
   async all<T>(): Promise<D1Result<T>> {
-    return record(this.counter, "all", this.sql, await this.allCounted<T>());
+    return record(this.counter, "all", [this.sql], await this.allCounted<T>());
   }
 
   async run<T>(): Promise<D1Result<T>> {
     this.counter.calls++;
     const result = await this.inner.run<T>();
     count(this.counter, result.meta);
-    return record(this.counter, "run", this.sql, result);
+    return record(this.counter, "run", [this.sql], result);
   }
 
   async raw(options?: { columnNames?: boolean }): Promise<unknown[][]> {
@@ -76,7 +76,7 @@ class CountingStatement {
     return record(
       this.counter,
       "raw",
-      this.sql,
+      [this.sql],
       options?.columnNames ? [Object.keys(results[0] ?? {}), ...rows] : rows,
     );
   }
@@ -85,7 +85,7 @@ class CountingStatement {
     const { results } = await this.allCounted<Record<string, unknown>>();
     const row = results[0];
     const value = row === undefined ? null : column === undefined ? row : (row[column] ?? null);
-    return record(this.counter, "first", this.sql, value);
+    return record(this.counter, "first", [this.sql], value);
   }
 }
 
@@ -113,7 +113,7 @@ function counting<T extends Batchable>(target: T, counter: Counter): T {
           counter.calls++;
           const results = await object.batch(statements.map(unwrap));
           for (const result of results) count(counter, result.meta);
-          return record(counter, "batch", statements.map(sqlOf).join("\n"), results);
+          return record(counter, "batch", statements.map(sqlOf), results);
         };
       }
       if (property === "withSession") {

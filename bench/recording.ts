@@ -9,8 +9,8 @@ export type D1Operation = "all" | "run" | "raw" | "first" | "batch";
 /** One D1 round trip of a request, in the order the request made it. */
 export interface RecordedCall {
   op: D1Operation;
-  /** The statement's SQL; for a batch, the statements' SQL joined by a newline. */
-  sql: string;
+  /** The statement's SQL (one element); for a batch, each statement's SQL in order. */
+  sql: string[];
   /**
    * What the call returned to the app, as JSON text. The replay parses it anew on every call, as the
    * deployed D1 binding parses D1's answer in the isolate.
