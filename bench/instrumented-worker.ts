@@ -36,8 +36,16 @@ function count(counter: Counter, meta: Meta | undefined): void {
   counter.rowsWritten += meta?.rows_written ?? 0;
 }
 
-function record<T>(counter: Counter, op: D1Operation, sql: string[], result: T): T {
-  counter.tape?.push({ op, sql, result: JSON.stringify(result) });
+function record<T>(counter: Counter, op: D1Operation, statements: D1PreparedStatement[], result: T): T {
+  if (counter.tape) {
+    const taped = statements.map(counted);
+    counter.tape.push({
+      op,
+      sql: taped.map((statement) => statement.sql),
+      params: taped.map((statement) => statement.params),
+      result: JSON.stringify(result),
+    });
+  }
   return result;
 }
 
@@ -46,10 +54,11 @@ class CountingStatement {
     readonly inner: D1PreparedStatement,
     readonly sql: string,
     private readonly counter: Counter,
+    readonly params: unknown[] = [],
   ) {}
 
   bind(...values: unknown[]): CountingStatement {
-    return new CountingStatement(this.inner.bind(...values), this.sql, this.counter);
+    return new CountingStatement(this.inner.bind(...values), this.sql, this.counter, values);
   }
 
   private async allCounted<T>(): Promise<D1Result<T>> {
@@ -60,14 +69,14 @@ class CountingStatement {
   }
 
   async all<T>(): Promise<D1Result<T>> {
-    return record(this.counter, "all", [this.sql], await this.allCounted<T>());
+    return record(this.counter, "all", [this as unknown as D1PreparedStatement], await this.allCounted<T>());
   }
 
   async run<T>(): Promise<D1Result<T>> {
     this.counter.calls++;
     const result = await this.inner.run<T>();
     count(this.counter, result.meta);
-    return record(this.counter, "run", [this.sql], result);
+    return record(this.counter, "run", [this as unknown as D1PreparedStatement], result);
   }
 
   async raw(options?: { columnNames?: boolean }): Promise<unknown[][]> {
@@ -76,7 +85,7 @@ class CountingStatement {
     return record(
       this.counter,
       "raw",
-      [this.sql],
+      [this as unknown as D1PreparedStatement],
       options?.columnNames ? [Object.keys(results[0] ?? {}), ...rows] : rows,
     );
   }
@@ -85,7 +94,7 @@ class CountingStatement {
     const { results } = await this.allCounted<Record<string, unknown>>();
     const row = results[0];
     const value = row === undefined ? null : column === undefined ? row : (row[column] ?? null);
-    return record(this.counter, "first", [this.sql], value);
+    return record(this.counter, "first", [this as unknown as D1PreparedStatement], value);
   }
 }
 
@@ -94,9 +103,10 @@ function unwrap(statement: D1PreparedStatement): D1PreparedStatement {
   return candidate instanceof CountingStatement ? candidate.inner : statement;
 }
 
-function sqlOf(statement: D1PreparedStatement): string {
+function counted(statement: D1PreparedStatement): CountingStatement {
   const candidate = statement as unknown;
-  return candidate instanceof CountingStatement ? candidate.sql : "(unknown statement)";
+  if (candidate instanceof CountingStatement) return candidate;
+  throw new Error("a batch holds a statement that was not prepared through the counting wrapper");
 }
 
 type Batchable = Pick<D1Database, "prepare" | "batch">;
@@ -113,7 +123,7 @@ function counting<T extends Batchable>(target: T, counter: Counter): T {
           counter.calls++;
           const results = await object.batch(statements.map(unwrap));
           for (const result of results) count(counter, result.meta);
-          return record(counter, "batch", statements.map(sqlOf), results);
+          return record(counter, "batch", statements, results);
         };
       }
       if (property === "withSession") {

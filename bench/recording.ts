@@ -11,6 +11,8 @@ export interface RecordedCall {
   op: D1Operation;
   /** The statement's SQL (one element); for a batch, each statement's SQL in order. */
   sql: string[];
+  /** The values bound to each statement (the statement floor runs them again; the replay ignores them). */
+  params: unknown[][];
   /**
    * What the call returned to the app, as JSON text. The replay parses it anew on every call, as the
    * deployed D1 binding parses D1's answer in the isolate.

@@ -31,7 +31,7 @@ const { machine, renderMarkdown, summarise } = await import("./lib/report.mjs");
 const scenario = await import("./lib/scenario.mjs");
 const { applyMigrations, startServer } = await import("./lib/server.mjs");
 
-const { BULK_SIZES, SCALING_SIZES, pastEndPage } = scenario;
+const { BULK_SIZES, SCALING_SIZES, STATEMENT_FLOOR_NAMES, pastEndPage } = scenario;
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
 const RECORD_HEADER = "X-Bench-Record";
@@ -277,7 +277,9 @@ async function main() {
     probe: "bench/instrumented-worker.ts",
     isolate: "bench/isolate-worker.ts",
     ceiling: "bench/ceiling-worker.ts",
-    ...(options.isolateOnly ? {} : { floor: "bench/d1-floor-worker.ts" }),
+    ...(options.isolateOnly
+      ? {}
+      : { floor: "bench/d1-floor-worker.ts", statements: "bench/statement-floor-worker.ts" }),
   };
   const builds = Object.fromEntries(
     await Promise.all(
@@ -363,6 +365,16 @@ async function main() {
     `bench: isolate-only scenarios recorded and replayed identically: ${isolate.served.map((e) => `${e.name} (${isolate.calls[e.name]} D1 calls)`).join(", ")}`,
   );
 
+  // The statement floor runs the read scenarios' own statements on the real D1.
+  const statementScenarios = isolate.served.filter((endpoint) => STATEMENT_FLOOR_NAMES.includes(endpoint.name));
+  if (urls.statements) {
+    const load = await fetch(new URL("/__bench/statements", urls.statements), {
+      method: "POST",
+      body: JSON.stringify(Object.fromEntries(statementScenarios.map((e) => [e.name, isolate.recordings[e.name]]))),
+    });
+    if (load.status !== 204) throw new Error(`loading the statement floor answered ${load.status}`);
+  }
+
   // 6. Load. Warm-up of every target, then rounds that interleave ceiling samples with the endpoints,
   //    so that a drift of the machine (other processes) spreads over all figures alike.
   const reference = (name) => ({
@@ -370,6 +382,13 @@ async function main() {
     expected: [200],
     dynamic: false,
     next: () => ({ method: "GET", path: "/", headers: {} }),
+  });
+  const statementFloor = (endpoint) => ({
+    base: urls.statements,
+    endpoint: {
+      ...reference(`statement-floor:${endpoint.name}`),
+      next: () => ({ method: "GET", path: "/", headers: { [SCENARIO_HEADER]: endpoint.name } }),
+    },
   });
   const isolateTarget = (endpoint, base = urls.isolate) => ({
     base,
@@ -390,6 +409,9 @@ async function main() {
   const targets = {
     ceiling: { base: urls.ceiling, endpoint: reference("ceiling") },
     ...(options.isolateOnly ? {} : { "d1-floor": { base: urls.floor, endpoint: reference("d1-floor") } }),
+    ...(urls.statements
+      ? Object.fromEntries(statementScenarios.map((e) => [`statement-floor:${e.name}`, statementFloor(e)]))
+      : {}),
     ...Object.fromEntries(loadEndpoints.map((endpoint) => [endpoint.name, { base: urls.app, endpoint }])),
     ...Object.fromEntries(isolate.served.map((endpoint) => [`isolate:${endpoint.name}`, isolateTarget(endpoint)])),
     ...(urls.baseline
@@ -413,13 +435,16 @@ async function main() {
     "ceiling",
     "d1-floor",
     "list",
+    "statement-floor:list",
     "get-one",
+    "statement-floor:get-one",
     "ceiling",
     "post-existing",
     "post-new",
     "delete",
     "patch",
     "sync",
+    "statement-floor:sync",
     "ceiling",
     ...BULK_SIZES.map((n) => `bulk-${n}`),
     "ceiling",

@@ -34,6 +34,9 @@ export const ISOLATE_NAMES = [
   "opml-import",
 ];
 
+/** The read scenarios whose own D1 statements the statement floor runs (a write would not repeat). */
+export const STATEMENT_FLOOR_NAMES = ["list", "get-one", "sync"];
+
 /** Rows a pool user may gain before the next user takes over: under the 10 000 stored per user. */
 const ROWS_PER_POOL_USER = 9000;
 /** Bounds on what any machine serves locally, to size the pools (this one serves far less). */
