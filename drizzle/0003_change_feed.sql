@@ -29,17 +29,27 @@ CREATE INDEX `subscriptions_active_page` ON `subscriptions` (`user_id`,`subscrib
 --> statement-breakpoint
 CREATE INDEX `subscriptions_changes` ON `subscriptions` (`user_id`,`change_seq`,`feed_url`,`subscribed_at`,`unsubscribed_at`);
 --> statement-breakpoint
--- 2. `user_stats`: `stored_count` (active and tombstones, for the per-user quota); `version` becomes the
---    user's latest change number (it counted every write before; now it is exactly max(change_seq)).
-ALTER TABLE `user_stats` ADD `stored_count` integer DEFAULT 0 NOT NULL;
+-- 2. Rebuild `user_stats` WITHOUT ROWID (its text primary key is then its only b-tree: a user's first
+--    write inserts one row, not two) with `stored_count` (active and tombstones, for the per-user quota).
+--    `version` becomes the user's latest change number (it counted every write before; now it is
+--    exactly max(change_seq)).
+CREATE TABLE `user_stats_change_feed` (
+	`user_id` text PRIMARY KEY NOT NULL,
+	`active_count` integer DEFAULT 0 NOT NULL,
+	`stored_count` integer DEFAULT 0 NOT NULL,
+	`version` integer DEFAULT 0 NOT NULL
+) WITHOUT ROWID;
 --> statement-breakpoint
-INSERT INTO `user_stats` (`user_id`, `active_count`, `stored_count`, `version`)
-SELECT `user_id`, sum(`unsubscribed_at` IS NULL), count(*), max(`change_seq`)
-FROM `subscriptions` WHERE true GROUP BY `user_id`
-ON CONFLICT (`user_id`) DO UPDATE SET
-	`active_count` = excluded.`active_count`,
-	`stored_count` = excluded.`stored_count`,
-	`version` = excluded.`version`;
+INSERT INTO `user_stats_change_feed` (`user_id`, `active_count`, `stored_count`, `version`)
+SELECT `user_stats`.`user_id`, coalesce(counts.active, 0), coalesce(counts.stored, 0), coalesce(counts.latest, 0)
+FROM `user_stats` LEFT JOIN (
+	SELECT `user_id`, sum(`unsubscribed_at` IS NULL) AS active, count(*) AS stored, max(`change_seq`) AS latest
+	FROM `subscriptions` GROUP BY `user_id`
+) AS counts ON counts.`user_id` = `user_stats`.`user_id`;
+--> statement-breakpoint
+DROP TABLE `user_stats`;
+--> statement-breakpoint
+ALTER TABLE `user_stats_change_feed` RENAME TO `user_stats`;
 --> statement-breakpoint
 -- 3. Triggers keep user_stats in step inside the writing statement (one D1 round trip per write). A
 --    write that changes a subscription sets its change_seq to version + 1; the trigger then records it

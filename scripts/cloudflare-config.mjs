@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Checks wrangler.toml before anything touches Cloudflare: the D1 ids must be real (not the placeholder
-// zeros), and a Preview must never be able to reach the production database.
+// zeros), and a Preview must never be able to reach the production database. Also warns (without
+// stopping) about settings production should have.
 // Usage: node scripts/cloudflare-config.mjs <production|preview>   (exit 1 with the reasons when not ready)
 import { fileURLToPath } from "node:url";
 import { unstable_readConfig } from "wrangler";
@@ -9,8 +10,8 @@ const PLACEHOLDER = /^0{8}-0{4}-0{4}-0{4}-0{12}$/;
 const CONFIG_PATH = fileURLToPath(new URL("../wrangler.toml", import.meta.url));
 
 /** Returns the problems that stop a deployment of `target` ("production" or "preview"); empty when ready. */
-export function configProblems(target) {
-  const config = unstable_readConfig({ config: CONFIG_PATH });
+export function configProblems(target, configPath = CONFIG_PATH) {
+  const config = unstable_readConfig({ config: configPath });
   const db = (config.d1_databases ?? []).find((d) => d.binding === "DB");
   if (!db) return ['wrangler.toml has no [[d1_databases]] entry with binding = "DB".'];
   const problems = [];
@@ -45,12 +46,24 @@ export function configProblems(target) {
   return problems;
 }
 
+/** Returns what a deployment of `target` should fix but may go without; empty when nothing. */
+export function configWarnings(target, configPath = CONFIG_PATH) {
+  if (target !== "production") return [];
+  const config = unstable_readConfig({ config: configPath });
+  const publicBaseUrl = config.vars?.PUBLIC_BASE_URL;
+  if (typeof publicBaseUrl === "string" && publicBaseUrl.trim() !== "") return [];
+  return [
+    "vars.PUBLIC_BASE_URL is not set: the link-method extension URI then comes from each request's Host header, so those responses are never cacheable by shared caches. Set it to the API's public origin (e.g. https://api.example.com).",
+  ];
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const target = process.argv[2];
   if (target !== "production" && target !== "preview") {
     console.error("usage: node scripts/cloudflare-config.mjs <production|preview>");
     process.exit(2);
   }
+  for (const warning of configWarnings(target)) console.error(`warning: wrangler.toml for ${target}: ${warning}`);
   const problems = configProblems(target);
   for (const problem of problems) console.error(`wrangler.toml not ready for ${target}: ${problem}`);
   if (problems.length > 0) {

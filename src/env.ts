@@ -1,12 +1,14 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { Database } from "./db/subscriptions";
 
-/** Secrets are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */
+/** Secrets and optional tuning vars are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */
 declare global {
   namespace Cloudflare {
     interface Env {
       /** HS256 secret for bearer tokens (local dev, tests, small deployments). */
       AUTH_JWT_SECRET?: string;
+      /** Optional: milliseconds a fetch of AUTH_JWKS_URL may take (default and maximum 5000; tests shorten it). */
+      AUTH_JWKS_TIMEOUT_MS?: string;
     }
   }
 }

@@ -12,11 +12,19 @@ export const JSONAPI_MEDIA_TYPE = "application/vnd.api+json";
 export const ATOMIC_EXT_URI = "https://jsonapi.org/ext/atomic";
 export const LINK_METHOD_EXT_PATH = "/ext/link-method";
 
-/** `{link_method_ext_uri}`: `PUBLIC_BASE_URL` when set, else the origin the request came to. */
-export function linkMethodExtUri(c: Context<AppEnv>): string {
+/**
+ * The absolute URL of `path` on this service: under `PUBLIC_BASE_URL` when set, else under the origin the
+ * request came to (its Host: responses carrying it are never shared-cacheable, CONTRACT 12).
+ */
+export function absoluteUrl(c: Context<AppEnv>, path: string): string {
   const publicBaseUrl = configured(c.env.PUBLIC_BASE_URL);
   const base = publicBaseUrl ? publicBaseUrl.replace(/\/+$/, "") : new URL(c.req.url).origin;
-  return `${base}${LINK_METHOD_EXT_PATH}`;
+  return `${base}${path}`;
+}
+
+/** `{link_method_ext_uri}`: `PUBLIC_BASE_URL` when set, else the origin the request came to. */
+export function linkMethodExtUri(c: Context<AppEnv>): string {
+  return absoluteUrl(c, LINK_METHOD_EXT_PATH);
 }
 
 export function jsonApiContentType(extensions: readonly string[] = []): string {

@@ -3,7 +3,7 @@ import { sign } from "hono/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import type { JWTPayload } from "hono/utils/jwt/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { countingD1, JSONAPI, ORIGIN, send, tokenFor } from "./helpers";
+import { countingD1, JSONAPI, keyPair, ORIGIN, send, tokenFor } from "./helpers";
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -25,23 +25,6 @@ async function expectRejected(response: Response, tokenPresented = true) {
   );
   const body = (await response.json()) as { errors: { status: string; title: string }[] };
   expect(body.errors[0]).toMatchObject({ status: "401", title: "Unauthorized" });
-}
-
-/** An asymmetric key pair as JWKs, with `kid` and `alg` set as an identity provider publishes them. */
-async function keyPair(alg: "RS256" | "ES256" | "EdDSA", kid: string) {
-  const algorithm =
-    alg === "RS256"
-      ? { name: "RSASSA-PKCS1-v1_5", modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: "SHA-256" }
-      : alg === "ES256"
-        ? { name: "ECDSA", namedCurve: "P-256" }
-        : { name: "Ed25519" };
-  const pair = (await crypto.subtle.generateKey(algorithm, true, ["sign", "verify"])) as CryptoKeyPair;
-  const publicJwk = (await crypto.subtle.exportKey("jwk", pair.publicKey)) as JsonWebKey;
-  const privateJwk = (await crypto.subtle.exportKey("jwk", pair.privateKey)) as JsonWebKey;
-  return {
-    publicJwk: { ...publicJwk, kid, alg, use: "sig" } as HonoJsonWebKey,
-    privateJwk: { ...privateJwk, kid, alg } as HonoJsonWebKey,
-  };
 }
 
 const jwksBindings = (keys: HonoJsonWebKey[]) => ({ AUTH_JWT_SECRET: "", AUTH_JWKS: JSON.stringify({ keys }) });
@@ -173,7 +156,8 @@ describe("bearer tokens (JWKS)", () => {
     const token = await sign({ sub: "alice", exp: now() + 3600 }, privateJwk);
     const response = await list(`Bearer ${token}`, {
       AUTH_JWT_SECRET: "",
-      AUTH_JWKS_URL: "https://id.example.com/.well-known/jwks.json",
+      // Another identity provider than above: the worker keeps a fetched key set per isolate and URL.
+      AUTH_JWKS_URL: "https://down.example.com/.well-known/jwks.json",
     });
     expect(response.status).toBe(503);
     expect(response.headers.get("Content-Type")).toBe(JSONAPI);

@@ -18,7 +18,16 @@ async function snapshot(): Promise<string> {
 
 const knownGuid = "6f1e4c2a-1111-4222-8333-944445555666";
 const guid = fc.oneof(fc.uuid(), fc.constant(knownGuid), fc.string({ maxLength: 40 }));
-const feedUrl = fc.oneof(fc.webUrl(), fc.string({ maxLength: 60 }), fc.constant("https://feeds.example.com/x.xml"));
+const feedUrl = fc.oneof(
+  fc.webUrl(),
+  fc.string({ maxLength: 60 }),
+  fc.constant("https://feeds.example.com/x.xml"),
+  // Any code point, controls, bidi marks and lone surrogates included, and lengths around the 2048-byte limit.
+  fc.string({ unit: "binary", maxLength: 30 }).map((tail) => `https://feeds.example.com/${tail}`),
+  fc
+    .tuple(fc.constantFrom("a", "é", "フ", "😀"), fc.integer({ min: 500, max: 2100 }))
+    .map(([unit, count]) => `https://feeds.example.com/${unit.repeat(count)}`.slice(0, 2100)),
+);
 const resource = fc.record(
   {
     type: fc.oneof(fc.constant("subscription"), fc.string({ maxLength: 12 }), fc.integer()),
@@ -38,7 +47,18 @@ const jsonBody = fc.oneof(
         fc.array(
           fc.oneof(
             fc.record(
-              { op: fc.oneof(fc.constantFrom("add", "update", "remove", "nope"), fc.anything()), data: resource },
+              {
+                op: fc.oneof(fc.constantFrom("add", "update", "remove", "nope"), fc.anything()),
+                data: fc.oneof(resource, fc.anything()),
+                ref: fc.oneof(
+                  fc.record(
+                    { type: fc.oneof(fc.constant("subscription"), fc.anything()), id: guid },
+                    { requiredKeys: [] },
+                  ),
+                  fc.anything(),
+                ),
+                href: fc.string({ maxLength: 20 }),
+              },
               { requiredKeys: [] },
             ),
             fc.anything(),
@@ -51,7 +71,17 @@ const jsonBody = fc.oneof(
     .map((value) => JSON.stringify(value)),
   fc.json(),
 );
-const body = fc.oneof(jsonBody, fc.string({ maxLength: 200 }), fc.constant(undefined));
+/** Bytes that are not UTF-8 (a stray 0xFF, an overlong or truncated sequence) spliced into a JSON body. */
+const notUtf8Of = (json: string) =>
+  fc
+    .tuple(fc.constantFrom([0xff], [0x80], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe3, 0x83]), fc.nat())
+    .map(([bytes, at]) => {
+      const encoded = new TextEncoder().encode(json);
+      const cut = at % (encoded.length + 1);
+      return new Uint8Array([...encoded.slice(0, cut), ...bytes, ...encoded.slice(cut)]);
+    });
+const notUtf8 = jsonBody.chain(notUtf8Of);
+const body = fc.oneof(jsonBody, notUtf8, fc.string({ maxLength: 200 }), fc.constant(undefined));
 
 const mediaType = fc.oneof(
   fc.constantFrom(
@@ -79,6 +109,8 @@ const queryPart = fc.oneof(
   fc.constantFrom(
     "page[number]",
     "page[size]",
+    "filter[since]",
+    "filter[since]",
     "include",
     "sort",
     "fields[subscription]",
@@ -90,9 +122,20 @@ const queryPart = fc.oneof(
   fc.string({ maxLength: 10 }),
 );
 const query = fc
-  .array(fc.tuple(queryPart, fc.oneof(fc.integer({ min: -5, max: 200 }).map(String), fc.string({ maxLength: 8 }))), {
-    maxLength: 3,
-  })
+  .array(
+    fc.tuple(
+      queryPart,
+      fc.oneof(
+        fc.integer({ min: -5, max: 200 }).map(String),
+        fc.string({ maxLength: 8 }),
+        // sync tokens: zero, leading zeros, past the user's current number, 15 and 16 digits
+        fc.constantFrom("0", "00", "01", "999999999999999", "1000000000000000", "1e3", " 1"),
+      ),
+    ),
+    {
+      maxLength: 3,
+    },
+  )
   .map((pairs) => (pairs.length === 0 ? "" : `?${pairs.map(([k, v]) => `${k}=${v.replace(/[#&]/g, "")}`).join("&")}`));
 
 const authorization = fc.oneof(
@@ -103,22 +146,120 @@ const authorization = fc.oneof(
   fc.string({ maxLength: 40 }),
 );
 
-const request = fc.record({
+const ifNoneMatch = fc.option(fc.oneof(fc.constant("*"), fc.string({ maxLength: 20 })), { nil: undefined });
+
+/** Anything at all: most of these stop at authentication or negotiation. */
+const anyRequest = fc.record({
   method: fc.constantFrom("GET", "POST", "DELETE", "PUT", "PATCH", "HEAD"),
   path,
   query,
   contentType: fc.option(mediaType, { nil: undefined }),
   accept: fc.option(mediaType, { nil: undefined }),
-  ifNoneMatch: fc.option(fc.oneof(fc.constant("*"), fc.string({ maxLength: 20 })), { nil: undefined }),
+  ifNoneMatch,
   authorization,
   body,
 });
+
+/** Authenticated and negotiated correctly, so that bodies and parameters reach validation and the database. */
+const wellAddressed = (
+  method: string,
+  target: fc.Arbitrary<string>,
+  mediaTypeFor: string,
+  extra: Record<string, fc.Arbitrary<unknown>> = {},
+) =>
+  fc.record({
+    method: fc.constant(method),
+    path: target,
+    query: fc.constant(""),
+    contentType: fc.constant(mediaTypeFor),
+    accept: fc.constant(mediaTypeFor),
+    ifNoneMatch: fc.constant(undefined),
+    authorization: fc.constant("valid"),
+    body,
+    ...extra,
+  });
+/** Mostly well-formed resources, so that many requests get past validation to the database. */
+const likelyResource = fc.record({
+  type: fc.oneof(
+    { weight: 4, arbitrary: fc.constant("subscription") },
+    resource.map((value) => value.type),
+  ),
+  id: fc.oneof({ weight: 2, arbitrary: fc.constant(knownGuid) }, { weight: 2, arbitrary: fc.uuid() }, guid),
+  attributes: fc.record({ feedUrl }, { requiredKeys: [] }),
+});
+const likelyOperation = fc.oneof(
+  fc.record({ op: fc.constant("add"), data: likelyResource }),
+  fc.record({ op: fc.constant("update"), data: likelyResource }),
+  fc.record({
+    op: fc.constant("remove"),
+    ref: fc.record({ type: fc.constant("subscription"), id: likelyResource.map((value) => value.id) }),
+  }),
+);
+const withBrokenUtf8 = (json: fc.Arbitrary<string>) =>
+  fc.oneof({ weight: 5, arbitrary: json }, { weight: 1, arbitrary: json.chain((text) => notUtf8Of(text)) });
+const singleBody = fc.oneof(
+  { weight: 3, arbitrary: withBrokenUtf8(likelyResource.map((data) => JSON.stringify({ data }))) },
+  { weight: 1, arbitrary: body },
+);
+const bulkBody = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: withBrokenUtf8(
+      fc
+        .array(fc.oneof({ weight: 4, arbitrary: likelyOperation }, fc.anything()), { minLength: 1, maxLength: 8 })
+        .map((operations) => JSON.stringify({ "atomic:operations": operations })),
+    ),
+  },
+  { weight: 1, arbitrary: body },
+);
+
+/** Change-feed queries (CONTRACT 8): tokens issued or not, sizes in and out of range, page[number] mixed in. */
+const rarely = <T>(arbitrary: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary });
+const syncQuery = fc
+  .record({
+    since: fc.oneof(
+      { weight: 4, arbitrary: fc.nat({ max: 60 }).map(String) },
+      fc.constantFrom("01", "-1", "1.5", "", "999999999999999", "1000000000000000"),
+    ),
+    size: fc.oneof(fc.integer({ min: 1, max: 100 }).map(String), rarely(fc.integer({ min: -1, max: 120 }).map(String))),
+    number: rarely(fc.integer({ min: 0, max: 3 }).map(String)),
+  })
+  .map(({ since, size, number }) =>
+    [`?filter[since]=${since}`, size && `page[size]=${size}`, number && `page[number]=${number}`]
+      .filter(Boolean)
+      .join("&"),
+  );
+
+const subscriptionPath = fc
+  .oneof(fc.constant(knownGuid), guid)
+  .map((value) => `/v1/subscriptions/${encodeURIComponent(value)}`);
+const targetedRequest = fc.oneof(
+  wellAddressed("PATCH", subscriptionPath, JSONAPI, { body: singleBody }),
+  wellAddressed("POST", fc.constant("/v1/operations"), `${JSONAPI};ext="${ATOMIC}"`, { body: bulkBody }),
+  wellAddressed("POST", fc.constant("/v1/subscriptions"), JSONAPI, { body: singleBody }),
+  wellAddressed("GET", fc.constant("/v1/subscriptions"), JSONAPI, { query, ifNoneMatch }),
+  wellAddressed("GET", fc.constant("/v1/subscriptions"), JSONAPI, { query: syncQuery, ifNoneMatch }),
+  wellAddressed("DELETE", subscriptionPath, JSONAPI, { query }),
+);
+
+const request = fc.oneof(anyRequest, targetedRequest);
 
 describe("property: generated requests", () => {
   it(`never answer 5xx, always answer errors as JSON:API, and change nothing when refused (${RUNS} requests)`, async () => {
     const valid = await tokenFor(USER);
     const expired = await tokenFor(USER, { exp: Math.floor(Date.now() / 1000) - 60 });
     const seed = SEED;
+    // A subscription the generated PATCH, bulk update and remove requests can find.
+    await send(
+      new Request(`${ORIGIN}/v1/subscriptions`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${valid}`, "Content-Type": JSONAPI },
+        body: JSON.stringify({
+          data: { type: "subscription", id: knownGuid, attributes: { feedUrl: "https://feeds.example.com/x.xml" } },
+        }),
+      }),
+    );
     vi.spyOn(console, "log").mockImplementation(() => {}); // 2 000 request log lines say nothing here
     await fc.assert(
       fc.asyncProperty(request, async (generated) => {
@@ -148,7 +289,8 @@ describe("property: generated requests", () => {
         const text = await response.text();
         expect(response.status).toBeLessThan(500);
         if (response.status >= 400) {
-          expect(response.headers.get("Content-Type")).toBe(JSONAPI);
+          // The JSON:API media type; on the bulk endpoint it names the atomic extension in force.
+          expect(response.headers.get("Content-Type")?.split(";")[0]).toBe(JSONAPI);
           if (generated.method !== "HEAD") {
             const document = JSON.parse(text) as { errors: { status: string; title: string; detail: string }[] };
             expect(document.errors.length).toBeGreaterThan(0);

@@ -1,5 +1,6 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { sign } from "hono/jwt";
+import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import type { JWTPayload } from "hono/utils/jwt/types";
 import { expect } from "vitest";
 import app from "../src/index";
@@ -15,6 +16,23 @@ export const TEST_SECRET = env.AUTH_JWT_SECRET as string;
 export function tokenFor(sub: unknown, claims: Partial<JWTPayload> = {}, secret = TEST_SECRET): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   return sign({ sub, iat: now, exp: now + 3600, ...claims } as JWTPayload, secret, "HS256");
+}
+
+/** An asymmetric key pair as JWKs, with `kid` and `alg` set as an identity provider publishes them. */
+export async function keyPair(alg: "RS256" | "ES256" | "EdDSA", kid: string) {
+  const algorithm =
+    alg === "RS256"
+      ? { name: "RSASSA-PKCS1-v1_5", modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: "SHA-256" }
+      : alg === "ES256"
+        ? { name: "ECDSA", namedCurve: "P-256" }
+        : { name: "Ed25519" };
+  const pair = (await crypto.subtle.generateKey(algorithm, true, ["sign", "verify"])) as CryptoKeyPair;
+  const publicJwk = (await crypto.subtle.exportKey("jwk", pair.publicKey)) as JsonWebKey;
+  const privateJwk = (await crypto.subtle.exportKey("jwk", pair.privateKey)) as JsonWebKey;
+  return {
+    publicJwk: { ...publicJwk, kid, alg, use: "sig" } as HonoJsonWebKey,
+    privateJwk: { ...privateJwk, kid, alg } as HonoJsonWebKey,
+  };
 }
 
 export type Bindings = typeof env;

@@ -108,6 +108,7 @@ describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
       ]),
     );
     expect(results.find((row) => row.name === "subscriptions")?.sql).toMatch(/WITHOUT ROWID/);
-    expect(names.filter((name) => name.includes("subscriptions_change_feed"))).toEqual([]);
+    expect(results.find((row) => row.name === "user_stats")?.sql).toMatch(/WITHOUT ROWID/);
+    expect(names.filter((name) => name.includes("_change_feed"))).toEqual([]);
   });
 });

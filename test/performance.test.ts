@@ -178,3 +178,19 @@ describe("query plans", () => {
     }
   });
 });
+
+describe("writes cost what they change", () => {
+  it("a new subscription writes at most 4 rows (row, two index entries, the user's stats); a re-add writes none", async () => {
+    const meter = meteredD1(env.DB);
+    const user = await as("rows-written", { DB: meter.binding });
+    const feeds = Array.from({ length: 100 }, () => newFeed());
+    await user.operations({ "atomic:operations": feeds.map((feed) => addOperation(feed.guid, feed.feedUrl)) });
+    expect(meter.totals.rowsWritten / feeds.length).toBeLessThanOrEqual(4);
+    meter.reset();
+    await user.operations({ "atomic:operations": feeds.map((feed) => addOperation(feed.guid, feed.feedUrl)) });
+    expect(meter.totals.rowsWritten).toBe(0);
+    meter.reset();
+    await user.patch(`/v1/subscriptions/${feeds[0].guid}`, subscriptionDocument(feeds[0].guid, feeds[0].feedUrl));
+    expect(meter.totals.rowsWritten).toBe(0);
+  });
+});

@@ -44,7 +44,7 @@ export const subscriptions = sqliteTable(
 );
 
 /**
- * Per-user summary kept in step with `subscriptions` by triggers (see the custom migrations in drizzle/):
+ * Per-user summary kept in step with `subscriptions` by triggers (also `WITHOUT ROWID`, see the migration) (see the custom migrations in drizzle/):
  * `activeCount` answers `meta.total` without a count scan; `storedCount` (active and tombstones) enforces
  * the per-user quota; `version` is the user's latest change number: the sync token and the ETag.
  */

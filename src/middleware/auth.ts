@@ -1,19 +1,11 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { HTTPException } from "hono/http-exception";
-import { jwk } from "hono/jwk";
-import { jwt } from "hono/jwt";
-import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
-import { decodeHeader } from "hono/utils/jwt/jwt";
-import type { JWTPayload } from "hono/utils/jwt/types";
+import { InlineKeySource, KEY_SET_FETCH_TIMEOUT_MS, KeySet, KeySetUnavailable, RemoteKeySource } from "../auth/key-set";
+import { InvalidToken, importHmacKey, TokenVerifier } from "../auth/token-verifier";
 import { type AppBindings, type AppEnv, configured } from "../env";
 import { ApiError } from "../jsonapi";
 import { authFailureLimit } from "./rate-limit";
 
 const REALM = "subscriptions";
-const MAX_USER_ID_LENGTH = 255;
-const ASYMMETRIC_ALGORITHMS = ["RS256", "ES256", "EdDSA"] as const;
-/** Cloudflare's cache keeps the identity provider's JWKS for this long, so verification rarely fetches. */
-const JWKS_CACHE_TTL_SECONDS = 300;
 
 function unauthorized(c: Context<AppEnv>, detail: string): ApiError {
   const tokenPresented = c.req.header("Authorization") !== undefined;
@@ -36,90 +28,96 @@ function misconfigured(detail: string): ApiError {
   return new ApiError({ status: 500, title: "Authentication is not configured", detail });
 }
 
-function verification(env: AppBindings) {
-  const iss = configured(env.AUTH_ISSUER);
-  const aud = configured(env.AUTH_AUDIENCE);
-  return { ...(iss ? { iss } : {}), ...(aud ? { aud } : {}) };
+/** CONTRACT 12: the identity provider's keys are out of reach. The token may well be fine: never a 401. */
+function authenticationUnavailable(err: KeySetUnavailable, c: Context<AppEnv>): ApiError {
+  console.error(
+    JSON.stringify({ level: "error", requestId: c.get("requestId"), event: "jwks_unavailable", error: err.message }),
+  );
+  return new ApiError({
+    status: 503,
+    title: "Authentication unavailable",
+    detail: "The token signing keys could not be loaded; retry later.",
+    headers: { "Retry-After": String(err.retryAfterSeconds) },
+  });
 }
 
-function inlineJwks(env: AppBindings): HonoJsonWebKey[] | undefined {
-  const raw = configured(env.AUTH_JWKS);
-  if (!raw) return undefined;
+/** `AUTH_JWKS_TIMEOUT_MS`: how long a key set fetch may take (default and maximum 5 s; tests shorten it). */
+function jwksTimeoutMs(env: AppBindings): number {
+  const value = Number(configured(env.AUTH_JWKS_TIMEOUT_MS));
+  return Number.isInteger(value) && value > 0 ? Math.min(value, KEY_SET_FETCH_TIMEOUT_MS) : KEY_SET_FETCH_TIMEOUT_MS;
+}
+
+function inlineKeySet(raw: string): KeySet {
+  let document: unknown;
   try {
-    const keys = (JSON.parse(raw) as { keys?: unknown }).keys;
-    if (Array.isArray(keys)) return keys as HonoJsonWebKey[];
+    document = JSON.parse(raw);
   } catch {
     // reported below
   }
-  throw misconfigured('AUTH_JWKS is not a JSON Web Key Set ({"keys": [...]}).');
-}
-
-function tokenAlgorithm(c: Context<AppEnv>): string | undefined {
-  const token = c.req.header("Authorization")?.match(/^Bearer\s+(\S+)$/i)?.[1];
-  if (!token) return undefined;
-  try {
-    return decodeHeader(token).alg;
-  } catch {
-    return undefined;
-  }
+  const keys = KeySet.parse(document);
+  if (!keys) throw misconfigured('AUTH_JWKS is not a JSON Web Key Set ({"keys": [...]}).');
+  return keys;
 }
 
 /**
- * Picks Hono's verifier for the configured keys: the HS256 secret, or the JWKS (URL or inline) for
- * asymmetric tokens. With both configured, the token's own `alg` chooses; each verifier accepts only
- * its own algorithms, so a token cannot cross from one to the other.
+ * One verifier per configuration and isolate, so keys are imported, the key set fetched and tokens
+ * verified once per isolate. A deployment has one configuration; tests vary it per request.
  */
-function verifierFor(c: Context<AppEnv>): MiddlewareHandler {
-  const secret = configured(c.env.AUTH_JWT_SECRET);
-  const jwksUrl = configured(c.env.AUTH_JWKS_URL);
-  const keys = inlineJwks(c.env);
-  const hasJwks = jwksUrl !== undefined || keys !== undefined;
-  if (!secret && !hasJwks) {
+const verifiers = new Map<string, TokenVerifier>();
+const MAX_CONFIGURATIONS = 16;
+
+async function verifierFor(env: AppBindings): Promise<TokenVerifier> {
+  const secret = configured(env.AUTH_JWT_SECRET);
+  const jwksUrl = configured(env.AUTH_JWKS_URL);
+  const inline = configured(env.AUTH_JWKS);
+  const iss = configured(env.AUTH_ISSUER);
+  const aud = configured(env.AUTH_AUDIENCE);
+  const timeoutMs = jwksTimeoutMs(env);
+  if (!secret && !jwksUrl && !inline) {
     throw misconfigured("No token verification is configured: set AUTH_JWT_SECRET, AUTH_JWKS_URL or AUTH_JWKS.");
   }
-  const useJwks = hasJwks && (!secret || tokenAlgorithm(c) !== "HS256");
-  if (useJwks) {
-    return jwk(
-      { keys, jwks_uri: jwksUrl, alg: [...ASYMMETRIC_ALGORITHMS], realm: REALM, verification: verification(c.env) },
-      { cf: { cacheTtl: JWKS_CACHE_TTL_SECONDS, cacheEverything: true } } as RequestInit,
-    );
-  }
-  return jwt({ secret: secret as string, alg: "HS256", realm: REALM, verification: verification(c.env) });
+  if (jwksUrl && inline) throw misconfigured("Set AUTH_JWKS_URL or AUTH_JWKS, not both.");
+  const configuration = JSON.stringify([secret, jwksUrl, inline, iss, aud, timeoutMs]);
+  const known = verifiers.get(configuration);
+  if (known) return known;
+
+  const keys = jwksUrl
+    ? new RemoteKeySource(jwksUrl, timeoutMs)
+    : inline
+      ? new InlineKeySource(inlineKeySet(inline))
+      : undefined;
+  const verifier = new TokenVerifier(
+    { secret: secret ? await importHmacKey(secret) : undefined, keys },
+    { ...(iss ? { iss } : {}), ...(aud ? { aud } : {}) },
+  );
+  if (verifiers.size >= MAX_CONFIGURATIONS) verifiers.delete(verifiers.keys().next().value as string);
+  verifiers.set(configuration, verifier);
+  return verifier;
 }
 
-function userIdFrom(payload: JWTPayload): string | undefined {
-  const { sub } = payload;
-  return typeof sub === "string" && sub.length > 0 && sub.length <= MAX_USER_ID_LENGTH ? sub : undefined;
+/** `Authorization: Bearer <token>`; undefined for any other shape. */
+function bearerToken(c: Context<AppEnv>): string | undefined {
+  return c.req.header("Authorization")?.match(/^Bearer\s+(\S+)$/i)?.[1];
 }
 
-/** Bearer-token authentication (CONTRACT 1): sets `userId` from the token's `sub`, or answers 401. */
+/**
+ * Bearer-token authentication (CONTRACT 1): sets `userId` from the token's `sub`, or answers 401 (429 for
+ * an address that fails too often). When the identity provider's keys cannot be loaded the answer is 503,
+ * which is not a failed authentication and never counts against the address.
+ */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const verify = verifierFor(c);
+  const verifier = await verifierFor(c.env);
+  const token = bearerToken(c);
+  if (!token) {
+    const presented = c.req.header("Authorization") !== undefined;
+    throw await rejected(c, presented ? new InvalidToken().message : "A bearer token is required.");
+  }
   try {
-    await verify(c, async () => {});
+    c.set("userId", await verifier.userId(token));
   } catch (err) {
-    if (err instanceof HTTPException && err.status === 401) {
-      const presented = c.req.header("Authorization") !== undefined;
-      throw await rejected(c, presented ? "The bearer token is invalid or expired." : "A bearer token is required.");
-    }
-    if (err instanceof ApiError) throw err;
-    // The identity provider's key set could not be fetched or read.
-    throw new ApiError({
-      status: 503,
-      title: "Authentication unavailable",
-      detail: "The token signing keys could not be loaded; retry later.",
-      headers: { "Retry-After": "5" },
-    });
+    if (err instanceof InvalidToken) throw await rejected(c, err.message);
+    if (err instanceof KeySetUnavailable) throw authenticationUnavailable(err, c);
+    throw err;
   }
-  const payload = c.get("jwtPayload" as never) as JWTPayload;
-  if (typeof payload.exp !== "number") throw await rejected(c, "The bearer token has no expiry (exp).");
-  const userId = userIdFrom(payload);
-  if (!userId) {
-    throw await rejected(
-      c,
-      `The bearer token's sub must be a non-empty string of at most ${MAX_USER_ID_LENGTH} characters.`,
-    );
-  }
-  c.set("userId", userId);
   await next();
 };

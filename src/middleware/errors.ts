@@ -3,13 +3,11 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { DatabaseError } from "../db/subscriptions";
 import type { AppEnv } from "../env";
-import { ApiError, type ErrorObject, errorDocument, respond, toErrorObject } from "../jsonapi";
+import { ApiError, type ErrorObject, errorDocument, type ProblemInit, respond, toErrorObject } from "../jsonapi";
+import { BODY_TOO_LARGE, MALFORMED_JSON } from "./json-body";
 
-/** Statuses Hono's own middleware raise, as JSON:API errors. */
-const httpExceptionTitles: Record<number, { title: string; detail: string }> = {
-  400: { title: "Malformed request body", detail: "The request body is not valid JSON." },
-  413: { title: "Request body too large", detail: "The request body exceeds the limit of 1 MiB." },
-};
+/** Statuses Hono's own middleware raise (body limit, JSON validator), as the same JSON:API errors as ours. */
+const httpExceptionProblems: Record<number, ProblemInit> = { 400: MALFORMED_JSON, 413: BODY_TOO_LARGE };
 
 export function errorResponse(
   c: Context<AppEnv>,
@@ -24,9 +22,8 @@ export function errorResponse(
 export const onError: ErrorHandler<AppEnv> = (err, c) => {
   if (err instanceof ApiError) return errorResponse(c, err.status, err.errors, err.headers);
 
-  if (err instanceof HTTPException && httpExceptionTitles[err.status]) {
-    const { title, detail } = httpExceptionTitles[err.status];
-    return errorResponse(c, err.status, [toErrorObject({ status: err.status, title, detail })]);
+  if (err instanceof HTTPException && httpExceptionProblems[err.status]) {
+    return errorResponse(c, err.status, [toErrorObject(httpExceptionProblems[err.status])]);
   }
 
   const requestId = c.get("requestId");

@@ -251,6 +251,12 @@ const errorContent = (examples: Record<string, unknown>, mediaTypes: string[] = 
 const v1Headers = { "X-Request-Id": headerRef("X-Request-Id") };
 const successHeaders = { ...v1Headers, "X-D1-Bookmark": headerRef("X-D1-Bookmark") };
 
+const bodyTooLargeResponse = {
+  description: `The body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
+  headers: v1Headers,
+  content: errorContent({ tooLarge: example("Body too large", exampleErrors(bodyTooLarge)) }),
+};
+
 const parameters: Record<string, Json> = {
   guid: {
     name: "guid",
@@ -575,7 +581,7 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
       operationId: "subscribe",
       tags: ["Subscriptions"],
       summary: "Subscribe to a feed",
-      description: `Adds a subscription for the authenticated user. Idempotent: subscribing again to an active subscription answers 200 with the stored resource, unchanged; after an unsubscribe it answers 201 with a fresh \`userSubscribedAt\`. Send the body as \`${JSONAPI}\` (no \`charset\`; the Atomic Operations extension is not applicable here). Checks run in this order: body JSON, \`data\`, \`type\` (409 when not \`subscription\`), \`id\` (400), \`feedUrl\` (422). Bodies over ${MAX_BODY_BYTES / 1024 / 1024} MiB answer 413.`,
+      description: `Adds a subscription for the authenticated user. Idempotent: subscribing again to an active subscription answers 200 with the stored resource, unchanged; after an unsubscribe it answers 201 with a fresh \`userSubscribedAt\`. Send the body as \`${JSONAPI}\` (no \`charset\`; the Atomic Operations extension is not applicable here). Checks run in this order: body UTF-8 and JSON, \`data\`, \`type\` (409 when not \`subscription\`), \`id\` (400), \`feedUrl\` (422). Bodies over ${MAX_BODY_BYTES / 1024 / 1024} MiB answer 413.`,
       parameters: v1Parameters,
       requestBody: {
         required: true,
@@ -623,11 +629,7 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
             ),
           }),
         },
-        "413": {
-          description: `The body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
-          headers: v1Headers,
-          content: errorContent({ tooLarge: example("Body too large", exampleErrors(bodyTooLarge)) }),
-        },
+        "413": bodyTooLargeResponse,
         "415": unsupportedMediaType(JSONAPI, {
           json: example("Sent as application/json", media415(`Send the request body as ${JSONAPI}.`)),
           charset: example(
@@ -640,7 +642,7 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
           ),
         }),
         "422": {
-          description: `\`feedUrl\` is missing, not a string, not an absolute http/https URL, or longer than 2048 characters.`,
+          description: `\`feedUrl\` is missing, not a string, not an absolute http/https URL, longer than 2048 bytes in UTF-8, or holds whitespace, a control character or a bidirectional control.`,
           headers: v1Headers,
           content: errorContent({
             notHttp: example(
@@ -728,11 +730,7 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
             idMismatch: example("Another guid in the body", exampleErrors(idMismatch("/data/id", FEEDS[1].guid))),
           }),
         },
-        "413": {
-          description: `The body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
-          headers: v1Headers,
-          content: errorContent({ tooLarge: example("Body too large", exampleErrors(bodyTooLarge)) }),
-        },
+        "413": bodyTooLargeResponse,
         "415": unsupportedMediaType(JSONAPI, {
           json: example("Sent as application/json", media415(`Send the request body as ${JSONAPI}.`)),
         }),

@@ -4,6 +4,7 @@ import { MAX_OPERATIONS } from "../limits";
 import { pageQuerySchema } from "../pagination";
 import {
   guidSchema,
+  MAX_FEED_URL_BYTES,
   SUBSCRIPTION_TYPE,
   subscriptionDocumentSchema,
   subscriptionPatchSchema,
@@ -207,7 +208,7 @@ documentRegistry
   })
   .add(feedUrlSchema, {
     format: "uri",
-    description: `Absolute http or https URL of the feed, at most ${feedUrlSchema.maxLength} characters. Stored and returned exactly as sent.`,
+    description: `Absolute http or https URL of the feed, at most ${MAX_FEED_URL_BYTES} bytes in UTF-8 (so at most ${feedUrlSchema.maxLength} characters), without whitespace, control characters (C0, DEL, C1) or bidirectional controls. Stored and returned exactly as sent.`,
   })
   .add(subscriptionDocumentSchema, {
     id: "SubscriptionCreateDocument",

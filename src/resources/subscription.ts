@@ -3,22 +3,44 @@ import { type ChangedSubscription, MAX_STORED_SUBSCRIPTIONS, type StoredSubscrip
 import { ApiError, type ErrorObject, pointerTo, toErrorObject } from "../jsonapi";
 
 export const SUBSCRIPTION_TYPE = "subscription";
-export const MAX_FEED_URL_LENGTH = 2048;
+/** CONTRACT 12: measured in UTF-8 bytes, as stored, not in characters (one character may take 4 bytes). */
+export const MAX_FEED_URL_BYTES = 2048;
 
 /** RFC 9562 syntax, any version: the guid is the feed's identity, chosen by the client. */
 export const guidSchema = z.guid().transform((guid) => guid.toLowerCase());
 
-function isAbsoluteHttpUrl(value: string): boolean {
-  // Raw whitespace and control characters are not part of a URL; the URL parser would quietly strip them.
-  if (/\s/.test(value) || [...value].some((ch) => (ch.codePointAt(0) ?? 0) < 0x20 || ch === "\u007f")) return false;
-  // A lone surrogate cannot be stored as UTF-8 unchanged, and feedUrl is stored exactly as sent.
-  if (!value.isWellFormed()) return false;
-  if (!URL.canParse(value)) return false;
-  const url = new URL(value);
-  return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+/**
+ * Characters a stored feedUrl never holds: whitespace and C0/DEL/C1 controls (the URL parser would quietly
+ * strip or rewrite them, and feedUrl is stored exactly as sent), and bidirectional controls (U+200E, U+200F,
+ * U+202A-U+202E, U+2066-U+2069), which make a URL display as something else (`/\u202egpj.exe` as `exe.jpg`).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses.
+const FORBIDDEN_IN_FEED_URL = /[\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+/** UTF-8 length of a well-formed string, without encoding it. */
+function utf8ByteLength(value: string): number {
+  let bytes = value.length; // one per UTF-16 code unit, plus the extra ones below
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    // A surrogate pair is 2 code units and 4 bytes: one extra byte per unit.
+    if (unit >= 0xd800 && unit <= 0xdfff) bytes += 1;
+    else if (unit >= 0x800) bytes += 2;
+    else if (unit >= 0x80) bytes += 1;
+  }
+  return bytes;
 }
 
-const feedUrlSchema = z.string().max(MAX_FEED_URL_LENGTH).refine(isAbsoluteHttpUrl);
+function isValidFeedUrl(value: string): boolean {
+  if (value.length > MAX_FEED_URL_BYTES || FORBIDDEN_IN_FEED_URL.test(value)) return false;
+  // A lone surrogate cannot be stored as UTF-8 unchanged, and feedUrl is stored exactly as sent.
+  if (!value.isWellFormed()) return false;
+  // Each code unit is at least one byte, so only strings with non-ASCII characters need counting.
+  if (value.length * 3 > MAX_FEED_URL_BYTES && utf8ByteLength(value) > MAX_FEED_URL_BYTES) return false;
+  const url = URL.parse(value); // the one parse of this URL
+  return url !== null && (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+}
+
+const feedUrlSchema = z.string().max(MAX_FEED_URL_BYTES).refine(isValidFeedUrl);
 
 /**
  * A subscription resource object in a request that creates one: the single POST's `data` and each
@@ -60,6 +82,11 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   return value;
 }
 
+/** How a detail names the validated value: the request body at the root, else its member (an operation's `data`). */
+function nameOf(base: string): string {
+  return base === "" ? "The request body" : base.slice(base.lastIndexOf("/") + 1);
+}
+
 /**
  * Turns the first failed check into its JSON:API error, with a pointer at the offending member, or
  * at its parent when the member is missing. `base` is the pointer of the validated value.
@@ -77,7 +104,7 @@ function validationError(issue: Issue, input: unknown, base: string): ErrorObjec
       return toErrorObject({
         status: 400,
         title: "Invalid document",
-        detail: missing ? "The document has no data member." : `${member ?? "The request body"} must be a JSON object.`,
+        detail: missing ? "The document has no data member." : `${member ?? nameOf(base)} must be a JSON object.`,
         source: { pointer: at },
       });
     case "type":
@@ -119,7 +146,7 @@ function validationError(issue: Issue, input: unknown, base: string): ErrorObjec
         title: "Invalid attribute",
         detail: missing
           ? "feedUrl is required."
-          : `feedUrl must be an absolute http or https URL of at most ${MAX_FEED_URL_LENGTH} characters.`,
+          : `feedUrl must be an absolute http or https URL of at most ${MAX_FEED_URL_BYTES} bytes in UTF-8, without whitespace, control characters or bidirectional controls.`,
         source: { pointer: at },
       });
   }
@@ -248,13 +275,16 @@ export function unsubscribeLink(guid: string) {
 export function toSubscriptionResource(row: StoredSubscription, links: "full" | "self" = "full") {
   const self = subscriptionPath(row.guid);
   return {
+    ...identifiedAttributes(row),
+    links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
+  };
+}
+
+function identifiedAttributes(row: StoredSubscription) {
+  return {
     type: SUBSCRIPTION_TYPE,
     id: row.guid,
-    attributes: {
-      feedUrl: row.feedUrl,
-      userSubscribedAt: new Date(row.subscribedAt).toISOString(),
-    },
-    links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
+    attributes: { feedUrl: row.feedUrl, userSubscribedAt: new Date(row.subscribedAt).toISOString() },
   };
 }
 
@@ -267,14 +297,10 @@ export function toChangeResource(row: ChangedSubscription) {
     const resource = toSubscriptionResource(row);
     return { ...resource, attributes: { ...resource.attributes, userUnsubscribedAt: null } };
   }
+  const tombstone = identifiedAttributes(row);
   return {
-    type: SUBSCRIPTION_TYPE,
-    id: row.guid,
-    attributes: {
-      feedUrl: row.feedUrl,
-      userSubscribedAt: new Date(row.subscribedAt).toISOString(),
-      userUnsubscribedAt: new Date(row.unsubscribedAt).toISOString(),
-    },
+    ...tombstone,
+    attributes: { ...tombstone.attributes, userUnsubscribedAt: new Date(row.unsubscribedAt).toISOString() },
   };
 }
 

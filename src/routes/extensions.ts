@@ -1,10 +1,13 @@
 import { Hono } from "hono";
-import type { AppEnv } from "../env";
+import { type AppEnv, configured } from "../env";
 import { linkMethodExtUri } from "../jsonapi";
 
 /**
  * GET /ext/link-method: the URI of the service's link-method extension dereferences to its
- * description (CONTRACT, placeholders), as JSON:API recommends for extension URIs.
+ * description (CONTRACT, placeholders), as JSON:API recommends for extension URIs. Shared caches may
+ * keep it only when the URI comes from PUBLIC_BASE_URL: otherwise it echoes the request's Host, and a
+ * poisoned Host must not reach other clients through a cache (CONTRACT 12); the default then applies
+ * (security-headers.ts: private, no-store).
  */
 export const extensionRoutes = new Hono<AppEnv>().get("/link-method", (c) => {
   const uri = linkMethodExtUri(c);
@@ -24,6 +27,6 @@ Following it (DELETE on href, with the same bearer token) unsubscribes the user:
 Clients that do not know the extension can ignore the member; href alone still names the subscription.
 `,
     200,
-    { "Cache-Control": "public, max-age=86400" },
+    configured(c.env.PUBLIC_BASE_URL) ? { "Cache-Control": "public, max-age=86400" } : {},
   );
 });

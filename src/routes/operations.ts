@@ -1,6 +1,4 @@
-import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import * as z from "zod";
 import { applyOperations, type WriteOperation, type WriteResult } from "../db/subscriptions";
 import type { AppEnv } from "../env";
@@ -14,7 +12,8 @@ import {
   respond,
   toErrorObject,
 } from "../jsonapi";
-import { MAX_BODY_BYTES, MAX_OPERATIONS } from "../limits";
+import { MAX_OPERATIONS } from "../limits";
+import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
 import {
   alreadySubscribed,
@@ -158,10 +157,7 @@ function toAtomicResult(operation: WriteOperation, result: WriteResult<WriteOper
 export const operationRoutes = new Hono<AppEnv>().post(
   "/",
   negotiate("atomic"),
-  bodyLimit({ maxSize: MAX_BODY_BYTES }),
-  zValidator("json", operationsDocumentSchema, (result) => {
-    if (!result.success) throw operationsDocumentError(result.error, result.data);
-  }),
+  jsonBody(operationsDocumentSchema, operationsDocumentError),
   async (c) => {
     const parsed = c.req.valid("json")[OPERATIONS].map(parseOperation);
     const valid = parsed.flatMap((result) => (result.ok ? [result.value] : []));

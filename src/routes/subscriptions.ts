@@ -1,7 +1,6 @@
 import { zValidator } from "@hono/zod-validator";
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import * as z from "zod";
 import {
   findSubscription,
@@ -13,8 +12,8 @@ import {
 } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { entityTag, parseIfNoneMatch } from "../etag";
-import { ApiError, dataDocument, respond } from "../jsonapi";
-import { MAX_BODY_BYTES } from "../limits";
+import { ApiError, absoluteUrl, dataDocument, respond } from "../jsonapi";
+import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
 import {
   type ChangeParams,
@@ -127,22 +126,13 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   )
 
   // Add a subscription; idempotent (specification: POST /v1/subscriptions, CONTRACT 5).
-  .post(
-    "/",
-    jsonApi,
-    bodyLimit({ maxSize: MAX_BODY_BYTES }),
-    zValidator("json", subscriptionDocumentSchema, (result) => {
-      if (!result.success) throw subscriptionDocumentError(result.error, result.data);
-    }),
-    async (c) => {
-      const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
-      if (result.kind === "limit") throw new ApiError({ ...subscriptionLimitReached(), status: 403 });
-      const document = dataDocument(toSubscriptionResource(result.subscription));
-      if (result.kind === "exists") return respond(c, document);
-      const location = new URL(subscriptionPath(result.subscription.guid), c.req.url).href;
-      return respond(c, document, 201, { Location: location });
-    },
-  )
+  .post("/", jsonApi, jsonBody(subscriptionDocumentSchema, subscriptionDocumentError), async (c) => {
+    const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
+    if (result.kind === "limit") throw new ApiError({ ...subscriptionLimitReached(), status: 403 });
+    const document = dataDocument(toSubscriptionResource(result.subscription));
+    if (result.kind === "exists") return respond(c, document);
+    return respond(c, document, 201, { Location: absoluteUrl(c, subscriptionPath(result.subscription.guid)) });
+  })
 
   // Get one subscription of the user (specification: GET /v1/subscriptions/{guid}).
   .get("/:guid", jsonApi, guidParam, noQuery, async (c) => {
@@ -161,29 +151,20 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   })
 
   // Move a feed: replace its URL; the guid and userSubscribedAt stay (CONTRACT 9).
-  .patch(
-    "/:guid",
-    jsonApi,
-    guidParam,
-    bodyLimit({ maxSize: MAX_BODY_BYTES }),
-    zValidator("json", feedMoveDocumentSchema, (result) => {
-      if (!result.success) throw subscriptionDocumentError(result.error, result.data);
-    }),
-    async (c) => {
-      const { guid } = c.req.valid("param");
-      const move = parseFeedMove(c.req.valid("json").data, "/data", "optional", guid);
-      if (!move.ok) throw ApiError.from(move.error);
-      const db = c.get("db");
-      const userId = c.get("userId");
-      const { feedUrl } = move.value;
-      const subscription =
-        feedUrl === undefined
-          ? (await findSubscription(db, userId, guid)).subscription
-          : await moveFeed(db, userId, { guid, feedUrl }, Date.now());
-      if (!subscription) throw subscriptionNotFound();
-      return respond(c, dataDocument(toSubscriptionResource(subscription)));
-    },
-  )
+  .patch("/:guid", jsonApi, guidParam, jsonBody(feedMoveDocumentSchema, subscriptionDocumentError), async (c) => {
+    const { guid } = c.req.valid("param");
+    const move = parseFeedMove(c.req.valid("json").data, "/data", "optional", guid);
+    if (!move.ok) throw ApiError.from(move.error);
+    const db = c.get("db");
+    const userId = c.get("userId");
+    const { feedUrl } = move.value;
+    const subscription =
+      feedUrl === undefined
+        ? (await findSubscription(db, userId, guid)).subscription
+        : await moveFeed(db, userId, { guid, feedUrl }, Date.now());
+    if (!subscription) throw subscriptionNotFound();
+    return respond(c, dataDocument(toSubscriptionResource(subscription)));
+  })
 
   // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (CONTRACT 5).
   .delete("/:guid", jsonApi, guidParam, noQuery, async (c) => {
