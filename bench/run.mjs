@@ -20,7 +20,7 @@ if (options.help) {
 }
 
 const { randomBytes } = await import("node:crypto");
-const { mkdtempSync, mkdirSync, rmSync, writeFileSync } = await import("node:fs");
+const { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } = await import("node:fs");
 const { tmpdir } = await import("node:os");
 const { join, resolve } = await import("node:path");
 const { fileURLToPath } = await import("node:url");
@@ -243,6 +243,14 @@ async function buildBaseline(ref) {
     entry: "bench/isolate-worker.ts",
     env: options.env,
   });
+}
+
+function readPlainResults(dir) {
+  try {
+    return JSON.parse(readFileSync(join(dir, "results.json"), "utf8"));
+  } catch {
+    return undefined;
+  }
 }
 
 /** Applies the migrations to, and seeds, every D1 database (each shard holds every bench user: see README). */
@@ -526,6 +534,8 @@ async function main() {
       pools,
       env: options.env,
       databases: Object.keys(databases),
+      // With --env, the figures of the last run without it (if any) stand beside this run's.
+      plain: options.env ? readPlainResults(outDir) : undefined,
     }),
   );
   log(

@@ -324,6 +324,7 @@ export function renderMarkdown({
   pools,
   env,
   databases,
+  plain,
 }) {
   const { results, directions } = summary;
   const { details } = results;
@@ -545,6 +546,33 @@ export function renderMarkdown({
       `Sequential requests (never under load), each importing ${o.feeds} new feeds: p50 ${cell(o.p50_ms)} ms,`,
       `workerd CPU ${int(o.cpu_us)} µs/request (through the instrumented build), ${o.d1_calls} D1 call(s),`,
       `${o.rows_read} rows read, ${o.rows_written} rows written; isolate CPU ${int(o.isolate_cpu_us)} µs/request.`,
+      "",
+    );
+  }
+  if (plain) {
+    const pair = (a, b) => `${a ?? "–"} / ${b ?? "–"}`;
+    push(
+      `## Beside the run without \`--env\` (results.json: ${plain.environment ?? "the top-level wrangler.toml"})`,
+      "",
+      ...table(
+        ["endpoint", "workerd CPU µs: without / with", "isolate CPU µs: without / with", "rows r/w: without / with"],
+        ["l", "r", "r", "r"],
+        [...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`)]
+          .filter((name) => details.endpoints[name])
+          .map((name) => {
+            const before = name.startsWith("bulk-") ? plain.bulk?.[name.slice(5)] : plain.endpoints?.[name];
+            const after = name.startsWith("bulk-") ? results.bulk[name.slice(5)] : results.endpoints[name];
+            return [
+              name,
+              pair(before?.cpu_us, after?.cpu_us),
+              pair(plain.details?.isolate_cpu_us?.[name], details.isolate_cpu_us[name]),
+              pair(
+                before ? `${before.rows_read}/${before.rows_written}` : null,
+                after ? `${after.rows_read}/${after.rows_written}` : null,
+              ),
+            ];
+          }),
+      ),
       "",
     );
   }
