@@ -7,6 +7,7 @@ import { limitPerUser } from "./middleware/rate-limit";
 import { requestFrame } from "./middleware/request-frame";
 import { extensionRoutes } from "./routes/extensions";
 import { operationRoutes } from "./routes/operations";
+import { opmlRoutes } from "./routes/opml";
 import { subscriptionRoutes } from "./routes/subscriptions";
 
 const app = new Hono<AppEnv>();
@@ -14,6 +15,7 @@ const app = new Hono<AppEnv>();
 app.use(requestFrame(app));
 app.use("/v1/*", authenticate, limitPerUser, d1Session);
 
+app.route("/v1/subscriptions.opml", opmlRoutes);
 app.route("/v1/subscriptions", subscriptionRoutes);
 app.route("/v1/operations", operationRoutes);
 app.route("/ext", extensionRoutes);

@@ -1,3 +1,4 @@
+import { zValidator } from "@hono/zod-validator";
 import * as z from "zod";
 import { ApiError } from "./jsonapi";
 
@@ -119,6 +120,12 @@ export function invalidSyncToken(): ApiError {
     source: { parameter: SINCE },
   });
 }
+
+/** For routes that take no query parameters: names JSON:API reserves answer 400, others are ignored. */
+export const noQueryParameters = zValidator("query", z.record(z.string(), z.unknown()), (result) => {
+  const reserved = Object.keys(result.data).find(isReservedParameter);
+  if (reserved !== undefined) throw unsupportedQueryParameter(reserved);
+});
 
 export function unsupportedQueryParameter(parameter: string): ApiError {
   return new ApiError({

@@ -64,7 +64,13 @@ describe("GET /docs", () => {
     await expect(page.locator("h1").textContent()).resolves.toBe("Podcast Subscriptions API");
     const operations = documentedOperations();
     expect(operations.map(({ method, path }) => `${method} ${path}`)).toEqual(
-      expect.arrayContaining(["get /v1/subscriptions", "patch /v1/subscriptions/{guid}", "post /v1/operations"]),
+      expect.arrayContaining([
+        "get /v1/subscriptions",
+        "patch /v1/subscriptions/{guid}",
+        "post /v1/operations",
+        "get /v1/subscriptions.opml",
+        "post /v1/subscriptions.opml",
+      ]),
     );
     for (const { method, path } of operations) {
       const section = page.locator(`section.operation[data-method="${method}"][data-path="${path}"]`);
@@ -99,6 +105,25 @@ describe("GET /docs", () => {
     await page.fill("#filter", "operations");
     await expect(page.locator("section.operation:visible").count()).resolves.toBe(1);
     await expect(page.locator('section.operation[data-path="/v1/operations"]').isVisible()).resolves.toBe(true);
+    await page.close();
+  });
+  it("gives curl lines that send OPML as it is and accept what each endpoint answers", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/docs`);
+    await page.waitForSelector("body[data-rendered=true]");
+    const curl = (method: string, path: string) =>
+      page
+        .locator(`section.operation[data-method="${method}"][data-path="${path}"] > details.example code`)
+        .last()
+        .textContent();
+    const exportCurl = await curl("get", "/v1/subscriptions.opml");
+    expect(exportCurl).toContain("-H 'Accept: text/x-opml'");
+    const importCurl = (await curl("post", "/v1/subscriptions.opml")) as string;
+    expect(importCurl).toContain("-H 'Content-Type: text/x-opml'");
+    expect(importCurl).toContain("-H 'Accept: application/vnd.api+json'");
+    expect(importCurl).toMatch(/--data-binary '<\?xml version="1.0" encoding="UTF-8"\?>\n<opml version="2.0">/);
+    const listCurl = await curl("get", "/v1/subscriptions");
+    expect(listCurl).toContain("-H 'Accept: application/vnd.api+json'");
     await page.close();
   });
 });

@@ -349,20 +349,36 @@ function responsesView(responses, resolve) {
   });
 }
 
+/** The media type of the operation's first success response with a body (what to put in Accept). */
+function successMediaType(operation, resolve) {
+  for (const [status, response] of Object.entries(operation.responses ?? {})) {
+    if (!status.startsWith("2")) continue;
+    const type = Object.keys(resolve(response).content ?? {})[0];
+    // JSON:API types keep their ext parameter; others drop theirs (a charset is not part of Accept).
+    if (type) return type.startsWith("application/vnd.api+json") ? type : type.split(";")[0].trim();
+  }
+  return undefined;
+}
+
+const shellQuote = (text) => `'${text.replace(/'/g, "'\\''")}'`;
+
 function curlExample(method, path, operation, resolve) {
   const origin = window.location.origin;
   const lines = [`curl -X ${method.toUpperCase()} '${origin}${path.replace(/\{guid\}/g, "<guid>")}'`];
   const secured = operation.security ? operation.security.length > 0 : true;
   if (secured) lines.push(`  -H "Authorization: Bearer $TOKEN"`);
+  const accept = successMediaType(operation, resolve) ?? "application/vnd.api+json";
   const body = operation.requestBody ? resolve(operation.requestBody) : undefined;
   const [type, mediaType] = body ? (Object.entries(body.content ?? {})[0] ?? []) : [];
   if (type) {
-    lines.push(`  -H 'Content-Type: ${type}'`, `  -H 'Accept: ${type}'`);
+    lines.push(`  -H 'Content-Type: ${type}'`, `  -H 'Accept: ${accept}'`);
     const first = Object.values(mediaType.examples ?? {})[0];
     const value = mediaType.example ?? (first ? resolve(first).value : undefined);
-    if (value !== undefined) lines.push(`  --data '${JSON.stringify(value)}'`);
+    // A text body (OPML) is sent as it is; a JSON one as JSON.
+    if (typeof value === "string") lines.push(`  --data-binary ${shellQuote(value)}`);
+    else if (value !== undefined) lines.push(`  --data '${JSON.stringify(value)}'`);
   } else if (secured) {
-    lines.push("  -H 'Accept: application/vnd.api+json'");
+    lines.push(`  -H 'Accept: ${accept}'`);
   }
   return lines.join(" \\\n");
 }

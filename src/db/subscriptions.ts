@@ -26,7 +26,7 @@ export class DatabaseError extends Error {
 }
 
 /** Runs one D1 call; any failure of D1 itself becomes a DatabaseError (503, safe to retry). */
-async function call<T>(run: () => Promise<T>): Promise<T> {
+export async function call<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {

@@ -12,10 +12,12 @@ export const guidSchema = z.guid().transform((guid) => guid.toLowerCase());
 /**
  * Characters a stored feedUrl never holds: whitespace and C0/DEL/C1 controls (the URL parser would quietly
  * strip or rewrite them, and feedUrl is stored exactly as sent), and bidirectional controls (U+200E, U+200F,
- * U+202A-U+202E, U+2066-U+2069), which make a URL display as something else (`/\u202egpj.exe` as `exe.jpg`).
+ * U+202A-U+202E, U+2066-U+2069), which make a URL display as something else (`/\u202egpj.exe` as `exe.jpg`),
+ * and the noncharacters U+FFFE and U+FFFF, which XML 1.0 cannot carry at all: the OPML export could not
+ * write them.
  */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses.
-const FORBIDDEN_IN_FEED_URL = /[\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+const FORBIDDEN_IN_FEED_URL = /[\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffe\uffff]/;
 
 /** UTF-8 length of a well-formed string, without encoding it. */
 function utf8ByteLength(value: string): number {

@@ -20,13 +20,12 @@ import {
   changeFeedLinks,
   changesLink,
   invalidSyncToken,
-  isReservedParameter,
+  noQueryParameters,
   type PageParams,
   pageLink,
   pageQueryError,
   pageQuerySchema,
   paginationLinks,
-  unsupportedQueryParameter,
 } from "../pagination";
 import {
   guidSchema,
@@ -45,12 +44,6 @@ const COLLECTION_PATH = "/v1/subscriptions";
 
 const guidParam = zValidator("param", z.object({ guid: guidSchema }), (result) => {
   if (!result.success) throw invalidGuid();
-});
-
-/** GET /v1/subscriptions/{guid} takes no query parameters; reserved ones are refused, others ignored. */
-const noQuery = zValidator("query", z.record(z.string(), z.unknown()), (result) => {
-  const reserved = Object.keys(result.data).find(isReservedParameter);
-  if (reserved !== undefined) throw unsupportedQueryParameter(reserved);
 });
 
 const jsonApi = negotiate("none");
@@ -135,7 +128,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   })
 
   // Get one subscription of the user (specification: GET /v1/subscriptions/{guid}).
-  .get("/:guid", jsonApi, guidParam, noQuery, async (c) => {
+  .get("/:guid", jsonApi, guidParam, noQueryParameters, async (c) => {
     const { guid } = c.req.valid("param");
     const userId = c.get("userId");
     const key = subscriptionPath(guid);
@@ -167,7 +160,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   })
 
   // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (CONTRACT 5).
-  .delete("/:guid", jsonApi, guidParam, noQuery, async (c) => {
+  .delete("/:guid", jsonApi, guidParam, noQueryParameters, async (c) => {
     const { guid } = c.req.valid("param");
     const removed = await unsubscribe(c.get("db"), c.get("userId"), guid, Date.now());
     if (!removed) throw subscriptionNotFound();
