@@ -6,6 +6,7 @@ import {
   extensionsOf,
   hasOnlyJsonApiParams,
   JSONAPI_MEDIA_TYPE,
+  jsonApiContentType,
   linkMethodExtUri,
   type MediaType,
   parseAccept,
@@ -83,10 +84,21 @@ function negotiateAccept(c: Context<AppEnv>, extension: EndpointExtension, suppo
  * extension in its Content-Type, plus link-method when the client's Accept asked for it.
  */
 export function negotiate(extension: EndpointExtension): MiddlewareHandler<AppEnv> {
+  // The media type a conforming client of this endpoint sends and accepts, written exactly so.
+  const canonical = extension === "atomic" ? jsonApiContentType([ATOMIC_EXT_URI]) : JSONAPI_MEDIA_TYPE;
   return async (c, next) => {
+    const hasBody = c.req.method === "POST" || c.req.method === "PATCH";
+    const accept = c.req.header("Accept");
+    // The usual request (no Accept, or the endpoint's own media type, in both headers): it passes
+    // every rule below and names no extension but atomic, so there is nothing to parse.
+    if ((accept === undefined || accept === canonical) && (!hasBody || c.req.header("Content-Type") === canonical)) {
+      if (extension === "atomic") c.set("responseExtensions", [ATOMIC_EXT_URI]);
+      await next();
+      return;
+    }
     const linkMethod = linkMethodExtUri(c);
     const supported = [ATOMIC_EXT_URI, linkMethod];
-    if (c.req.method === "POST" || c.req.method === "PATCH") checkContentType(c, extension, supported);
+    if (hasBody) checkContentType(c, extension, supported);
     const requested = negotiateAccept(c, extension, supported);
     if (extension === "atomic") {
       c.set("responseExtensions", requested.includes(linkMethod) ? [ATOMIC_EXT_URI, linkMethod] : [ATOMIC_EXT_URI]);
