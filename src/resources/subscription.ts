@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { type ChangedSubscription, MAX_STORED_SUBSCRIPTIONS, type StoredSubscription } from "../db/subscriptions";
 import { ApiError, type ErrorObject, pointerTo, toErrorObject } from "../jsonapi";
+import { toRfc3339 } from "../timestamps";
 
 export const SUBSCRIPTION_TYPE = "subscription";
 /** docs/API.md §12: measured in UTF-8 bytes, as stored, not in characters (one character may take 4 bytes). */
@@ -286,7 +287,7 @@ function identifiedAttributes(row: StoredSubscription) {
   return {
     type: SUBSCRIPTION_TYPE,
     id: row.guid,
-    attributes: { feedUrl: row.feedUrl, userSubscribedAt: new Date(row.subscribedAt).toISOString() },
+    attributes: { feedUrl: row.feedUrl, userSubscribedAt: toRfc3339(row.subscribedAt) },
   };
 }
 
@@ -302,7 +303,7 @@ export function toChangeResource(row: ChangedSubscription) {
   const tombstone = identifiedAttributes(row);
   return {
     ...tombstone,
-    attributes: { ...tombstone.attributes, userUnsubscribedAt: new Date(row.unsubscribedAt).toISOString() },
+    attributes: { ...tombstone.attributes, userUnsubscribedAt: toRfc3339(row.unsubscribedAt) },
   };
 }
 
