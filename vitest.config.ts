@@ -4,6 +4,10 @@ import { defineConfig } from "vitest/config";
 
 const migrations = await readD1Migrations(fileURLToPath(new URL("./drizzle", import.meta.url)));
 
+/** The worker logs one JSON line per request; in the test report they only bury failures. TEST_LOGS=1 shows them. */
+const showRequestLogs = process.env.TEST_LOGS === "1";
+const isRequestLog = (line: string) => line.startsWith('{"level":"info","event":"request",');
+
 /** The worker as wrangler.toml declares it in `environment` (top level when undefined), inside workerd. */
 function workerd(environment?: string) {
   return cloudflareTest({
@@ -26,7 +30,11 @@ function workerd(environment?: string) {
   });
 }
 
-const suite = { include: ["test/**/*.test.ts"], setupFiles: ["./test/apply-migrations.ts"] };
+const suite = {
+  include: ["test/**/*.test.ts"],
+  setupFiles: ["./test/apply-migrations.ts"],
+  onConsoleLog: (line: string) => showRequestLogs || !isRequestLog(line),
+};
 
 /**
  * The whole suite runs twice: against one database (the default deployment) and against two shards

@@ -1,48 +1,42 @@
 // `npm run bench`: builds the worker, serves it in workerd (Miniflare), seeds D1, measures each
-// endpoint against a bare Hono worker (the ceiling) in the same process and the same way, probes
-// D1 rows read/written per request, and writes bench/results.json and bench/RESULTS.md. A second
-// reference, the "D1 floor" (the ceiling plus one trivial D1 call), shows what the local D1
-// simulator alone costs.
-// Exit code: 0 when the harness ran (whatever the targets say), 1 when the harness itself broke.
-// Knobs (environment): BENCH_SECONDS (2) per sample, BENCH_ROUNDS (4) samples per endpoint,
-// BENCH_WARMUP_SECONDS (1), BENCH_CONNECTIONS (10), BENCH_KEEP_TMP=1 keeps the temporary directory.
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { analyseBundle, buildWorker } from "./lib/build.mjs";
-import { countRows, seed } from "./lib/data.mjs";
-import { combine, runSample } from "./lib/load.mjs";
-import { machine, renderMarkdown, summarise } from "./lib/report.mjs";
-import {
-  allUsers,
-  BULK_SIZES,
-  endpoints,
-  PAGE_SIZE,
-  SCALING_PAGES,
-  SCALING_SIZES,
-  scalingEndpoint,
-  tokensFor,
-  users,
-} from "./lib/scenario.mjs";
-import { applyMigrations, startServer } from "./lib/server.mjs";
+// endpoint against a bare Hono worker (the ceiling) and a D1 floor (the ceiling plus the binding calls
+// every app request makes) in the same process and the same way, measures the app's own isolate CPU
+// with D1 and the rate limiters replayed in the isolate, probes D1 rows read/written per request, and
+// writes bench/results.json and bench/RESULTS.md. `npm run bench -- --help` for the options.
+// Exit code: 0 when the harness ran (whatever the targets say), 1 when the harness itself broke,
+// 2 for a bad option.
+import { parseOptions, USAGE } from "./lib/options.mjs";
 
+let options;
+try {
+  options = parseOptions(process.argv.slice(2), process.env);
+} catch (err) {
+  console.error(`bench: ${err.message}\n\n${USAGE}`);
+  process.exit(2);
+}
+if (options.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+const { randomBytes } = await import("node:crypto");
+const { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } = await import("node:fs");
+const { tmpdir } = await import("node:os");
+const { join, resolve } = await import("node:path");
+const { fileURLToPath } = await import("node:url");
+const { analyseBundle, buildWorker } = await import("./lib/build.mjs");
+const { countRows, seed } = await import("./lib/data.mjs");
+const { combine, cpuMs, percentile, runSample } = await import("./lib/load.mjs");
+const { machine, renderMarkdown, summarise } = await import("./lib/report.mjs");
+const scenario = await import("./lib/scenario.mjs");
+const { applyMigrations, startServer } = await import("./lib/server.mjs");
+
+const { BULK_SIZES, SCALING_SIZES, STATEMENT_FLOOR_NAMES, pastEndPage } = scenario;
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
-
-const numberFrom = (name, fallback) => {
-  const value = Number(process.env[name]);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
-};
-const settings = {
-  seconds: numberFrom("BENCH_SECONDS", 2),
-  rounds: Math.round(numberFrom("BENCH_ROUNDS", 4)),
-  warmupSeconds: numberFrom("BENCH_WARMUP_SECONDS", 1),
-  connections: Math.round(numberFrom("BENCH_CONNECTIONS", 10)),
-  scalingSeconds: numberFrom("BENCH_SCALING_SECONDS", 2),
-  probes: 5,
-};
+const RECORD_HEADER = "X-Bench-Record";
+const SCENARIO_HEADER = "X-Bench-Scenario";
+const { settings } = options;
 
 const log = (message) => console.log(message);
 const fmt = (value, digits = 1) => (value === null || value === undefined ? "-" : value.toFixed(digits));
@@ -72,7 +66,7 @@ function cleanup() {
         }
       }
     }
-    if (workDir && process.env.BENCH_KEEP_TMP !== "1") rmSync(workDir, { recursive: true, force: true });
+    if (workDir && !options.keepTmp) rmSync(workDir, { recursive: true, force: true });
   })();
   return cleaning;
 }
@@ -87,7 +81,7 @@ process.on("exit", () => {
       // already stopped
     }
   }
-  if (workDir && process.env.BENCH_KEEP_TMP !== "1") rmSync(workDir, { recursive: true, force: true });
+  if (workDir && !options.keepTmp) rmSync(workDir, { recursive: true, force: true });
 });
 for (const [signal, code] of [
   ["SIGINT", 130],
@@ -100,28 +94,54 @@ for (const [signal, code] of [
   });
 }
 
-/** Sequential requests through the instrumented worker: status check and D1 rows per request. */
-async function probe(base, endpoint, times) {
+/** An optional endpoint that this build does not serve (yet): it answers one of these statuses. */
+const ABSENT_STATUSES = [404, 405, 415];
+
+class ProbeFailure extends Error {}
+
+/** Sends one request; throws when its status is not the expected one. */
+async function send(base, endpoint, extraHeaders = {}) {
+  const { method, path, headers, body } = endpoint.next();
+  const started = process.hrtime.bigint();
+  const response = await fetch(new URL(path, base), { method, headers: { ...headers, ...extraHeaders }, body });
+  const text = await response.text();
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  return { method, path, response, text, ms };
+}
+
+function checkStatus(endpoint, status, text, method, path) {
+  if (endpoint.expected.includes(status)) return;
+  const failure = new ProbeFailure(
+    `probe ${endpoint.name}: ${method} ${path} answered ${status}, expected ${endpoint.expected}: ${text.slice(0, 500)}`,
+  );
+  failure.absent = endpoint.optional === true && ABSENT_STATUSES.includes(status);
+  throw failure;
+}
+
+function checkSummary(endpoint, text) {
+  if (endpoint.adds === undefined && endpoint.imports === undefined) return;
+  const meta = JSON.parse(text).meta;
+  if (endpoint.adds !== undefined && (meta?.succeeded !== endpoint.adds || meta?.failed !== 0)) {
+    throw new Error(`probe ${endpoint.name}: expected ${endpoint.adds} successful adds, got ${JSON.stringify(meta)}`);
+  }
+  if (endpoint.imports !== undefined && meta?.imported !== endpoint.imports) {
+    throw new Error(`probe ${endpoint.name}: expected ${endpoint.imports} imported feeds, got ${JSON.stringify(meta)}`);
+  }
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** Sequential requests through the instrumented worker: status check, D1 rows and calls per request. */
+async function probe(base, endpoint, times, workerdPid) {
   const reads = [];
   const writes = [];
   const calls = [];
+  const latencies = [];
+  const cpuBefore = cpuMs(workerdPid);
   for (let i = 0; i < times; i++) {
-    const { method, path, headers, body } = endpoint.next();
-    const response = await fetch(new URL(path, base), { method, headers, body });
-    const text = await response.text();
-    if (!endpoint.expected.includes(response.status)) {
-      throw new Error(
-        `probe ${endpoint.name}: ${method} ${path} answered ${response.status}, expected ${endpoint.expected}: ${text.slice(0, 500)}`,
-      );
-    }
-    if (endpoint.adds !== undefined) {
-      const summary = JSON.parse(text).meta;
-      if (summary?.succeeded !== endpoint.adds || summary?.failed !== 0) {
-        throw new Error(
-          `probe ${endpoint.name}: expected ${endpoint.adds} successful adds, got ${JSON.stringify(summary)}`,
-        );
-      }
-    }
+    const { method, path, response, text, ms } = await send(base, endpoint);
+    checkStatus(endpoint, response.status, text, method, path);
+    checkSummary(endpoint, text);
     const header = (name) => {
       const value = response.headers.get(name);
       if (value === null) throw new Error(`probe ${endpoint.name}: the instrumented worker sent no ${name}`);
@@ -130,104 +150,316 @@ async function probe(base, endpoint, times) {
     reads.push(header("x-bench-rows-read"));
     writes.push(header("x-bench-rows-written"));
     calls.push(header("x-bench-d1-calls"));
+    latencies.push(ms);
   }
-  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const cpuAfter = cpuMs(workerdPid);
   return {
     rowsRead: median(reads),
     rowsWritten: median(writes),
     d1Calls: median(calls),
+    p50: percentile(latencies, 50),
+    cpuUsPerRequest: cpuBefore !== undefined && cpuAfter !== undefined ? ((cpuAfter - cpuBefore) * 1000) / times : null,
     spread: { read: [Math.min(...reads), Math.max(...reads)], written: [Math.min(...writes), Math.max(...writes)] },
   };
+}
+
+/**
+ * Records each isolate-only scenario once against the real local D1 (through the instrumented
+ * worker), loads the tapes into the isolate-only worker, and checks that the replay answers exactly
+ * what the real run answered (status and body). Returns the scenarios that this build serves.
+ */
+async function recordIsolateScenarios(urls, isolateEndpoints) {
+  const recordings = {};
+  const answers = {};
+  const served = [];
+  const absent = [];
+  for (const endpoint of isolateEndpoints) {
+    const { method, path, response, text } = await send(urls.probe, endpoint, { [RECORD_HEADER]: "1" });
+    if (response.status !== 200)
+      throw new Error(`recording ${endpoint.name}: ${response.status} ${text.slice(0, 300)}`);
+    const envelope = JSON.parse(text);
+    try {
+      checkStatus(endpoint, envelope.status, envelope.body, method, path);
+    } catch (err) {
+      if (err.absent) {
+        absent.push(endpoint.name);
+        continue;
+      }
+      throw err;
+    }
+    checkSummary(endpoint, envelope.body);
+    recordings[endpoint.name] = envelope.calls;
+    answers[endpoint.name] = envelope;
+    served.push(endpoint);
+  }
+  for (const base of [urls.isolate, urls.baseline].filter(Boolean)) {
+    const load = await fetch(new URL("/__bench/recordings", base), {
+      method: "POST",
+      body: JSON.stringify(recordings),
+    });
+    if (load.status !== 204) throw new Error(`loading the recordings answered ${load.status}: ${await load.text()}`);
+    for (const endpoint of served) {
+      const { response, text } = await send(base, endpoint, { [SCENARIO_HEADER]: endpoint.name });
+      const recorded = answers[endpoint.name];
+      // The workers listen on different ports: links built from the request's origin differ by it alone.
+      const same = text.replaceAll(base.origin, "") === recorded.body.replaceAll(urls.probe.origin, "");
+      if (response.status !== recorded.status || !same) {
+        const which = base === urls.isolate ? "isolate" : `baseline ${options.compare}`;
+        throw new Error(
+          `${which} replay of ${endpoint.name} answered ${response.status} ${text.slice(0, 300)}; the real run answered ${recorded.status} ${recorded.body.slice(0, 300)}`,
+        );
+      }
+    }
+  }
+  return {
+    served,
+    absent,
+    recordings,
+    calls: Object.fromEntries(Object.entries(recordings).map(([n, c]) => [n, c.length])),
+  };
+}
+
+/**
+ * The isolate-only worker around the app of git `ref`: the ref's tree is extracted into the temporary
+ * directory, this tree's measuring instrument (bench/isolate-worker.ts, bench/recording.ts) is put in,
+ * and wrangler builds it with this tree's node_modules.
+ */
+async function buildBaseline(ref) {
+  const { execFileSync } = await import("node:child_process");
+  const { copyFileSync, symlinkSync } = await import("node:fs");
+  const tree = join(workDir, "baseline-tree");
+  mkdirSync(tree);
+  const archive = execFileSync("git", ["-C", ROOT, "archive", "--format=tar", ref], { maxBuffer: 1 << 30 });
+  execFileSync("tar", ["-x", "-C", tree], { input: archive });
+  mkdirSync(join(tree, "bench"), { recursive: true });
+  for (const file of ["isolate-worker.ts", "recording.ts"])
+    copyFileSync(join(BENCH_DIR, file), join(tree, "bench", file));
+  symlinkSync(join(ROOT, "node_modules"), join(tree, "node_modules"));
+  const commit = execFileSync("git", ["-C", ROOT, "rev-parse", "--short", ref], { encoding: "utf8" }).trim();
+  log(`bench: baseline ${ref} (${commit}) extracted; building its isolate-only worker ...`);
+  return buildWorker({
+    root: tree,
+    outdir: join(workDir, "baseline"),
+    entry: "bench/isolate-worker.ts",
+    env: options.env,
+  });
+}
+
+function readPlainResults(dir) {
+  try {
+    return JSON.parse(readFileSync(join(dir, "results.json"), "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Applies the migrations to, and seeds, every D1 database (each shard holds every bench user: see README). */
+async function prepareData(databases, userList, checked) {
+  let migrations;
+  let seeded = 0;
+  for (const db of Object.values(databases)) {
+    migrations = await applyMigrations(db, join(ROOT, "drizzle"));
+    seeded += await seed(db, userList);
+    for (const user of checked) {
+      const rows = await countRows(db, user.id);
+      if (rows.active !== user.active || rows.tombstones !== (user.tombstones ?? 0)) {
+        throw new Error(`seed of ${user.id} went wrong: ${JSON.stringify(rows)}`);
+      }
+    }
+  }
+  return { migrations, seeded };
 }
 
 async function main() {
   const started = new Date();
   const loadAverageBefore = machine().loadAverage;
   workDir = mkdtempSync(join(tmpdir(), "subscriptions-bench-"));
-  log(`bench: temporary directory ${workDir}`);
+  const skip = options.skip;
+  log(`bench: temporary directory ${workDir}${options.env ? `; wrangler environment ${options.env}` : ""}`);
 
-  // 1. Builds: the app exactly as `npm run build` makes it, the instrumented app, the references.
+  // 1. Builds: the app exactly as `npm run build` makes it, the instrumented app, the isolate-only
+  //    app, the references.
   log("bench: building with wrangler (deploy --dry-run --minify) ...");
-  const [appBuild, probeBuild, ceilingBuild, floorBuild] = await Promise.all([
-    buildWorker({ root: ROOT, outdir: join(workDir, "app") }),
-    buildWorker({ root: ROOT, outdir: join(workDir, "probe"), entry: "bench/instrumented-worker.ts" }),
-    buildWorker({ root: ROOT, outdir: join(workDir, "ceiling"), entry: "bench/ceiling-worker.ts" }),
-    buildWorker({ root: ROOT, outdir: join(workDir, "floor"), entry: "bench/d1-floor-worker.ts" }),
-  ]);
-  const bundle = analyseBundle(appBuild);
+  const entries = {
+    app: undefined,
+    probe: "bench/instrumented-worker.ts",
+    isolate: "bench/isolate-worker.ts",
+    ceiling: "bench/ceiling-worker.ts",
+    ...(options.isolateOnly
+      ? {}
+      : { floor: "bench/d1-floor-worker.ts", statements: "bench/statement-floor-worker.ts" }),
+  };
+  const builds = Object.fromEntries(
+    await Promise.all(
+      Object.entries(entries).map(async ([name, entry]) => [
+        name,
+        await buildWorker({ root: ROOT, outdir: join(workDir, name), entry, env: options.env }),
+      ]),
+    ),
+  );
+  if (options.compare) builds.baseline = await buildBaseline(options.compare);
+  const bundle = analyseBundle(builds.app);
   log(`bench: app bundle ${fmt(bundle.bytes / 1024, 2)} KiB minified, ${fmt(bundle.gzip / 1024, 2)} KiB gzip`);
 
-  // 2. One workerd for all four workers, each on its own loopback socket.
+  // 2. One workerd for all the workers, each on its own loopback socket.
   const secret = randomBytes(32).toString("hex");
   server = await startServer({
     root: ROOT,
     stateDir: join(workDir, "state"),
     secret,
-    bundles: { app: appBuild.script, probe: probeBuild.script, ceiling: ceilingBuild.script, floor: floorBuild.script },
+    env: options.env,
+    bundles: Object.fromEntries(Object.entries(builds).map(([name, build]) => [name, build.script])),
   });
-  const { urls, db, workerdPid, logs } = server;
+  const { urls, databases, workerdPid, logs } = server;
   const sockets = Object.entries(urls).map(([name, url]) => `${name} ${url.host}`);
   log(`bench: workerd ${workerdPid ?? "(pid unknown)"}: ${sockets.join(", ")}`);
 
   // 3. Schema and data.
-  const migrations = await applyMigrations(db, join(ROOT, "drizzle"));
-  // Enough subscriptions for the DELETE runs to remove a different one per request at up to 10 000/s.
-  const deletePool = Math.ceil(10000 * (settings.rounds * settings.seconds + settings.warmupSeconds + 1));
-  const u = users(deletePool);
-  const seeded = await seed(db, allUsers(u));
-  for (const user of [u.list, ...Object.values(u.scaling)]) {
-    const rows = await countRows(db, user.id);
-    if (rows.active !== user.active || rows.tombstones !== user.tombstones) {
-      throw new Error(`seed of ${user.id} went wrong: ${JSON.stringify(rows)}`);
-    }
-  }
-  log(`bench: migrations ${migrations.join(", ")}; seeded ${seeded} rows (incl. trigger writes)`);
-  const tokens = await tokensFor(allUsers(u), secret);
+  const loadSeconds = settings.warmupSeconds + settings.rounds * settings.seconds + 1;
+  const u = scenario.users(loadSeconds);
+  const userList = scenario.allUsers(u);
+  const { migrations, seeded } = await prepareData(databases, userList, [u.list, ...Object.values(u.scaling)]);
+  log(
+    `bench: ${Object.keys(databases).join(", ")}: migrations ${migrations.join(", ")}; seeded ${seeded} rows (incl. trigger writes)`,
+  );
+  const tokens = await scenario.tokensFor(userList, secret);
 
   // 4. Rows per request: sequential probes through the instrumented worker (not under load).
-  const probeEndpoints = endpoints(u, u.probe, tokens);
   const rows = {};
-  for (const endpoint of probeEndpoints) rows[endpoint.name] = await probe(urls.probe, endpoint, settings.probes);
+  const absent = new Set();
   const scalingRows = {};
-  for (const size of SCALING_SIZES) {
-    for (const page of SCALING_PAGES) {
-      scalingRows[`${size}:${page}`] = await probe(urls.probe, scalingEndpoint(u, tokens, size, page), settings.probes);
+  const syncRows = {};
+  if (!options.isolateOnly) {
+    for (const endpoint of scenario.endpoints(u, u.probe, tokens)) {
+      if (skip.has(endpoint.name)) continue;
+      try {
+        rows[endpoint.name] = await probe(urls.probe, endpoint, settings.probes, workerdPid);
+      } catch (err) {
+        if (!err.absent) throw err;
+        absent.add(endpoint.name);
+        log(`bench: ${endpoint.name} is not served by this build (${err.message.slice(0, 160)})`);
+      }
     }
+    for (const size of SCALING_SIZES) {
+      for (const page of [1, pastEndPage(size), 40]) {
+        const endpoint = scenario.scalingEndpoint(u, tokens, size, page);
+        scalingRows[`${size}:${page}`] = await probe(urls.probe, endpoint, settings.probes, workerdPid);
+      }
+    }
+    if (!skip.has("sync")) {
+      for (const since of [0, 5000]) {
+        syncRows[since] = await probe(urls.probe, scenario.syncEndpoint(u, tokens, since), settings.probes, workerdPid);
+      }
+    }
+    log(`bench: row probes done (list page 1: ${rows.list?.rowsRead} rows read)`);
   }
-  log(`bench: row probes done (list page 1: ${rows.list.rowsRead} rows read)`);
 
-  // 5. Load. Warm-up of every target, then rounds that interleave ceiling samples with the endpoints,
+  // 5. The isolate-only scenarios: recorded against the real D1, replayed in the isolate.
+  const isolate = await recordIsolateScenarios(
+    urls,
+    scenario.isolateEndpoints(u, tokens).filter((endpoint) => !skip.has(endpoint.name)),
+  );
+  for (const name of isolate.absent) absent.add(name);
+  // Kept with BENCH_KEEP_TMP=1: the tapes and their requests, to replay them elsewhere (a profiler).
+  writeFileSync(
+    join(workDir, "isolate-scenarios.json"),
+    JSON.stringify({
+      secret,
+      recordings: isolate.recordings,
+      requests: Object.fromEntries(isolate.served.map((endpoint) => [endpoint.name, endpoint.next()])),
+    }),
+  );
+  log(
+    `bench: isolate-only scenarios recorded and replayed identically: ${isolate.served.map((e) => `${e.name} (${isolate.calls[e.name]} D1 calls)`).join(", ")}`,
+  );
+
+  // The statement floor runs the read scenarios' own statements on the real D1.
+  const statementScenarios = isolate.served.filter((endpoint) => STATEMENT_FLOOR_NAMES.includes(endpoint.name));
+  if (urls.statements) {
+    const load = await fetch(new URL("/__bench/statements", urls.statements), {
+      method: "POST",
+      body: JSON.stringify(Object.fromEntries(statementScenarios.map((e) => [e.name, isolate.recordings[e.name]]))),
+    });
+    if (load.status !== 204) throw new Error(`loading the statement floor answered ${load.status}`);
+  }
+
+  // 6. Load. Warm-up of every target, then rounds that interleave ceiling samples with the endpoints,
   //    so that a drift of the machine (other processes) spreads over all figures alike.
-  const loadEndpoints = endpoints(u, u.load, tokens);
   const reference = (name) => ({
     name,
     expected: [200],
     dynamic: false,
     next: () => ({ method: "GET", path: "/", headers: {} }),
   });
+  const statementFloor = (endpoint) => ({
+    base: urls.statements,
+    endpoint: {
+      ...reference(`statement-floor:${endpoint.name}`),
+      next: () => ({ method: "GET", path: "/", headers: { [SCENARIO_HEADER]: endpoint.name } }),
+    },
+  });
+  const isolateTarget = (endpoint, base = urls.isolate) => ({
+    base,
+    seconds: settings.isolateSeconds,
+    endpoint: {
+      ...endpoint,
+      next: () => {
+        const request = endpoint.next();
+        return { ...request, headers: { ...request.headers, [SCENARIO_HEADER]: endpoint.name } };
+      },
+    },
+  });
+  const loadEndpoints = options.isolateOnly
+    ? []
+    : scenario
+        .endpoints(u, u.load, tokens)
+        .filter((endpoint) => !skip.has(endpoint.name) && !absent.has(endpoint.name) && endpoint.imports === undefined);
   const targets = {
     ceiling: { base: urls.ceiling, endpoint: reference("ceiling") },
-    "d1-floor": { base: urls.floor, endpoint: reference("d1-floor") },
+    ...(options.isolateOnly ? {} : { "d1-floor": { base: urls.floor, endpoint: reference("d1-floor") } }),
+    ...(urls.statements
+      ? Object.fromEntries(statementScenarios.map((e) => [`statement-floor:${e.name}`, statementFloor(e)]))
+      : {}),
     ...Object.fromEntries(loadEndpoints.map((endpoint) => [endpoint.name, { base: urls.app, endpoint }])),
+    ...Object.fromEntries(isolate.served.map((endpoint) => [`isolate:${endpoint.name}`, isolateTarget(endpoint)])),
+    ...(urls.baseline
+      ? Object.fromEntries(
+          isolate.served.map((endpoint) => [`baseline:${endpoint.name}`, isolateTarget(endpoint, urls.baseline)]),
+        )
+      : {}),
   };
-  const sample = ({ base, endpoint }, seconds) =>
-    runSample({ base, endpoint, seconds, connections: settings.connections, workerdPid });
+  const sample = ({ base, endpoint, seconds }, fallback) =>
+    runSample({ base, endpoint, seconds: seconds ?? fallback, connections: settings.connections, workerdPid });
 
   log(`bench: warm-up (${settings.warmupSeconds} s each) ...`);
   for (const target of Object.values(targets)) await sample(target, settings.warmupSeconds);
 
+  const has = (name) => targets[name] !== undefined;
+  // With --compare, each isolate-only sample is followed by the same scenario on the baseline.
+  const isolateNames = isolate.served.map((endpoint) =>
+    urls.baseline ? [`isolate:${endpoint.name}`, `baseline:${endpoint.name}`] : [`isolate:${endpoint.name}`],
+  );
   const schedule = [
     "ceiling",
     "d1-floor",
     "list",
+    "statement-floor:list",
     "get-one",
+    "statement-floor:get-one",
     "ceiling",
     "post-existing",
     "post-new",
     "delete",
+    "patch",
+    "sync",
+    "statement-floor:sync",
     "ceiling",
     ...BULK_SIZES.map((n) => `bulk-${n}`),
-  ];
+    "ceiling",
+    ...isolateNames.slice(0, 5).flat(),
+    "ceiling",
+    ...isolateNames.slice(5).flat(),
+  ].filter(has);
   const samples = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
   const ceilingTimeline = [];
   for (let round = 1; round <= settings.rounds; round++) {
@@ -237,53 +469,78 @@ async function main() {
       samples[name].push(result);
       const rps = result.responses / result.seconds;
       if (name === "ceiling") ceilingTimeline.push(rps);
+      const cpu = result.cpuMs !== undefined && result.responses > 0 ? (result.cpuMs * 1000) / result.responses : null;
       const errors = result.errors > 0 ? `  errors ${result.errors} ${JSON.stringify(result.statuses)}` : "";
-      log(`  round ${round}/${settings.rounds}  ${name.padEnd(14)} ${fmt(rps, 0).padStart(6)} req/s${errors}`);
+      log(
+        `  round ${round}/${settings.rounds}  ${name.padEnd(24)} ${fmt(rps, 0).padStart(6)} req/s ${fmt(cpu, 0).padStart(6)} µs CPU${errors}`,
+      );
     }
   }
 
-  log(`bench: list scaling (${settings.scalingSeconds} s each) ...`);
-  const scaling = {};
-  for (const size of SCALING_SIZES) {
-    for (const page of SCALING_PAGES) {
-      const target = { base: urls.app, endpoint: scalingEndpoint(u, tokens, size, page) };
-      await sample(target, Math.min(settings.warmupSeconds, 0.5));
-      scaling[`${size}:${page}`] = combine([await sample(target, settings.scalingSeconds)]);
-    }
-  }
-
-  // 6. Results.
+  // 7. Results.
   const figures = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, combine(list)]));
-  const summary = summarise({ figures, rows, scaling, scalingRows, bundle, pageSize: PAGE_SIZE });
-  writeFileSync(join(BENCH_DIR, "results.json"), `${JSON.stringify(summary.results, null, 2)}\n`);
+  const pools = Object.entries(scenario.pools(u))
+    .filter(([, pool]) => pool.exhausted)
+    .map(([name]) => name);
+  if (pools.length > 0) log(`bench: WARNING the user pools of ${pools.join(", ")} ran dry (see README)`);
+  const summary = summarise({
+    figures,
+    rows,
+    scalingRows,
+    syncRows,
+    bundle,
+    isolate,
+    absent: [...absent],
+    skipped: [...skip],
+    env: options.env,
+    compare: options.compare,
+  });
+
+  log("");
+  log(summary.table);
+  if (summary.comparison) log(`\n${summary.comparison}`);
+  log("");
+  for (const [name, target] of Object.entries(summary.results.targets)) {
+    if (target.value === null) log(`  -   ${name}: not measured in this run`);
+    else
+      log(`${target.pass ? "PASS" : "MISS"}  ${name}: ${target.value} (${summary.directions[name]} ${target.limit})`);
+  }
+  if (logs.byLevel.error)
+    log(`bench: the workers logged ${logs.byLevel.error} error lines, e.g. ${logs.lastErrors[0]}`);
+  if (options.isolateOnly) {
+    log(`\nbench: isolate-only run, nothing written (${fmt((Date.now() - started.getTime()) / 1000, 0)} s)`);
+    return;
+  }
+
+  const outDir = options.out ? resolve(options.out) : BENCH_DIR;
+  mkdirSync(outDir, { recursive: true });
+  const suffix = options.env ? `-${options.env}` : "";
+  writeFileSync(join(outDir, `results${suffix}.json`), `${JSON.stringify(summary.results, null, 2)}\n`);
   writeFileSync(
-    join(BENCH_DIR, "RESULTS.md"),
+    join(outDir, `RESULTS${suffix}.md`),
     renderMarkdown({
       summary,
       figures,
       rows,
-      scaling,
       scalingRows,
+      syncRows,
       bundle,
       ceilingTimeline,
       settings,
       started,
       finished: new Date(),
       loadAverageBefore,
-      deletePool,
       logs: server.logs,
+      pools,
+      env: options.env,
+      databases: Object.keys(databases),
+      // With --env, the figures of the last run without it (if any) stand beside this run's.
+      plain: options.env ? readPlainResults(outDir) : undefined,
     }),
   );
-
-  log("");
-  log(summary.table);
-  log("");
-  for (const [name, target] of Object.entries(summary.results.targets)) {
-    log(`${target.pass ? "PASS" : "MISS"}  ${name}: ${target.value} (${summary.directions[name]} ${target.limit})`);
-  }
-  if (logs.byLevel.error)
-    log(`bench: the workers logged ${logs.byLevel.error} error lines, e.g. ${logs.lastErrors[0]}`);
-  log(`\nbench: wrote bench/results.json and bench/RESULTS.md in ${fmt((Date.now() - started.getTime()) / 1000, 0)} s`);
+  log(
+    `\nbench: wrote ${join(outDir, `results${suffix}.json`)} and RESULTS${suffix}.md in ${fmt((Date.now() - started.getTime()) / 1000, 0)} s`,
+  );
 }
 
 let exitCode = 0;

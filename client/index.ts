@@ -3,7 +3,8 @@
  *
  * Its types are those of the OpenAPI document: both come from the zod schemas in
  * `src/openapi/schemas.ts` (request schemas are the ones the routes validate with). Those imports
- * are type-only, so bundling this file pulls in no zod and no server code: only `fetch`.
+ * are type-only, so bundling this file pulls in no zod and no server code: only `fetch`, plus two
+ * dependency-free modules shared with the server (the podcast:guid function, the OPML media type).
  *
  *   const api = createSubscriptionsClient({ baseUrl: "https://subs.example.com", token: () => session.accessToken });
  *   await api.subscribe({ guid, feedUrl });
@@ -16,17 +17,24 @@ import type {
   ChangeFeedDocument,
   ErrorObject,
   OperationsResultDocument,
+  OpmlImportDocument,
   Subscription,
   SubscriptionDocument,
   SubscriptionListDocument,
 } from "../src/openapi/schemas";
+import { OPML_MEDIA_TYPE } from "../src/opml/media-types";
 
+/** The podcast:guid of a feed URL: names a feed that declares no `<podcast:guid>`, before subscribing. */
+export { podcastGuid } from "../src/podcast-guid";
 export type { AtomicResult, Change, ChangeFeedDocument, ErrorObject, Subscription, SubscriptionListDocument };
+export { OPML_MEDIA_TYPE };
 
 export const JSONAPI_MEDIA_TYPE = "application/vnd.api+json";
 export const ATOMIC_EXT_URI = "https://jsonapi.org/ext/atomic";
 /** The bulk endpoint's media type, for both Content-Type and Accept. */
 export const ATOMIC_MEDIA_TYPE = `${JSONAPI_MEDIA_TYPE};ext="${ATOMIC_EXT_URI}"`;
+/** OPML import and export: one path, GET exports, POST imports. */
+const OPML_PATH = "/v1/subscriptions.opml";
 /** Operations per bulk request (the server answers 413 above it); `bulkSubscribe` splits larger lists. */
 export const MAX_OPERATIONS_PER_REQUEST = 100;
 
@@ -63,6 +71,12 @@ export interface SubscribeResult {
   created: boolean;
   subscription: Subscription;
 }
+
+/**
+ * What an OPML import did (`meta` of POST /v1/subscriptions.opml): `imported` (created or revived),
+ * `alreadySubscribed`, and the outlines `skipped` with their reason.
+ */
+export type OpmlImportResult = OpmlImportDocument["meta"];
 
 /** One operation of `bulk()`: subscribe, move a feed, or unsubscribe. */
 export type BulkOperation =
@@ -121,6 +135,13 @@ export interface SubscriptionsClient {
    * Items succeed or fail one by one; a failed item's `source.pointer` counts from the start of its request.
    */
   bulkSubscribe(subscriptions: readonly NewSubscription[]): Promise<BulkSubscribeResult>;
+  /** The user's active subscriptions as an OPML 2.0 document (text), each outline with its guid. */
+  exportOpml(): Promise<string>;
+  /**
+   * Merges the feeds of an OPML document (text or UTF-8 bytes, at most 1000 feeds and 1 MiB) into the
+   * user's subscriptions; nothing is removed.
+   */
+  importOpml(opml: string | Uint8Array | ArrayBuffer): Promise<OpmlImportResult>;
   /**
    * Any mix of adds, feed moves and removes, in order, one request per 100 operations. A remove's
    * result is `{}`; an update or remove of a subscription the user does not have fails with 404.
@@ -142,6 +163,9 @@ interface Call {
   path: string;
   /** Content-Type and Accept. */
   mediaType?: string;
+  /** Accept, when it differs from `mediaType`. */
+  accept?: string;
+  /** Sent as JSON, unless `mediaType` is not JSON:API: then sent as is. */
   body?: unknown;
 }
 
@@ -151,14 +175,20 @@ export function createSubscriptionsClient(options: ClientOptions): Subscriptions
   const useBookmarks = options.bookmarks ?? true;
   let bookmark: string | undefined;
 
-  async function call({ method, path, mediaType = JSONAPI_MEDIA_TYPE, body }: Call): Promise<Response> {
+  async function call({
+    method,
+    path,
+    mediaType = JSONAPI_MEDIA_TYPE,
+    accept = mediaType,
+    body,
+  }: Call): Promise<Response> {
     const token = typeof options.token === "function" ? await options.token() : options.token;
-    const headers = new Headers({ Authorization: `Bearer ${token}`, Accept: mediaType });
+    const headers = new Headers({ Authorization: `Bearer ${token}`, Accept: accept });
     if (body !== undefined) headers.set("Content-Type", mediaType);
     if (useBookmarks && bookmark) headers.set("X-D1-Bookmark", bookmark);
-    const response = await send(
-      new Request(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
-    );
+    const isJsonApi = mediaType.startsWith(JSONAPI_MEDIA_TYPE);
+    const payload = body === undefined ? undefined : isJsonApi ? JSON.stringify(body) : (body as BodyInit);
+    const response = await send(new Request(`${base}${path}`, { method, headers, body: payload }));
     const next = response.headers.get("X-D1-Bookmark");
     if (next) bookmark = next;
     if (!response.ok) throw await toError(response);
@@ -276,6 +306,22 @@ export function createSubscriptionsClient(options: ClientOptions): Subscriptions
         body: { data: resource({ guid, feedUrl }) },
       });
       return ((await response.json()) as SubscriptionDocument).data;
+    },
+
+    async exportOpml() {
+      const response = await call({ method: "GET", path: OPML_PATH, accept: OPML_MEDIA_TYPE });
+      return response.text();
+    },
+
+    async importOpml(opml) {
+      const response = await call({
+        method: "POST",
+        path: OPML_PATH,
+        mediaType: OPML_MEDIA_TYPE,
+        accept: JSONAPI_MEDIA_TYPE,
+        body: opml,
+      });
+      return ((await response.json()) as OpmlImportDocument).meta;
     },
   };
 }

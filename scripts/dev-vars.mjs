@@ -1,8 +1,14 @@
-// The git-ignored .dev.vars holds the local dev secret that `wrangler dev` loads.
+// The git-ignored .dev.vars holds the local dev secret that `wrangler dev` loads. DEV_VARS_FILE names another
+// file instead (`npm run dev` then hands it to `wrangler dev --env-file`): the README test points `npm run
+// token` at the secret of the worker it serves, without touching the checkout's .dev.vars.
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 
-export const DEV_VARS = new URL("../.dev.vars", import.meta.url);
+export const DEV_VARS = process.env.DEV_VARS_FILE
+  ? pathToFileURL(resolve(process.env.DEV_VARS_FILE))
+  : new URL("../.dev.vars", import.meta.url);
 
 export function readDevSecret() {
   if (!existsSync(DEV_VARS)) return undefined;

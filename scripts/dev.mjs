@@ -1,17 +1,72 @@
 #!/usr/bin/env node
-// First half of `npm run dev`: makes sure a local dev secret exists and prints a ready-to-paste
-// request. The npm script then applies local migrations and starts `wrangler dev`.
+// `npm run dev [-- <wrangler dev options>]`: makes sure a local dev secret exists, prints a ready-to-paste
+// request for the port the server will listen on, applies the local migrations (to every shard with
+// `--env shards`: `npm run dev:shards`), then runs `wrangler dev` with the options given (e.g.
+// `npm run dev -- --port 8791`).
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { sign } from "hono/jwt";
-import { ensureDevSecret } from "./dev-vars.mjs";
+import { DEV_VARS, ensureDevSecret } from "./dev-vars.mjs";
 
-const { secret, created } = ensureDevSecret();
-if (created) console.log("Created .dev.vars with a random AUTH_JWT_SECRET for local development.");
-const now = Math.floor(Date.now() / 1000);
-const token = await sign({ sub: "dev-user", iat: now, exp: now + 24 * 3600 }, secret, "HS256");
-console.log(`
-Once the server is up (http://localhost:8787), try, as user "dev-user" (token valid 24 h):
+const WRANGLER = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
+const TSX = fileURLToPath(new URL("../node_modules/tsx/dist/cli.mjs", import.meta.url));
+const MIGRATE = fileURLToPath(new URL("./migrate.ts", import.meta.url));
+const DEFAULT_PORT = 8787;
 
-  curl -s -H 'Authorization: Bearer ${token}' http://localhost:8787/v1/subscriptions
+/** The value of `--name value` or `--name=value` among wrangler's options, if given. */
+export function optionValue(args, name) {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === name) return args[i + 1];
+    if (args[i].startsWith(`${name}=`)) return args[i].slice(name.length + 1);
+  }
+  return undefined;
+}
+
+/** The port `wrangler dev` will serve on, given its options. */
+export function devPort(args) {
+  const port = Number(optionValue(args, "--port") ?? DEFAULT_PORT);
+  return Number.isInteger(port) && port > 0 && port < 65536 ? port : DEFAULT_PORT;
+}
+
+/** Runs wrangler with the pinned Node; answers its exit status. */
+function wrangler(args, env, stdin = "inherit") {
+  const run = spawnSync(process.execPath, [WRANGLER, ...args], { stdio: [stdin, "inherit", "inherit"], env });
+  return run.status ?? 1;
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  const origin = `http://localhost:${devPort(args)}`;
+  const { secret, created } = ensureDevSecret();
+  if (created) console.log("Created .dev.vars with a random AUTH_JWT_SECRET for local development.");
+  // Without network, wrangler's attempt to download the Request.cf sample prints stack traces; the worker
+  // does not read request.cf, so the built-in placeholder is enough. An explicit setting wins.
+  const env = { CLOUDFLARE_CF_FETCH_ENABLED: "false", ...process.env };
+  // Every local database of the environment's bucket map (DB alone without one; README, "Sharding").
+  const persistTo = optionValue(args, "--persist-to");
+  const environment = optionValue(args, "--env");
+  const migrate = [
+    TSX,
+    MIGRATE,
+    "--local",
+    ...(environment ? ["--env", environment] : []),
+    ...(persistTo ? ["--persist-to", persistTo] : []),
+  ];
+  const migrated = spawnSync(process.execPath, migrate, { stdio: ["ignore", "ignore", "inherit"], env }).status ?? 1;
+  if (migrated !== 0) process.exit(migrated);
+  const now = Math.floor(Date.now() / 1000);
+  const token = await sign({ sub: "dev-user", iat: now, exp: now + 24 * 3600 }, secret, "HS256");
+  console.log(`
+Once the server is up (${origin}), try, as user "dev-user" (token valid 24 h):
+
+  curl -s -H 'Authorization: Bearer ${token}' ${origin}/v1/subscriptions
 
 Another user's token: npm run token -- <userId>
 `);
+
+  const envFile =
+    process.env.DEV_VARS_FILE && !optionValue(args, "--env-file") ? ["--env-file", fileURLToPath(DEV_VARS)] : [];
+  process.exit(wrangler(["dev", ...envFile, ...args], env));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -2,19 +2,24 @@ import type { RequestIdVariables } from "hono/request-id";
 import type { Database } from "./db/subscriptions";
 import type { ShardRouting } from "./shards";
 
-/** Secrets and optional tuning vars are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */
+/** Optional tuning vars are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */
 declare global {
   namespace Cloudflare {
     interface Env {
-      /** HS256 secret for bearer tokens (local dev, tests, small deployments). */
-      AUTH_JWT_SECRET?: string;
       /** Optional: milliseconds a fetch of AUTH_JWKS_URL may take (default and maximum 5000; tests shorten it). */
       AUTH_JWKS_TIMEOUT_MS?: string;
     }
   }
 }
 
-export type AppBindings = Cloudflare.Env;
+/**
+ * The worker's bindings. `wrangler types` names the secret AUTH_JWT_SECRET (from .env.types) as a plain
+ * string; it is optional (a JWKS can verify tokens instead), so the app sees it as possibly absent.
+ */
+export type AppBindings = Omit<Cloudflare.Env, "AUTH_JWT_SECRET"> & {
+  /** HS256 secret for bearer tokens (local dev, tests, small deployments). */
+  AUTH_JWT_SECRET?: string;
+};
 
 export interface AppVariables extends RequestIdVariables {
   /** The authenticated user: the token's `sub`. Nothing else selects the user. */

@@ -14,7 +14,7 @@ export const LINK_METHOD_EXT_PATH = "/ext/link-method";
 
 /**
  * The absolute URL of `path` on this service: under `PUBLIC_BASE_URL` when set, else under the origin the
- * request came to (its Host: responses carrying it are never shared-cacheable, CONTRACT 12).
+ * request came to (its Host: responses carrying it are never shared-cacheable, docs/API.md §12).
  */
 export function absoluteUrl(c: Context<AppEnv>, path: string): string {
   const publicBaseUrl = configured(c.env.PUBLIC_BASE_URL);
@@ -175,14 +175,17 @@ export function dataDocument<T>(data: T, extra: { links?: unknown; meta?: unknow
   return { jsonapi: { version: JSONAPI_VERSION }, data, ...extra };
 }
 
-/** RFC 6901: escapes one reference token (`~` → `~0`, `/` → `~1`). */
+/** RFC 6901: escapes one reference token (`~` → `~0`, `/` → `~1`); most tokens need nothing. */
 function escapePointerToken(token: string | number): string {
-  return String(token).replace(/~/g, "~0").replace(/\//g, "~1");
+  if (typeof token === "number") return String(token);
+  return token.includes("~") || token.includes("/") ? token.replace(/~/g, "~0").replace(/\//g, "~1") : token;
 }
 
-/** Appends reference tokens to a JSON pointer (`""` is the document root). */
+/** Appends reference tokens to a JSON pointer (`""` is the document root). Built per bulk operation: kept cheap. */
 export function pointerTo(base: string, ...tokens: (string | number)[]): string {
-  return base + tokens.map((token) => `/${escapePointerToken(token)}`).join("");
+  let pointer = base;
+  for (const token of tokens) pointer += `/${escapePointerToken(token)}`;
+  return pointer;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { zValidator } from "@hono/zod-validator";
 import * as z from "zod";
 import { ApiError } from "./jsonapi";
 
@@ -11,7 +12,7 @@ export interface PageParams {
   size: number;
 }
 
-/** The change feed's parameters (CONTRACT 8): changes after the token `since`, `size` at most. */
+/** The change feed's parameters (docs/API.md §8): changes after the token `since`, `size` at most. */
 export interface ChangeParams {
   since: number;
   size: number;
@@ -42,7 +43,7 @@ export const syncTokenSchema = z
   .transform(Number);
 
 /**
- * Query parameters of the collection (CONTRACT 3 and 8): `page[number]` and `page[size]` for the list,
+ * Query parameters of the collection (docs/API.md §3 and 8): `page[number]` and `page[size]` for the list,
  * or `filter[since]` and `page[size]` for the change feed. Names JSON:API reserves (`include`, `sort`,
  * `fields[...]`, other `filter[...]`, other `page[...]`, any all-lowercase name) are refused; names with
  * another character (camelCase, implementation-specific) are ignored.
@@ -110,7 +111,7 @@ export function pageQueryError(error: z.core.$ZodError): ApiError {
   return unsupportedQueryParameter(parameter);
 }
 
-/** A token that is not one this server could have issued to the user (CONTRACT 8). */
+/** A token that is not one this server could have issued to the user (docs/API.md §8). */
 export function invalidSyncToken(): ApiError {
   return new ApiError({
     status: 400,
@@ -119,6 +120,12 @@ export function invalidSyncToken(): ApiError {
     source: { parameter: SINCE },
   });
 }
+
+/** For routes that take no query parameters: names JSON:API reserves answer 400, others are ignored. */
+export const noQueryParameters = zValidator("query", z.record(z.string(), z.unknown()), (result) => {
+  const reserved = Object.keys(result.data).find(isReservedParameter);
+  if (reserved !== undefined) throw unsupportedQueryParameter(reserved);
+});
 
 export function unsupportedQueryParameter(parameter: string): ApiError {
   return new ApiError({
@@ -133,7 +140,7 @@ export function pageLink(path: string, page: PageParams): string {
   return `${path}?${PAGE_NUMBER}=${page.number}&${PAGE_SIZE}=${page.size}`;
 }
 
-/** Top-level pagination links (CONTRACT 4): effective values, number first, literal brackets. */
+/** Top-level pagination links (docs/API.md §4): effective values, number first, literal brackets. */
 export function paginationLinks(path: string, page: PageParams, total: number) {
   const last = Math.max(1, Math.ceil(total / page.size));
   const at = (number: number) => pageLink(path, { number, size: page.size });
@@ -151,7 +158,7 @@ export function changesLink(path: string, since: number, size: number): string {
 }
 
 /**
- * Top-level links of a change-feed page (CONTRACT 8): `next` continues after this page's last change
+ * Top-level links of a change-feed page (docs/API.md §8): `next` continues after this page's last change
  * while more follow; `first` is the whole history; `prev` and `last` do not exist for a feed.
  */
 export function changeFeedLinks(path: string, page: ChangeParams, syncToken: number, more: boolean) {

@@ -20,3 +20,8 @@ export async function userDigest(userId: string): Promise<Uint8Array> {
 export function userDigestCacheSize(): number {
   return digests.size;
 }
+
+/** The user's digest when this isolate already holds it: no hashing, no await. */
+export function cachedUserDigest(userId: string): Uint8Array | undefined {
+  return digests.get(userId);
+}

@@ -1,6 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { unstable_startWorker } from "wrangler";
 
@@ -8,8 +10,12 @@ declare module "vitest" {
   export interface ProvidedContext {
     /** Origin of the locally served worker, static assets included, e.g. `http://127.0.0.1:40123`. */
     workerOrigin: string;
+    /** A .dev.vars-style file holding the worker's secret, for `DEV_VARS_FILE=... npm run token`. */
+    devVarsFile: string;
   }
 }
+
+const WRANGLER = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
 
 /** Only this test secret: the Node suite never talks to a real identity provider or database. */
 const TEST_SECRET = "node-suite-secret-0123456789abcdef0123456789";
@@ -23,6 +29,15 @@ export default async function setup(project: TestProject) {
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
   const persist = mkdtempSync(join(tmpdir(), "podcast-subscriptions-node-suite-"));
+  const devVarsFile = join(persist, "test.dev.vars");
+  writeFileSync(devVarsFile, `AUTH_JWT_SECRET="${TEST_SECRET}"\n`, { mode: 0o600 });
+  // The README examples write subscriptions: the database gets the schema first, as `npm run dev` does.
+  const migrate = spawnSync(
+    process.execPath,
+    [WRANGLER, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persist],
+    { stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" },
+  );
+  if (migrate.status !== 0) throw new Error(`Local migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
   const worker = await unstable_startWorker({
     config: "wrangler.toml",
     bindings: { AUTH_JWT_SECRET: { type: "secret_text", value: TEST_SECRET } },
@@ -37,6 +52,7 @@ export default async function setup(project: TestProject) {
   await worker.ready;
   const url = await worker.url;
   project.provide("workerOrigin", url.origin);
+  project.provide("devVarsFile", devVarsFile);
   return async () => {
     await worker.dispose();
     rmSync(persist, { recursive: true, force: true });

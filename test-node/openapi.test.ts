@@ -100,7 +100,7 @@ describe("the OpenAPI document", () => {
   });
 
   it("documents the statuses of upcoming features and the contract's error cases", () => {
-    // ETag / If-None-Match, rate limiting, and everything CONTRACT.md names.
+    // ETag / If-None-Match, rate limiting, and every error case docs/API.md names.
     for (const status of [200, 201, 204, 304, 400, 401, 404, 405, 406, 409, 413, 415, 422, 429, 500, 503]) {
       expect(documentedStatuses(document).has(status), `status ${status} is documented`).toBe(true);
     }

@@ -3,7 +3,16 @@ import { sign } from "hono/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import type { JWTPayload } from "hono/utils/jwt/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { countingD1, JSONAPI, keyPair, ORIGIN, send, shardDatabases, tokenFor } from "./helpers";
+import {
+  announceInjectedFailures,
+  countingD1,
+  JSONAPI,
+  keyPair,
+  ORIGIN,
+  send,
+  shardDatabases,
+  tokenFor,
+} from "./helpers";
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -113,6 +122,7 @@ describe("bearer tokens (HS256 secret)", () => {
 });
 
 describe("bearer tokens (JWKS)", () => {
+  announceInjectedFailures("jwks_unavailable");
   afterEach(() => vi.restoreAllMocks());
 
   for (const alg of ["RS256", "ES256", "EdDSA"] as const) {

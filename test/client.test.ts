@@ -4,12 +4,15 @@ import {
   ATOMIC_MEDIA_TYPE,
   createSubscriptionsClient,
   JSONAPI_MEDIA_TYPE,
+  OPML_MEDIA_TYPE,
+  podcastGuid,
   type SubscriptionsApiError,
 } from "../client/index";
 import {
   changeFeedDocumentSchema,
   errorDocumentSchema,
   operationsResultDocumentSchema,
+  opmlImportDocumentSchema,
   subscriptionDocumentResponseSchema,
   subscriptionListDocumentSchema,
 } from "../src/openapi/schemas";
@@ -167,6 +170,45 @@ describe("typed client", () => {
     expect(result.results.length).toBe(150);
     expect(result.succeeded).toBe(150);
     expect((await client.listSubscriptions()).meta.total).toBe(150);
+  });
+
+  it("exports OPML, and imports it into another account: the same subscriptions", async () => {
+    const from = await clientFor(`client-${crypto.randomUUID()}`);
+    const feeds = [newFeed(), newFeed()];
+    for (const feed of feeds) await from.client.subscribe(feed);
+
+    const opml = await from.client.exportOpml();
+    expect(from.last().request.headers.get("Accept")).toBe(OPML_MEDIA_TYPE);
+    expect(from.last().response.headers.get("Content-Type")).toBe(`${OPML_MEDIA_TYPE}; charset=utf-8`);
+    for (const feed of feeds) expect(opml).toContain(`guid="${feed.guid}"`);
+
+    const to = await clientFor(`client-${crypto.randomUUID()}`);
+    const result = await to.client.importOpml(opml);
+    expect(to.last().request.headers.get("Content-Type")).toBe(OPML_MEDIA_TYPE);
+    expect(to.last().request.headers.get("Accept")).toBe(JSONAPI_MEDIA_TYPE);
+    opmlImportDocumentSchema.parse(await bodyOf(to.last()));
+    expect(result).toEqual({ imported: 2, alreadySubscribed: 0, skipped: [] });
+    const imported = [];
+    for await (const subscription of to.client.allSubscriptions()) imported.push(subscription);
+    expect(imported.map((subscription) => [subscription.id, subscription.attributes.feedUrl]).sort()).toEqual(
+      feeds.map((feed) => [feed.guid, feed.feedUrl]).sort(),
+    );
+  });
+
+  it("imports UTF-8 bytes, and reports a refused file as a JSON:API error", async () => {
+    const { client } = await clientFor(`client-${crypto.randomUUID()}`);
+    const bytes = new TextEncoder().encode('<opml><body><outline xmlUrl="https://podnews.net/rss"/></body></opml>');
+    expect(await client.importOpml(bytes)).toMatchObject({ imported: 1 });
+    const [subscription] = (await client.listSubscriptions()).data;
+    expect(subscription.id).toBe(await podcastGuid("https://podnews.net/rss"));
+
+    const error = await rejection(client.importOpml("<rss/>"));
+    expect(error.status).toBe(400);
+    expect(error.errors[0]).toMatchObject({ title: "Invalid OPML" });
+  });
+
+  it("exports podcastGuid, the server's own podcast:guid function", async () => {
+    expect(await podcastGuid("https://example.com/feed1")).toBe("677ea490-690e-51cb-8b43-755df6c55270");
   });
 
   it("syncs: follows links.next, returns every change (tombstones included) and the token to store", async () => {

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
+import { parseOpml } from "../src/opml/parse";
 import { ATOMIC, databaseFor, JSONAPI, ORIGIN, send, tokenFor } from "./helpers";
 
 /** Fixed so that CI runs are reproducible (change it to explore). fast-check prints the seed and path on failure. */
@@ -213,7 +214,7 @@ const bulkBody = fc.oneof(
   { weight: 1, arbitrary: body },
 );
 
-/** Change-feed queries (CONTRACT 8): tokens issued or not, sizes in and out of range, page[number] mixed in. */
+/** Change-feed queries (docs/API.md §8): tokens issued or not, sizes in and out of range, page[number] mixed in. */
 const rarely = <T>(arbitrary: fc.Arbitrary<T>) =>
   fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary });
 const syncQuery = fc
@@ -304,6 +305,89 @@ describe("property: generated requests", () => {
         }
       }),
       { numRuns: RUNS, seed, endOnFailure: true },
+    );
+    vi.restoreAllMocks();
+  }, 240_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// OPML imports: documents assembled from the pieces real and hostile files are made of.
+
+const xmlText = (value: string) => value.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/"/g, "&quot;");
+const prolog = fc.constantFrom(
+  "",
+  '<?xml version="1.0" encoding="UTF-8"?>\n',
+  "<?xml version='1.0' encoding='utf8'?>\r\n",
+  '<?xml version="1.0"?>',
+  '\uFEFF<?xml version="1.0"?>',
+  '<?xml version="1.0" encoding="ISO-8859-1"?>',
+  "<!DOCTYPE opml>",
+  '<!DOCTYPE opml [<!ENTITY a "&b;&b;"><!ENTITY b "bbbb">]>',
+  '<!DOCTYPE opml [<!ENTITY x SYSTEM "file:///etc/passwd">]>',
+);
+const outlineElement = fc
+  .record({ url: feedUrl, guid: fc.option(guid, { nil: undefined }), text: fc.string({ maxLength: 12 }) })
+  .map(
+    ({ url, guid: id, text }) =>
+      `<outline type="rss" text="${xmlText(text)}" xmlUrl="${xmlText(url)}"${id === undefined ? "" : ` guid="${xmlText(id)}"`}/>`,
+  );
+const bodyPiece = fc.oneof(
+  outlineElement,
+  fc.array(outlineElement, { maxLength: 3 }).map((inner) => `<outline text="folder">${inner.join("")}</outline>`),
+  fc.string({ maxLength: 20 }).map((text) => `<outline text="notes"><![CDATA[${text.replace(/]]>/g, "")}]]></outline>`),
+  fc.string({ maxLength: 20 }).map(xmlText),
+  fc.constantFrom("<!-- a comment -->", "\r\n", "\t"),
+);
+const hostilePiece = fc.oneof(
+  fc.constantFrom("&a;", "<rss>", "</body>", "<!ENTITY x 'y'>", '<outline xmlUrl="a&b"/>', "<"),
+  fc.string({ maxLength: 20 }),
+);
+const opmlBody = fc.record({
+  prolog,
+  root: fc.constantFrom("opml", "opml", "opml", "rss"),
+  pieces: fc.array(bodyPiece, { maxLength: 12 }),
+  hostile: rarely(hostilePiece),
+  invalidByteAt: rarely(fc.nat()),
+});
+
+describe("property: generated OPML imports", () => {
+  it("never answer 5xx; a refusal is a JSON:API error that changes nothing; an import's counts add up (500 documents)", async () => {
+    const token = await tokenFor(USER);
+    vi.spyOn(console, "log").mockImplementation(() => {});
+    await fc.assert(
+      fc.asyncProperty(opmlBody, async ({ prolog, root, pieces, hostile, invalidByteAt }) => {
+        const head = `${prolog}<${root} version="2.0"><head><title>t</title></head><body>`;
+        const text = `${head}${pieces.join("")}${hostile ?? ""}</body></${root}>`;
+        let bytes = new TextEncoder().encode(text);
+        if (invalidByteAt !== undefined) {
+          const at = invalidByteAt % (bytes.length + 1);
+          bytes = new Uint8Array([...bytes.slice(0, at), 0xc3, 0x28, ...bytes.slice(at)]);
+        }
+        const before = await snapshot();
+        const response = await send(
+          new Request(`${ORIGIN}/v1/subscriptions.opml`, {
+            method: "POST",
+            headers: { Authorization: `Bearer ${token}`, "Content-Type": "text/x-opml" },
+            body: bytes,
+          }),
+        );
+        expect(response.status).toBeLessThan(500);
+        expect(response.headers.get("Content-Type")).toBe(JSONAPI);
+        const document = (await response.json()) as {
+          errors?: { status: string; title: string; detail: string }[];
+          meta?: { imported: number; alreadySubscribed: number; skipped: unknown[] };
+        };
+        if (response.status !== 200) {
+          expect(document.errors?.[0].status).toBe(String(response.status));
+          expect(await snapshot()).toBe(before);
+          return;
+        }
+        const feeds = parseOpml(bytes.buffer as ArrayBuffer).length;
+        const { imported, alreadySubscribed, skipped } = document.meta as NonNullable<typeof document.meta>;
+        expect(imported + alreadySubscribed + skipped.length).toBe(feeds);
+        if (imported === 0) expect(await snapshot()).toBe(before);
+      }),
+      { numRuns: 500, seed: SEED, endOnFailure: true },
     );
     vi.restoreAllMocks();
   }, 240_000);

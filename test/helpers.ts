@@ -2,7 +2,7 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { sign } from "hono/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import type { JWTPayload } from "hono/utils/jwt/types";
-import { expect } from "vitest";
+import { beforeAll, expect } from "vitest";
 import app from "../src/index";
 import { shardOfUser, shardRouting } from "../src/shards";
 
@@ -186,12 +186,28 @@ export function countingD1(real: D1Database): { binding: D1Database; calls: () =
   };
 }
 
+/**
+ * Marks failures a test causes on purpose, so the `database_error` lines the worker logs for them read as
+ * expected in the test output.
+ */
+export const INJECTED_FAILURE = "[expected: injected by the test]";
+
+/**
+ * For failures a test causes through something other than D1 (a fake identity provider, say), whose logged
+ * error cannot carry the marker: one line before the suite says that its `event` errors are expected.
+ */
+export function announceInjectedFailures(event: string): void {
+  beforeAll(() => {
+    console.warn(`${INJECTED_FAILURE} the "${event}" errors this suite makes the worker log are failures it causes`);
+  });
+}
+
 /** A D1 binding whose `failAt`-th call (1-based) throws, as D1 does when it is unreachable. */
 export function failingD1(real: D1Database, failAt: number): D1Database {
   let calls = 0;
   return wrapD1(real, () => {
     calls++;
-    if (calls === failAt) throw new Error("D1_ERROR: injected failure: Network connection lost.");
+    if (calls === failAt) throw new Error(`D1_ERROR: Network connection lost. ${INJECTED_FAILURE}`);
   });
 }
 
@@ -393,7 +409,7 @@ export type ChangeFeedDocument = {
 };
 
 /**
- * Syncs as a device does (CONTRACT 8): from `token`, following links.next until it is null. Returns
+ * Syncs as a device does (docs/API.md §8): from `token`, following links.next until it is null. Returns
  * every page's items in order and the token to store.
  */
 export async function syncFrom(user: Caller, token: string, size = 25) {

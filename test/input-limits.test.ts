@@ -97,6 +97,8 @@ describe("feedUrl limits (UTF-8 bytes, control and bidi characters)", () => {
     "RIGHT-TO-LEFT ISOLATE": "\u2067",
     "FIRST STRONG ISOLATE": "\u2068",
     "POP DIRECTIONAL ISOLATE": "\u2069",
+    "the noncharacter U+FFFE (not XML: an OPML export could not carry it)": "\ufffe",
+    "the noncharacter U+FFFF (not XML)": "\uffff",
   };
   for (const [name, character] of Object.entries(refused)) {
     it(`refuses a feedUrl holding ${name} with 422, single and in bulk`, async () => {
@@ -118,8 +120,10 @@ describe("feedUrl limits (UTF-8 bytes, control and bidi characters)", () => {
   it("accepts the characters just outside the refused ranges, stored exactly as sent", async () => {
     const user = await as("limits-neighbours");
     // U+00A1 follows C1; U+200D precedes the marks; U+2030 follows the embeddings (U+202F is a space);
-    // U+2065 and U+2070 surround the isolates.
-    const feedUrls = ["\u00a1", "\u200d", "\u2030", "\u2065", "\u2070"].map((ch) => `${PREFIX}show/${ch}.xml`);
+    // U+2065 and U+2070 surround the isolates; U+FFFD precedes the noncharacters, U+10000 follows them.
+    const feedUrls = ["\u00a1", "\u200d", "\u2030", "\u2065", "\u2070", "\ufffd", "\u{10000}"].map(
+      (ch) => `${PREFIX}show/${ch}.xml`,
+    );
     for (const feedUrl of feedUrls) {
       const response = await user.post("/v1/subscriptions", subscriptionDocument(crypto.randomUUID(), feedUrl));
       expect(response.status, JSON.stringify(feedUrl)).toBe(201);

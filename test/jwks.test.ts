@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { sign } from "hono/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { JSONAPI, keyPair, ORIGIN, send, tokenFor } from "./helpers";
+import { announceInjectedFailures, JSONAPI, keyPair, ORIGIN, send, tokenFor } from "./helpers";
 
 /**
  * The identity provider's key set (AUTH_JWKS_URL) against a fake provider played by the test: `fetch` is
@@ -77,6 +77,7 @@ afterEach(() => {
 });
 
 describe("JWKS from the identity provider", () => {
+  announceInjectedFailures("jwks_unavailable");
   it("answers 503, not 401, when the provider serves an HTML maintenance page with 200", async () => {
     const provider = fakeProvider("html");
     const { privateJwk } = await keyPair("RS256", "k1");

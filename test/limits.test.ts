@@ -29,7 +29,7 @@ const adds = (count: number) =>
     return addOperation(feed.guid, feed.feedUrl);
   });
 
-describe(`per-user quota: at most ${MAX} stored subscriptions, tombstones included (CONTRACT 12)`, () => {
+describe(`per-user quota: at most ${MAX} stored subscriptions, tombstones included (docs/API.md §12)`, () => {
   it("refuses the write that would store one more: 403 on POST, inline in bulk; revivals and moves still work", async () => {
     const userId = "quota";
     await seedSubscriptions(userId, MAX - 3, { unsubscribed: true });
@@ -110,7 +110,7 @@ describe(`per-user quota: at most ${MAX} stored subscriptions, tombstones includ
   });
 });
 
-describe("pages past the end (CONTRACT 12)", () => {
+describe("pages past the end (docs/API.md §12)", () => {
   it("read at most 2 rows whatever the user stores; pages inside the list read what they return", async () => {
     await seedSubscriptions("past-end", 10_000);
     for (const [query, rows, maxRead] of [

@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { addOperation, as, type Caller, failingD1, listAll, newFeed, syncFrom, wrapDatabaseOf } from "./helpers";
+import {
+  addOperation,
+  as,
+  type Caller,
+  failingD1,
+  INJECTED_FAILURE,
+  listAll,
+  newFeed,
+  syncFrom,
+  wrapDatabaseOf,
+} from "./helpers";
 
 type ErrorObject = { status: string; title: string; detail: string; source?: { pointer?: string } };
 type Result = { data?: { id: string; attributes: { feedUrl: string }; links?: unknown }; errors?: ErrorObject[] };
@@ -26,7 +36,7 @@ const summary = (result: Result) =>
       ? "ok"
       : JSON.stringify(result);
 
-describe("bulk update and remove (CONTRACT 10)", () => {
+describe("bulk update and remove (docs/API.md §10)", () => {
   it("updates move feeds and answer {data} with links.self; removes answer {}; both count in meta", async () => {
     const user = await as("bulk-ur");
     const [a, b, c] = [newFeed(), newFeed(), newFeed()];
@@ -220,7 +230,7 @@ describe("bulk update and remove (CONTRACT 10)", () => {
                 get(s, p) {
                   if (p === "batch") {
                     return (statements: D1PreparedStatement[]) =>
-                      s.batch([...statements, s.prepare("INSERT INTO no_such_table VALUES (1)")]);
+                      s.batch([...statements, s.prepare(`INSERT INTO "${INJECTED_FAILURE}" VALUES (1)`)]);
                   }
                   const value = Reflect.get(s, p, s);
                   return typeof value === "function" ? value.bind(s) : value;

@@ -5,6 +5,7 @@ import {
   as,
   databaseFor,
   failingD1,
+  INJECTED_FAILURE,
   JSONAPI,
   newFeed,
   ORIGIN,
@@ -214,7 +215,7 @@ describe("POST /v1/operations", () => {
     // A statement that D1 rejects mid-batch (a CHECK-like failure forced with a trigger) must undo the others.
     const db = await databaseFor("bulk-rollback");
     await db.exec(
-      "CREATE TRIGGER refuse_marker BEFORE INSERT ON subscriptions WHEN NEW.feed_url = 'https://refuse.example/' BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+      `CREATE TRIGGER refuse_marker BEFORE INSERT ON subscriptions WHEN NEW.feed_url = 'https://refuse.example/' BEGIN SELECT RAISE(ABORT, 'refused ${INJECTED_FAILURE}'); END;`,
     );
     const user = await as("bulk-rollback");
     const operations = [...adds(3), addOperation(crypto.randomUUID(), "https://refuse.example/"), ...adds(3)];

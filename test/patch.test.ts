@@ -32,7 +32,7 @@ async function subscribed(userId: string) {
   return { user, feed, path: `/v1/subscriptions/${feed.guid}`, subscribedAt: data.attributes.userSubscribedAt };
 }
 
-describe("PATCH /v1/subscriptions/{guid}: feed moves (CONTRACT 9)", () => {
+describe("PATCH /v1/subscriptions/{guid}: feed moves (docs/API.md §9)", () => {
   it("replaces feedUrl exactly as sent; the guid and userSubscribedAt stay; the move is a change for sync", async () => {
     const { user, feed, path, subscribedAt } = await subscribed("patch-move");
     const { token } = await syncFrom(user, "0");

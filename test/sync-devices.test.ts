@@ -22,7 +22,7 @@ function toOperation(op: Op) {
   return { op: "remove", ref: { type: "subscription", id: guid } };
 }
 
-/** The serial model of CONTRACT 5, 9 and 10: guid -> feedUrl of the active subscriptions. */
+/** The serial model of docs/API.md §5, 9 and 10: guid -> feedUrl of the active subscriptions. */
 function applyToModel(model: Map<string, string>, op: Op) {
   const guid = FEEDS[op.feed];
   if (op.op === "add" && !model.has(guid)) model.set(guid, url(op.feed, op.url));

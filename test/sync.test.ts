@@ -25,7 +25,7 @@ async function feedPage(user: Awaited<ReturnType<typeof as>>, since: number | st
   return { response, body: (await response.json()) as ChangeFeedDocument };
 }
 
-describe("change feed: GET /v1/subscriptions?filter[since]=<token> (CONTRACT 8)", () => {
+describe("change feed: GET /v1/subscriptions?filter[since]=<token> (docs/API.md §8)", () => {
   it("starts empty for a new user: token 0 echoed, every link key present, no total", async () => {
     const user = await as("sync-empty");
     const { response, body } = await feedPage(user, 0);

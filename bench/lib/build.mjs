@@ -11,11 +11,13 @@ const WRANGLER = join(dirname(require.resolve("wrangler/package.json")), "bin", 
 
 /**
  * Runs `wrangler deploy [entry] --dry-run --outdir <outdir> --minify --metafile` and returns the
- * path of the bundled module and wrangler's own size line ("Total Upload: ... / gzip: ...").
- * @param {{ root: string, outdir: string, entry?: string }} options
+ * path of the bundled module and wrangler's own size line ("Total Upload: ... / gzip: ..."). `env`
+ * names a wrangler environment (`--env`).
+ * @param {{ root: string, outdir: string, entry?: string, env?: string }} options
  */
-export function buildWorker({ root, outdir, entry }) {
+export function buildWorker({ root, outdir, entry, env }) {
   const args = [WRANGLER, "deploy", ...(entry ? [entry] : []), "--dry-run", "--outdir", outdir, "--minify"];
+  if (env) args.push("--env", env);
   args.push("--metafile", join(outdir, "bundle-meta.json"));
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {

@@ -4,7 +4,8 @@
 //
 // Every seeded user gets its active subscriptions 4 s apart and, where asked, tombstones (rows
 // marked unsubscribed) interleaved among them in list order: a list query that walks tombstones
-// shows it in rows read.
+// shows it in rows read. Each row is one change of the user's change feed: the actives are changes
+// 1..active, the tombstones the ones after (the insert trigger makes the last the user's version).
 
 const BASE_TIME = Date.UTC(2025, 0, 1);
 const SPACING_MS = 4000;
@@ -16,17 +17,18 @@ export function seededGuid(userNo, n) {
 
 const INSERT_ACTIVE = `
 WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n + 1 < ?1)
-INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at)
+INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq)
 SELECT ?2, printf('%08x-0000-4000-8000-%012x', ?3, n), printf('https://feeds.example.com/%s/%d.xml', ?2, n),
-       ?4 + n * ${SPACING_MS}, NULL
+       ?4 + n * ${SPACING_MS}, NULL, n + 1
 FROM seq`;
 
 // Tombstone k sits between actives 4k and 4k+1 (or spread evenly for other ratios); guids continue after the actives.
 const INSERT_TOMBSTONES = `
 WITH RECURSIVE seq(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM seq WHERE k + 1 < ?1)
-INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at)
+INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq)
 SELECT ?2, printf('%08x-0000-4000-8000-%012x', ?3, ?5 + k), printf('https://feeds.example.com/%s/gone-%d.xml', ?2, k),
-       ?4 + (k * ?6) * ${SPACING_MS} + ${SPACING_MS / 2}, ?4 + (k * ?6) * ${SPACING_MS} + ${SPACING_MS / 2} + 1000
+       ?4 + (k * ?6) * ${SPACING_MS} + ${SPACING_MS / 2}, ?4 + (k * ?6) * ${SPACING_MS} + ${SPACING_MS / 2} + 1000,
+       ?5 + k + 1
 FROM seq`;
 
 /**

@@ -97,13 +97,22 @@ export function percentile(values, p) {
   return values[rank - 1];
 }
 
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
 /** Folds several samples of one endpoint into its figures. */
 export function combine(samples) {
   const latencies = samples.flatMap((sample) => sample.latencies);
   const responses = samples.reduce((sum, sample) => sum + sample.responses, 0);
   const seconds = samples.reduce((sum, sample) => sum + sample.seconds, 0);
+  // CPU per request: the median over the samples of each sample's CPU ÷ its responses. Another process
+  // that disturbs one sample (on a shared machine, CPU per request swells under contention) moves the
+  // median little, where it would move a pooled total.
   const cpuKnown = samples.every((sample) => sample.cpuMs !== undefined);
-  const cpu = samples.reduce((sum, sample) => sum + (sample.cpuMs ?? 0), 0);
+  const perSample = samples.filter((sample) => sample.responses > 0).map((s) => (s.cpuMs * 1000) / s.responses);
   const statuses = {};
   for (const sample of samples) {
     for (const [status, n] of Object.entries(sample.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
@@ -116,7 +125,7 @@ export function combine(samples) {
     p99: percentile(latencies, 99),
     errors: samples.reduce((sum, sample) => sum + sample.errors, 0),
     statuses,
-    cpuUsPerRequest: cpuKnown && responses > 0 ? (cpu * 1000) / responses : null,
+    cpuUsPerRequest: cpuKnown && perSample.length > 0 ? median(perSample) : null,
     samplesRps: samples.map((sample) => (sample.seconds > 0 ? sample.responses / sample.seconds : 0)),
   };
 }

@@ -1,56 +1,150 @@
 // What the bench sends: the seeded users and, for each measured endpoint, how to build its next
 // request. Every request is built fresh by `next()`: where a request must differ each time (a new
 // guid to add, an existing one to delete) `dynamic` is set and autocannon calls it per request.
+//
+// A user may store at most 10 000 subscriptions (active and tombstones), so the endpoints that add
+// rows draw their users from a pool: each user takes a bounded number of requests, then the next
+// one takes over. The pools are sized for a machine far faster than any seen so far; a pool that
+// still runs dry is reported (its later requests would be refused at the limit).
 import { randomUUID } from "node:crypto";
 import { sign } from "hono/jwt";
 import { seededGuid } from "./data.mjs";
 
 export const JSONAPI = "application/vnd.api+json";
 export const ATOMIC = `${JSONAPI};ext="https://jsonapi.org/ext/atomic"`;
+export const OPML = "text/x-opml";
 export const PAGE_SIZE = 25;
+export const SYNC_PAGE_SIZE = 100;
 export const BULK_SIZES = [1, 10, 50, 100];
 export const SCALING_SIZES = [10, 1000, 10000];
-export const SCALING_PAGES = [1, 40];
+export const OPML_FEEDS = 1000;
+/** The single-request endpoints of results.json, in report order. */
+export const ENDPOINT_NAMES = ["list", "get-one", "post-existing", "post-new", "delete", "patch", "sync"];
+/** What the isolate-only worker measures: the required figures first, then the rest of the API. */
+export const ISOLATE_NAMES = [
+  "list",
+  "get-one",
+  "post-new",
+  "bulk-1",
+  "bulk-100",
+  "post-existing",
+  "delete",
+  "patch",
+  "sync",
+  "opml-import",
+];
 
-export const listPath = (page) => `/v1/subscriptions?page%5Bnumber%5D=${page}&page%5Bsize%5D=${PAGE_SIZE}`;
+/** The read scenarios whose own D1 statements the statement floor runs (a write would not repeat). */
+export const STATEMENT_FLOOR_NAMES = ["list", "get-one", "sync"];
+
+/** Rows a pool user may gain before the next user takes over: under the 10 000 stored per user. */
+const ROWS_PER_POOL_USER = 9000;
+/** Bounds on what any machine serves locally, to size the pools (this one serves far less). */
+const SINGLE_WRITES_PER_SECOND_BOUND = 5000;
+const BULK_ADDS_PER_SECOND_BOUND = 25000;
+
+export const listPath = (page, size = PAGE_SIZE) => `/v1/subscriptions?page%5Bnumber%5D=${page}&page%5Bsize%5D=${size}`;
+export const syncPath = (since, size = SYNC_PAGE_SIZE) =>
+  `/v1/subscriptions?filter%5Bsince%5D=${since}&page%5Bsize%5D=${size}`;
+/** The first page with nothing on it for a user with `size` active subscriptions. */
+export const pastEndPage = (size) => Math.ceil(size / PAGE_SIZE) + 1;
 
 /** Tombstones seeded among the actives of the list users: one per four active subscriptions. */
 const withTombstones = (active) => Math.ceil(active / 4);
 
 /**
- * The seeded users. `deletePool` is how many subscriptions the DELETE load may remove (one per
- * request); it must exceed the requests that run can send.
+ * Users that take turns: request k goes to user floor(k / perUser). `exhausted` is set when more
+ * requests came than the pool holds (the count wraps around; those requests hit the limit).
  */
-export function users(deletePool) {
-  const list = (no, active) => ({ id: `bench-list-${active}`, no, active, tombstones: withTombstones(active) });
-  const plain = (no, id, active) => ({ id, no, active });
+function pool(prefix, firstNo, count, perUser, active = 0) {
+  const members = Array.from({ length: count }, (_, i) => ({ id: `${prefix}-${i}`, no: firstNo + i, active }));
+  let taken = 0;
   return {
-    list: list(1, 300),
-    scaling: Object.fromEntries(SCALING_SIZES.map((size, i) => [size, list(2 + i, size)])),
-    load: {
-      postNew: plain(10, "bench-post-new", 10),
-      delete: plain(11, "bench-delete", deletePool),
-      bulk: Object.fromEntries(BULK_SIZES.map((n, i) => [n, plain(12 + i, `bench-bulk-${n}`, 10)])),
-    },
-    probe: {
-      postNew: plain(20, "probe-post-new", 10),
-      delete: plain(21, "probe-delete", 50),
-      bulk: Object.fromEntries(BULK_SIZES.map((n, i) => [n, plain(22 + i, `probe-bulk-${n}`, 10)])),
+    users: members,
+    perUser,
+    exhausted: false,
+    /** The user and its own request number for the next request. */
+    take() {
+      const k = taken++;
+      const index = Math.floor(k / perUser);
+      if (index >= members.length) this.exhausted = true;
+      return { user: members[index % members.length], k: k % perUser };
     },
   };
 }
+
+/**
+ * The seeded users. `loadSeconds` bounds how long the load of one endpoint lasts in all (warm-up and
+ * samples); the writing pools are sized from it.
+ */
+export function users(loadSeconds) {
+  const list = (no, active, tombstones = withTombstones(active)) => ({
+    id: `bench-list-${active}`,
+    no,
+    active,
+    tombstones,
+  });
+  const plain = (no, id, active) => ({ id, no, active });
+  const singles = Math.ceil((SINGLE_WRITES_PER_SECOND_BOUND * loadSeconds) / ROWS_PER_POOL_USER);
+  const bulkPools = (prefix, firstNo, count) =>
+    Object.fromEntries(
+      BULK_SIZES.map((n, i) => [
+        n,
+        pool(`${prefix}-${n}`, firstNo + i * 1000, count, Math.max(1, Math.floor(ROWS_PER_POOL_USER / n)), 10),
+      ]),
+    );
+  const bulkCount = Math.ceil((BULK_ADDS_PER_SECOND_BOUND * loadSeconds) / ROWS_PER_POOL_USER);
+  return {
+    list: list(1, 300),
+    // The user with 10 000 is at the limit of stored subscriptions: no tombstones beside them. Its
+    // 10 000 subscriptions are also the 10 000 changes of the sync figures.
+    scaling: Object.fromEntries(
+      SCALING_SIZES.map((size, i) => [size, list(2 + i, size, size >= 10000 ? 0 : withTombstones(size))]),
+    ),
+    load: {
+      postNew: pool("bench-post-new", 100, singles, ROWS_PER_POOL_USER, 10),
+      delete: pool("bench-delete", 200, singles, ROWS_PER_POOL_USER, ROWS_PER_POOL_USER),
+      patch: plain(300, "bench-patch", 10),
+      bulk: bulkPools("bench-bulk", 10000, bulkCount),
+    },
+    probe: {
+      postNew: pool("probe-post-new", 400, 1, ROWS_PER_POOL_USER, 10),
+      delete: pool("probe-delete", 500, 1, 50, 50),
+      patch: plain(600, "probe-patch", 10),
+      bulk: bulkPools("probe-bulk", 20000, 1),
+      opml: pool("probe-opml", 700, 1, Math.floor(ROWS_PER_POOL_USER / OPML_FEEDS), 0),
+    },
+    // The fixed requests that the isolate-only worker replays are recorded with these users.
+    isolate: { writer: plain(800, "isolate-writer", 10), opml: plain(801, "isolate-opml", 0) },
+  };
+}
+
+const writers = (set) => [
+  ...set.postNew.users,
+  ...set.delete.users,
+  set.patch,
+  ...Object.values(set.bulk).flatMap((p) => p.users),
+  ...(set.opml ? set.opml.users : []),
+];
 
 export function allUsers(u) {
   return [
     u.list,
     ...Object.values(u.scaling),
-    u.load.postNew,
-    u.load.delete,
-    ...Object.values(u.load.bulk),
-    u.probe.postNew,
-    u.probe.delete,
-    ...Object.values(u.probe.bulk),
+    ...writers(u.load),
+    ...writers(u.probe),
+    u.isolate.writer,
+    u.isolate.opml,
   ];
+}
+
+/** The pools of a run, by endpoint, to report any that ran dry. */
+export function pools(u) {
+  return {
+    "post-new": u.load.postNew,
+    delete: u.load.delete,
+    ...Object.fromEntries(Object.entries(u.load.bulk).map(([n, p]) => [`bulk-${n}`, p])),
+  };
 }
 
 /** HS256 tokens (sub, iat, exp) for every user, signed with the secret the workers are given. */
@@ -66,102 +160,205 @@ export async function tokensFor(userList, secret) {
 const feedUrl = (userId, n) => `https://feeds.example.com/${userId}/${n}.xml`;
 const resource = (id, url) => ({ type: "subscription", id, attributes: { feedUrl: url } });
 
+const xmlEscape = (text) =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+/** An OPML 2.0 document of `count` feeds nobody has subscribed to yet (their guids come from the URLs). */
+export function opmlDocument(userId, count = OPML_FEEDS) {
+  const batch = randomUUID();
+  const outlines = Array.from({ length: count }, (_, i) => {
+    const url = xmlEscape(`https://feeds.example.com/${userId}/opml/${batch}/${i}.xml?a=1&b=2`);
+    return `    <outline type="rss" text="Podcast ${i}" xmlUrl="${url}"/>`;
+  });
+  return [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<opml version="2.0">',
+    "  <head><title>Bench import</title></head>",
+    "  <body>",
+    ...outlines,
+    "  </body>",
+    "</opml>",
+    "",
+  ].join("\n");
+}
+
 /**
  * @typedef {{ method: string, path: string, headers: Record<string, string>, body?: string }} Request
- * @typedef {{ name: string, expected: number[], dynamic: boolean, next: () => Request, adds?: number }} Endpoint
+ * @typedef {{ name: string, expected: number[], dynamic: boolean, next: () => Request, adds?: number,
+ *   imports?: number, optional?: boolean }} Endpoint
  */
+
+const auth = (tokens, user, extra = {}) => ({ authorization: `Bearer ${tokens[user.id]}`, accept: JSONAPI, ...extra });
+
+function bulkRequest(tokens, user, n) {
+  return {
+    method: "POST",
+    path: "/v1/operations",
+    headers: auth(tokens, user, { accept: ATOMIC, "content-type": ATOMIC }),
+    body: JSON.stringify({
+      "atomic:operations": Array.from({ length: n }, () => {
+        const guid = randomUUID();
+        return { op: "add", data: resource(guid, feedUrl(user.id, guid)) };
+      }),
+    }),
+  };
+}
+
+function postRequest(tokens, user, guid, url) {
+  return {
+    method: "POST",
+    path: "/v1/subscriptions",
+    headers: auth(tokens, user, { "content-type": JSONAPI }),
+    body: JSON.stringify({ data: resource(guid, url) }),
+  };
+}
+
+function patchRequest(tokens, user, guid, url) {
+  return {
+    method: "PATCH",
+    path: `/v1/subscriptions/${guid}`,
+    headers: auth(tokens, user, { "content-type": JSONAPI }),
+    body: JSON.stringify({ data: resource(guid, url) }),
+  };
+}
+
+function opmlRequest(tokens, user) {
+  return {
+    method: "POST",
+    path: "/v1/subscriptions.opml",
+    headers: auth(tokens, user, { "content-type": OPML }),
+    body: opmlDocument(user.id),
+  };
+}
+
+/** The requests that only read: the same for load, probes and the isolate-only worker. */
+function reads(u, tokens) {
+  const existingGuid = seededGuid(u.list.no, 150);
+  const syncUser = u.scaling[10000];
+  return {
+    list: () => ({ method: "GET", path: listPath(1), headers: auth(tokens, u.list) }),
+    "get-one": () => ({ method: "GET", path: `/v1/subscriptions/${existingGuid}`, headers: auth(tokens, u.list) }),
+    "post-existing": () => postRequest(tokens, u.list, existingGuid, feedUrl(u.list.id, 150)),
+    sync: () => ({ method: "GET", path: syncPath(0), headers: auth(tokens, syncUser) }),
+  };
+}
 
 /**
  * The measured endpoints, for one set of writing users (the load set or the probe set).
  * @returns {Endpoint[]}
  */
-export function endpoints(u, writers, tokens) {
-  const headers = (user, extra = {}) => ({ authorization: `Bearer ${tokens[user.id]}`, accept: JSONAPI, ...extra });
-  const existingGuid = seededGuid(u.list.no, 150);
-  let deleted = 0;
-  const bulk = BULK_SIZES.map((n) => {
-    const user = writers.bulk[n];
-    return {
-      name: `bulk-${n}`,
-      expected: [200],
-      dynamic: true,
-      adds: n,
-      next: () => ({
-        method: "POST",
-        path: "/v1/operations",
-        headers: headers(user, { accept: ATOMIC, "content-type": ATOMIC }),
-        body: JSON.stringify({
-          "atomic:operations": Array.from({ length: n }, () => {
-            const guid = randomUUID();
-            return { op: "add", data: resource(guid, feedUrl(user.id, guid)) };
-          }),
-        }),
-      }),
-    };
-  });
-  return [
-    {
-      name: "list",
-      expected: [200],
-      dynamic: false,
-      next: () => ({ method: "GET", path: listPath(1), headers: headers(u.list) }),
-    },
-    {
-      name: "get-one",
-      expected: [200],
-      dynamic: false,
-      next: () => ({ method: "GET", path: `/v1/subscriptions/${existingGuid}`, headers: headers(u.list) }),
-    },
-    {
-      name: "post-existing",
-      expected: [200],
-      dynamic: false,
-      next: () => ({
-        method: "POST",
-        path: "/v1/subscriptions",
-        headers: headers(u.list, { "content-type": JSONAPI }),
-        body: JSON.stringify({ data: resource(existingGuid, feedUrl(u.list.id, 150)) }),
-      }),
-    },
+export function endpoints(u, set, tokens) {
+  const read = reads(u, tokens);
+  let patches = 0;
+  const bulk = BULK_SIZES.map((n) => ({
+    name: `bulk-${n}`,
+    expected: [200],
+    dynamic: true,
+    adds: n,
+    next: () => bulkRequest(tokens, set.bulk[n].take().user, n),
+  }));
+  const list = [
+    { name: "list", expected: [200], dynamic: false, next: read.list },
+    { name: "get-one", expected: [200], dynamic: false, next: read["get-one"] },
+    { name: "post-existing", expected: [200], dynamic: false, next: read["post-existing"] },
     {
       name: "post-new",
       expected: [201],
       dynamic: true,
       next: () => {
         const guid = randomUUID();
-        return {
-          method: "POST",
-          path: "/v1/subscriptions",
-          headers: headers(writers.postNew, { "content-type": JSONAPI }),
-          body: JSON.stringify({ data: resource(guid, feedUrl(writers.postNew.id, guid)) }),
-        };
+        const { user } = set.postNew.take();
+        return postRequest(tokens, user, guid, feedUrl(user.id, guid));
       },
     },
     {
       name: "delete",
       expected: [204],
       dynamic: true,
-      next: () => ({
-        method: "DELETE",
-        path: `/v1/subscriptions/${seededGuid(writers.delete.no, deleted++)}`,
-        headers: headers(writers.delete),
-      }),
+      next: () => {
+        const { user, k } = set.delete.take();
+        return { method: "DELETE", path: `/v1/subscriptions/${seededGuid(user.no, k)}`, headers: auth(tokens, user) };
+      },
     },
+    {
+      // A real move each time: a feed URL the subscription never had.
+      name: "patch",
+      expected: [200],
+      dynamic: true,
+      next: () => {
+        const k = patches++;
+        return patchRequest(
+          tokens,
+          set.patch,
+          seededGuid(set.patch.no, k % set.patch.active),
+          feedUrl(set.patch.id, `moved-${k}`),
+        );
+      },
+    },
+    { name: "sync", expected: [200], dynamic: false, next: read.sync },
     ...bulk,
   ];
+  if (set.opml) {
+    list.push({
+      name: "opml-import",
+      expected: [200],
+      dynamic: true,
+      imports: OPML_FEEDS,
+      optional: true,
+      next: () => opmlRequest(tokens, set.opml.take().user),
+    });
+  }
+  return list;
 }
 
-/** List page `page` for the scaling user with `size` subscriptions. */
+/**
+ * One fixed request per isolate-only scenario. Writes use the isolate users: each is recorded once
+ * against the real D1 (where it really writes) and then replayed as often as the load asks.
+ * @returns {Endpoint[]}
+ */
+export function isolateEndpoints(u, tokens) {
+  const read = reads(u, tokens);
+  const { writer, opml } = u.isolate;
+  const fresh = randomUUID();
+  const requests = {
+    ...read,
+    "post-new": postRequest(tokens, writer, fresh, feedUrl(writer.id, fresh)),
+    delete: { method: "DELETE", path: `/v1/subscriptions/${seededGuid(writer.no, 0)}`, headers: auth(tokens, writer) },
+    patch: patchRequest(tokens, writer, seededGuid(writer.no, 1), feedUrl(writer.id, "moved")),
+    "bulk-1": bulkRequest(tokens, writer, 1),
+    "bulk-100": bulkRequest(tokens, writer, 100),
+    "opml-import": opmlRequest(tokens, opml),
+  };
+  const expected = { "post-new": [201], delete: [204] };
+  return ISOLATE_NAMES.map((name) => {
+    const request = typeof requests[name] === "function" ? requests[name]() : requests[name];
+    return {
+      name,
+      expected: expected[name] ?? [200],
+      dynamic: false,
+      optional: name === "opml-import",
+      next: () => request,
+    };
+  });
+}
+
+/** Page `page` of the list for the scaling user with `size` subscriptions. */
 export function scalingEndpoint(u, tokens, size, page) {
   const user = u.scaling[size];
   return {
     name: `list-${size}-page-${page}`,
     expected: [200],
     dynamic: false,
-    next: () => ({
-      method: "GET",
-      path: listPath(page),
-      headers: { authorization: `Bearer ${tokens[user.id]}`, accept: JSONAPI },
-    }),
+    next: () => ({ method: "GET", path: listPath(page), headers: auth(tokens, user) }),
+  };
+}
+
+/** A sync page of 100 for the user with 10 000 changes, from `since`. */
+export function syncEndpoint(u, tokens, since) {
+  return {
+    name: `sync-since-${since}`,
+    expected: [200],
+    dynamic: false,
+    next: () => ({ method: "GET", path: syncPath(since), headers: auth(tokens, u.scaling[10000]) }),
   };
 }

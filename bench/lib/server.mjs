@@ -1,13 +1,16 @@
-// Serving for the bench: one Miniflare instance (one workerd process) holding four workers, each
+// Serving for the bench: one Miniflare instance (one workerd process) holding five workers, each
 // reachable on its own direct socket on 127.0.0.1, so nothing but workerd's HTTP server stands in
 // front of the code: no Miniflare entry worker (which costs more than the ceiling worker itself),
 // no request logging through Node, no dev registry.
 //   app      the plain minified build of src/index.ts (the load runs)
 //   probe    the instrumented build (bench/instrumented-worker.ts; the row probes)
 //   ceiling  the bare Hono worker (bench/ceiling-worker.ts)
-//   floor    the bare Hono worker plus one `SELECT 1` on D1 per request (bench/d1-floor-worker.ts)
-// All four get the bindings wrangler.toml declares (as `wrangler dev` would) plus AUTH_JWT_SECRET,
-// and share one D1 database, persisted under the run's temporary directory. Three departures from
+//   floor    the bare Hono worker plus one rate-limit call and one `SELECT 1` on D1 per request
+//            (bench/d1-floor-worker.ts)
+//   isolate  the app with D1 and the rate limiters answered in the isolate (bench/isolate-worker.ts)
+// All five get the bindings wrangler.toml declares (as `wrangler dev` would; those of the wrangler
+// environment `env` when one is given) plus AUTH_JWT_SECRET, and share the D1 databases, persisted
+// under the run's temporary directory. Three departures from
 // `wrangler dev`, each so that the load measures the worker's own code path:
 //   - static assets are left out: the measured routes (/v1, /ext) always run the worker first, and an
 //     assets router would stand in front of every request;
@@ -23,15 +26,15 @@ import { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } from "wran
 const LOOPBACK = "127.0.0.1";
 
 /**
- * @param {{ root: string, stateDir: string, secret: string, bundles: Record<"app" | "probe" | "ceiling" | "floor", string> }} options
+ * @param {{ root: string, stateDir: string, secret: string, env?: string, bundles: Record<string, string> }} options
  */
-export async function startServer({ root, stateDir, secret, bundles }) {
+export async function startServer({ root, stateDir, secret, env, bundles }) {
   // modulesRules only matter to wrangler's own bundling (and cannot be converted to Miniflare 5's options).
   const {
     modulesRules: _rules,
     assets: _assets,
     ...workerOptions
-  } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml")).workerOptions;
+  } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"), env).workerOptions;
   const ratelimits = Object.fromEntries(
     Object.entries(workerOptions.ratelimits ?? {}).map(([name, config]) => [
       name,
@@ -74,8 +77,12 @@ export async function startServer({ root, stateDir, secret, bundles }) {
     await mf.ready;
     const urls = {};
     for (const name of Object.keys(bundles)) urls[name] = await mf.unsafeGetDirectURL(name);
-    const db = await mf.getD1Database("DB", "app");
-    return { mf, urls, db, logs, workerdPid: findChild("workerd") };
+    // Every D1 binding (one, or one per shard), by binding name; the first is the app's DB.
+    const databases = {};
+    for (const binding of Object.keys(workerOptions.d1Databases ?? {})) {
+      databases[binding] = await mf.getD1Database(binding, "app");
+    }
+    return { mf, urls, databases, logs, workerdPid: findChild("workerd") };
   } catch (err) {
     await mf.dispose().catch(() => {});
     throw err;

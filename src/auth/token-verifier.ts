@@ -45,7 +45,7 @@ function userIdOf(payload: JWTPayload): string {
 }
 
 /**
- * Verifies bearer tokens for one configuration (CONTRACT 1) with Hono's `verify`: HS256 with the secret,
+ * Verifies bearer tokens for one configuration (docs/API.md §1) with Hono's `verify`: HS256 with the secret,
  * RS256/ES256/EdDSA with the key set; with both configured, the token's `alg` picks, and each path
  * accepts only its own algorithms. A token that passed every check is remembered (`VerifiedTokens`),
  * so the same token costs one signature check per isolate.

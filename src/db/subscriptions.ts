@@ -14,7 +14,7 @@ export function database(d1: D1Database | D1DatabaseSession): Database {
   return d1;
 }
 
-/** Stored subscriptions per user, tombstones included (CONTRACT 12); reviving a tombstone is not creating. */
+/** Stored subscriptions per user, tombstones included (docs/API.md §12); reviving a tombstone is not creating. */
 export const MAX_STORED_SUBSCRIPTIONS = 10_000;
 
 /** A D1 call failed (unavailable, overloaded, reset): the client may retry; a batch is all-or-nothing. */
@@ -26,7 +26,7 @@ export class DatabaseError extends Error {
 }
 
 /** Runs one D1 call; any failure of D1 itself becomes a DatabaseError (503, safe to retry). */
-async function call<T>(run: () => Promise<T>): Promise<T> {
+export async function call<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
@@ -242,7 +242,7 @@ function listOrder(a: StoredSubscription, b: StoredSubscription): number {
   return a.subscribedAt - b.subscribedAt || (a.guid < b.guid ? -1 : a.guid > b.guid ? 1 : 0);
 }
 
-/** A page past the end is answered from the stats row alone (CONTRACT 12): it reads nothing else. */
+/** A page past the end is answered from the stats row alone (docs/API.md §12): it reads nothing else. */
 const listStatement = statement(sql`
   SELECT ${stats.activeCount} AS total, ${stats.version} AS version,
     CASE
@@ -301,7 +301,7 @@ export interface SubscriptionRead {
 
 /**
  * One active subscription of the user, with the user's version. It always reads the row: a client's
- * current ETag must never turn a 404 into a 304 (CONTRACT 12).
+ * current ETag must never turn a 404 into a 304 (docs/API.md §12).
  */
 export async function findSubscription(db: Database, user: string, feed: string): Promise<SubscriptionRead> {
   const row = await call(() =>

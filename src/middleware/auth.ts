@@ -28,7 +28,7 @@ function misconfigured(detail: string): ApiError {
   return new ApiError({ status: 500, title: "Authentication is not configured", detail });
 }
 
-/** CONTRACT 12: the identity provider's keys are out of reach. The token may well be fine: never a 401. */
+/** docs/API.md §12: the identity provider's keys are out of reach. The token may well be fine: never a 401. */
 function authenticationUnavailable(err: KeySetUnavailable, c: Context<AppEnv>): ApiError {
   console.error(
     JSON.stringify({ level: "error", requestId: c.get("requestId"), event: "jwks_unavailable", error: err.message }),
@@ -101,7 +101,7 @@ function bearerToken(c: Context<AppEnv>): string | undefined {
 }
 
 /**
- * Bearer-token authentication (CONTRACT 1): sets `userId` from the token's `sub`, or answers 401 (429 for
+ * Bearer-token authentication (docs/API.md §1): sets `userId` from the token's `sub`, or answers 401 (429 for
  * an address that fails too often). When the identity provider's keys cannot be loaded the answer is 503,
  * which is not a failed authentication and never counts against the address.
  */

@@ -1,20 +1,14 @@
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
-import { type AppEnv, configured } from "../env";
+import { type AppBindings, type AppEnv, configured } from "../env";
 import { BOOKMARK_HEADER } from "./d1-session";
 
-/**
- * CORS for browser-based podcast apps. Origins come from CORS_ALLOWED_ORIGINS (comma-separated, or
- * "*"); none configured means no CORS headers, so browsers on other origins are refused. Credentials
- * are bearer tokens in Authorization, never cookies, so credentialed CORS stays off. Preflights are
- * answered here, before authentication.
- */
-export const corsPolicy: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const allowed = configured(c.env.CORS_ALLOWED_ORIGINS)
+function corsFrom(raw: string): MiddlewareHandler<AppEnv> | undefined {
+  const allowed = configured(raw)
     ?.split(",")
     .map((origin) => origin.trim())
     .filter((origin) => origin !== "");
-  if (!allowed || allowed.length === 0) return next();
+  if (!allowed || allowed.length === 0) return undefined;
   return cors({
     origin: allowed.includes("*") ? "*" : (origin) => (allowed.includes(origin) ? origin : null),
     allowMethods: ["GET", "POST", "PATCH", "DELETE"],
@@ -22,5 +16,20 @@ export const corsPolicy: MiddlewareHandler<AppEnv> = async (c, next) => {
     exposeHeaders: ["ETag", "Location", "Retry-After", BOOKMARK_HEADER, "X-Request-Id"],
     maxAge: 600,
     credentials: false,
-  })(c, next);
-};
+  });
+}
+
+/** The CORS middleware of the last CORS_ALLOWED_ORIGINS seen: built once per isolate, not per request. */
+let cached: { raw: string; handler: MiddlewareHandler<AppEnv> | undefined } | undefined;
+
+/**
+ * CORS for browser-based podcast apps. Origins come from CORS_ALLOWED_ORIGINS (comma-separated, or
+ * "*"); none configured means no CORS headers (undefined here), so browsers on other origins are
+ * refused. Credentials are bearer tokens in Authorization, never cookies, so credentialed CORS stays
+ * off. Preflights are answered by the returned middleware, before authentication.
+ */
+export function corsPolicy(env: AppBindings): MiddlewareHandler<AppEnv> | undefined {
+  const raw = env.CORS_ALLOWED_ORIGINS ?? "";
+  if (cached?.raw !== raw) cached = { raw, handler: corsFrom(raw) };
+  return cached.handler;
+}

@@ -4,8 +4,8 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { DatabaseError } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { ApiError, type ErrorObject, errorDocument, type ProblemInit, respond, toErrorObject } from "../jsonapi";
+import { BODY_TOO_LARGE, MALFORMED_JSON } from "../request-body";
 import { ShardConfigError } from "../shards";
-import { BODY_TOO_LARGE, MALFORMED_JSON } from "./json-body";
 
 /** Statuses Hono's own middleware raise (body limit, JSON validator), as the same JSON:API errors as ours. */
 const httpExceptionProblems: Record<number, ProblemInit> = { 400: MALFORMED_JSON, 413: BODY_TOO_LARGE };

@@ -6,11 +6,13 @@ import {
   extensionsOf,
   hasOnlyJsonApiParams,
   JSONAPI_MEDIA_TYPE,
+  jsonApiContentType,
   linkMethodExtUri,
   type MediaType,
   parseAccept,
   parseMediaType,
 } from "../jsonapi";
+import { isUtf8Label, isXmlMediaType, OPML_ACCEPT_RANGES, OPML_MEDIA_TYPE } from "../opml/media-types";
 
 /** Which extension an endpoint speaks: the bulk endpoint requires Atomic Operations, the others refuse it. */
 export type EndpointExtension = "none" | "atomic";
@@ -82,10 +84,21 @@ function negotiateAccept(c: Context<AppEnv>, extension: EndpointExtension, suppo
  * extension in its Content-Type, plus link-method when the client's Accept asked for it.
  */
 export function negotiate(extension: EndpointExtension): MiddlewareHandler<AppEnv> {
+  // The media type a conforming client of this endpoint sends and accepts, written exactly so.
+  const canonical = extension === "atomic" ? jsonApiContentType([ATOMIC_EXT_URI]) : JSONAPI_MEDIA_TYPE;
   return async (c, next) => {
+    const hasBody = c.req.method === "POST" || c.req.method === "PATCH";
+    const accept = c.req.header("Accept");
+    // The usual request (no Accept, or the endpoint's own media type, in both headers): it passes
+    // every rule below and names no extension but atomic, so there is nothing to parse.
+    if ((accept === undefined || accept === canonical) && (!hasBody || c.req.header("Content-Type") === canonical)) {
+      if (extension === "atomic") c.set("responseExtensions", [ATOMIC_EXT_URI]);
+      await next();
+      return;
+    }
     const linkMethod = linkMethodExtUri(c);
     const supported = [ATOMIC_EXT_URI, linkMethod];
-    if (c.req.method === "POST" || c.req.method === "PATCH") checkContentType(c, extension, supported);
+    if (hasBody) checkContentType(c, extension, supported);
     const requested = negotiateAccept(c, extension, supported);
     if (extension === "atomic") {
       c.set("responseExtensions", requested.includes(linkMethod) ? [ATOMIC_EXT_URI, linkMethod] : [ATOMIC_EXT_URI]);
@@ -93,3 +106,46 @@ export function negotiate(extension: EndpointExtension): MiddlewareHandler<AppEn
     await next();
   };
 }
+
+// ---------------------------------------------------------------------------------------------
+// OPML (docs/API.md §11): an XML body in, a JSON:API document out; OPML out on export.
+
+/** The import's body: OPML or any XML media type, in UTF-8 (415 otherwise). */
+function checkXmlContentType(c: Context<AppEnv>): void {
+  const header = c.req.header("Content-Type");
+  const mediaType = header === undefined ? undefined : parseMediaType(header);
+  if (!mediaType || !isXmlMediaType(mediaType.essence)) {
+    throw unsupportedMediaType(`Send the OPML document as ${OPML_MEDIA_TYPE}, application/xml or text/xml.`);
+  }
+  const charset = mediaType.params.get("charset");
+  if (charset !== undefined && !isUtf8Label(charset)) {
+    throw unsupportedMediaType("OPML documents are taken in UTF-8 only.");
+  }
+}
+
+/** POST /v1/subscriptions.opml: takes XML, answers JSON:API (Accept as on every JSON:API endpoint). */
+export const negotiateOpmlImport: MiddlewareHandler<AppEnv> = async (c, next) => {
+  checkXmlContentType(c);
+  negotiateAccept(c, "none", [ATOMIC_EXT_URI, linkMethodExtUri(c)]);
+  await next();
+};
+
+/** A range with `q=0` is one the client refuses. */
+function isRefused(range: MediaType): boolean {
+  const weight = range.params.get("q");
+  return weight !== undefined && Number(weight) === 0;
+}
+
+/** GET /v1/subscriptions.opml answers OPML: 406 unless Accept is absent or allows one of the OPML ranges. */
+export const negotiateOpmlExport: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const header = c.req.header("Accept");
+  if (header !== undefined && header.trim() !== "") {
+    const acceptable = parseAccept(header).some(
+      (range) => OPML_ACCEPT_RANGES.includes(range.essence) && !isRefused(range),
+    );
+    if (!acceptable) {
+      throw notAcceptable(`This endpoint answers ${OPML_MEDIA_TYPE}; accept ${OPML_ACCEPT_RANGES.join(", ")}.`);
+    }
+  }
+  await next();
+};

@@ -11,7 +11,10 @@ import {
   LINK_METHOD_EXT_PATH,
   toErrorObject,
 } from "../jsonapi";
-import { MAX_BODY_BYTES, MAX_OPERATIONS } from "../limits";
+import { MAX_BODY_BYTES, MAX_OPERATIONS, MAX_OPML_FEEDS } from "../limits";
+import { isXmlMediaType, OPML_ACCEPT_RANGES, OPML_CONTENT_TYPE, OPML_MEDIA_TYPE } from "../opml/media-types";
+import { parseOpml } from "../opml/parse";
+import { serialiseOpml } from "../opml/serialise";
 import {
   changeFeedLinks,
   DEFAULT_PAGE_SIZE,
@@ -25,6 +28,7 @@ import {
   idMismatch,
   invalidGuid,
   parseSubscriptionResource,
+  SUBSCRIPTION_TYPE,
   subscriptionDocumentError,
   subscriptionLimitReached,
   subscriptionNotFound,
@@ -523,6 +527,63 @@ const forbiddenLimit = {
   content: errorContent({ limit: example("Subscription limit reached", subscriptionLimit) }),
 };
 
+// OPML: the examples come from the import's own parser and validator and the export's serialiser.
+
+const OPML_PATH = "/v1/subscriptions.opml";
+const OPML_REQUEST_TYPES = [OPML_MEDIA_TYPE, "application/xml", "text/xml"];
+if (!OPML_REQUEST_TYPES.every(isXmlMediaType)) throw new Error("a documented OPML request type is refused");
+
+const exportExample = serialiseOpml([stored(0), stored(1)], new Date(EXAMPLE_TIME));
+
+const INVALID_FEED_URL = "feeds.example.net/no-scheme.xml";
+const importRequestExample = [
+  '<?xml version="1.0" encoding="UTF-8"?>',
+  '<opml version="2.0">',
+  "  <head><title>Exported from another app</title></head>",
+  "  <body>",
+  '    <outline text="News">',
+  `      <outline type="rss" text="Podcasting 2.0" xmlUrl="${FEEDS[0].feedUrl}"/>`,
+  "    </outline>",
+  `    <outline type="rss" text="The Daily Byte" xmlUrl="${FEEDS[1].feedUrl}" guid="${FEEDS[1].guid}"/>`,
+  `    <outline type="rss" text="Broken" xmlUrl="${INVALID_FEED_URL}"/>`,
+  "  </body>",
+  "</opml>",
+].join("\n");
+if (parseOpml(new TextEncoder().encode(importRequestExample).buffer as ArrayBuffer).length !== 3) {
+  throw new Error("the OPML import example does not parse to three feeds");
+}
+
+/** The reason an import gives for skipping an outline: the JSON endpoints' feedUrl validator's detail. */
+function skippedReason(xmlUrl: string): string {
+  const resource = { type: SUBSCRIPTION_TYPE, id: FEEDS[0].guid, attributes: { feedUrl: xmlUrl } };
+  const result = parseSubscriptionResource(resource, "");
+  if (result.ok) throw new Error(`example xmlUrl ${xmlUrl} is valid`);
+  return result.error.detail;
+}
+
+const importResultExample = {
+  jsonapi: { version: "1.1" },
+  meta: {
+    imported: 1,
+    alreadySubscribed: 1,
+    skipped: [{ xmlUrl: INVALID_FEED_URL, reason: skippedReason(INVALID_FEED_URL) }],
+  },
+};
+
+/** The error the import's parser answers for `opml`. */
+function opmlError(opml: string | Uint8Array): ErrorObject {
+  const bytes = typeof opml === "string" ? new TextEncoder().encode(opml) : opml;
+  try {
+    parseOpml(bytes.buffer as ArrayBuffer);
+  } catch (error) {
+    if (error instanceof Error && "errors" in error) return (error as { errors: ErrorObject[] }).errors[0];
+    throw error;
+  }
+  throw new Error("example OPML is accepted");
+}
+
+const tooManyFeedsOpml = `<opml><body>${'<outline xmlUrl="https://feeds.example.com/x.xml"/>'.repeat(MAX_OPML_FEEDS + 1)}</body></opml>`;
+
 const paths: Record<string, Json> = {
   "/v1/subscriptions": {
     get: {
@@ -876,6 +937,123 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
       },
     },
   },
+  [OPML_PATH]: {
+    get: {
+      operationId: "exportOpml",
+      tags: ["OPML"],
+      summary: "Export subscriptions as OPML",
+      description: `The authenticated user's active subscriptions as an OPML 2.0 document, in list order: a \`<head>\` with a \`<title>\` and \`<dateCreated>\` (RFC 822), and one \`<outline type="rss" text xmlUrl guid/>\` per subscription, XML-escaped. The \`guid\` attribute is the subscription's id, so importing the file elsewhere maps each feed to the same resource. Takes no query parameters (names JSON:API reserves answer 400). One database read.`,
+      parameters: v1Parameters,
+      responses: {
+        "200": {
+          description: "The OPML document.",
+          headers: successHeaders,
+          content: {
+            [OPML_CONTENT_TYPE]: { schema: { type: "string" }, example: exportExample },
+          },
+        },
+        "400": {
+          description: "A query parameter JSON:API reserves was sent.",
+          headers: v1Headers,
+          content: errorContent({
+            unsupported: example("A parameter JSON:API reserves", exampleErrors(pageError({ include: "feeds" }))),
+          }),
+        },
+        ...v1Responses,
+        "406": {
+          description: `\`Accept\` allows none of ${OPML_ACCEPT_RANGES.map((range) => `\`${range}\``).join(", ")} (an absent \`Accept\` is fine). The error is a JSON:API document.`,
+          headers: v1Headers,
+          content: errorContent({
+            json: example(
+              "Accept: application/json",
+              exampleErrors(
+                problem(
+                  406,
+                  "Not acceptable",
+                  `This endpoint answers ${OPML_MEDIA_TYPE}; accept ${OPML_ACCEPT_RANGES.join(", ")}.`,
+                  { source: { header: "Accept" } },
+                ),
+              ),
+            ),
+          }),
+        },
+      },
+    },
+    post: {
+      operationId: "importOpml",
+      tags: ["OPML"],
+      summary: "Import subscriptions from OPML",
+      description: `Subscribes the authenticated user to every \`outline\` with an \`xmlUrl\` attribute, at any depth (merge: nothing is removed). Each outline is subscribed like \`POST /v1/subscriptions\`, with the outline's \`guid\` attribute as the id when it is a UUID, else the feed's podcast:guid (a UUIDv5 in the namespace \`ead4c236-bf58-58c6-a2c6-a6b28d128cb6\` of the \`xmlUrl\` without its scheme and trailing slashes). Outlines whose \`xmlUrl\` \`POST /v1/subscriptions\` would refuse are skipped, with the reason; so are the feeds past the user's quota of ${MAX_STORED_SUBSCRIPTIONS} stored subscriptions (the import stops adding there). Send the document as \`${OPML_MEDIA_TYPE}\`, \`application/xml\`, \`text/xml\` or any \`+xml\` type, in UTF-8, at most ${MAX_BODY_BYTES / 1024 / 1024} MiB and ${MAX_OPML_FEEDS} feeds. A DOCTYPE (and so any entity declaration) is refused, never processed. All subscriptions are written in one database transaction: on 503 nothing was written, and retrying is safe.`,
+      parameters: v1Parameters,
+      requestBody: {
+        required: true,
+        content: Object.fromEntries(
+          OPML_REQUEST_TYPES.map((type) => [
+            type,
+            {
+              schema: { type: "string" },
+              examples: { opml: example("Three feeds, one nested, one with a guid", importRequestExample) },
+            },
+          ]),
+        ),
+      },
+      responses: {
+        "200": {
+          description:
+            "What the import did: `imported` (new or revived subscriptions), `alreadySubscribed` (before the import, or by an earlier outline of the same file), and the outlines `skipped` with the reason.",
+          headers: successHeaders,
+          content: jsonApiContent(schemaRef("OpmlImportDocument"), {
+            imported: example(
+              "One imported, one already subscribed, one skipped",
+              importResultExample,
+              "The response to the request example, for a user already subscribed to The Daily Byte.",
+            ),
+          }),
+        },
+        "400": {
+          description:
+            "The document is not valid UTF-8, its XML declaration names another encoding, it has a DOCTYPE, it is not well-formed XML, or its root element is not `<opml>`.",
+          headers: v1Headers,
+          content: errorContent({
+            malformed: example(
+              "Not well-formed",
+              exampleErrors(opmlError('<opml><body><outline xmlUrl="https://a.example/f"></body></opml>')),
+            ),
+            notOpml: example("Not OPML", exampleErrors(opmlError('<rss version="2.0"/>'))),
+            doctype: example(
+              "A DOCTYPE (an entity declaration)",
+              exampleErrors(opmlError('<!DOCTYPE opml [<!ENTITY a "b">]><opml/>')),
+            ),
+            encoding: example(
+              "Another encoding",
+              exampleErrors(opmlError('<?xml version="1.0" encoding="ISO-8859-1"?><opml/>')),
+            ),
+            utf8: example("Invalid UTF-8", exampleErrors(opmlError(new Uint8Array([0x3c, 0xe9, 0x3e])))),
+          }),
+        },
+        "413": {
+          description: `More than ${MAX_OPML_FEEDS} outlines with an \`xmlUrl\` (valid or not; nothing is written), or a body over ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
+          headers: v1Headers,
+          content: errorContent({
+            tooMany: example("Too many feeds", exampleErrors(opmlError(tooManyFeedsOpml))),
+            tooLarge: example("Body too large", exampleErrors(bodyTooLarge)),
+          }),
+        },
+        "415": {
+          description: `The body is not sent as \`${OPML_MEDIA_TYPE}\`, \`application/xml\`, \`text/xml\` or a \`+xml\` type, or names a \`charset\` other than UTF-8.`,
+          headers: v1Headers,
+          content: errorContent({
+            json: example(
+              "Sent as application/json",
+              media415(`Send the OPML document as ${OPML_MEDIA_TYPE}, application/xml or text/xml.`),
+            ),
+            charset: example("Another charset", media415("OPML documents are taken in UTF-8 only.")),
+          }),
+        },
+        ...v1Responses,
+      },
+    },
+  },
   [LINK_METHOD_EXT_PATH]: {
     get: {
       operationId: "linkMethodExtension",
@@ -904,19 +1082,19 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
 // ---------------------------------------------------------------------------------------------
 // The document
 
-const DESCRIPTION = `Keeps a podcast listener's feed subscriptions in sync across apps: list them page by page, learn exactly what changed since the last sync (unsubscriptions and feed moves included), fetch one, subscribe, move a feed to a new URL, unsubscribe, and do many of these in one request.
+const DESCRIPTION = `Keeps a podcast listener's feed subscriptions in sync across apps: list them page by page, learn exactly what changed since the last sync (unsubscriptions and feed moves included), fetch one, subscribe, move a feed to a new URL, unsubscribe, do many of these in one request, and move them between apps as OPML.
 
-The wire format is [JSON:API 1.1](https://jsonapi.org/format/1.1/): every body, errors included, is \`${JSONAPI}\` (bulk: \`${ATOMIC}\`), and every response has \`Vary: Accept\` and an \`X-Request-Id\`.
+The wire format is [JSON:API 1.1](https://jsonapi.org/format/1.1/): every body, errors included, is \`${JSONAPI}\` (bulk: \`${ATOMIC}\`; the OPML export and import body: OPML), and every response has \`Vary: Accept\` and an \`X-Request-Id\`.
 
 **Authentication.** Every \`/v1\` request needs \`Authorization: Bearer <JWT>\`. The user is the token's \`sub\`; nothing else selects the user, and another user's subscription is \`404\` exactly as if it did not exist. Tokens are verified with HS256 or with the identity provider's JWKS; \`exp\` is required.
 
-**Media types.** Send request bodies as \`${JSONAPI}\` (\`${ATOMIC}\` on \`/v1/operations\`); any other type, a \`charset\` or another parameter than \`ext\`/\`profile\`, or an extension the endpoint does not take answers \`415\`. \`Accept\` may be absent, \`*/*\`, \`application/json\` or the JSON:API type; \`406\` only when every JSON:API type in it is unusable.
+**Media types.** Send request bodies as \`${JSONAPI}\` (\`${ATOMIC}\` on \`/v1/operations\`); any other type, a \`charset\` or another parameter than \`ext\`/\`profile\`, or an extension the endpoint does not take answers \`415\`. \`Accept\` may be absent, \`*/*\`, \`application/json\` or the JSON:API type; \`406\` only when every JSON:API type in it is unusable. The OPML endpoints take and give XML: see them.
 
 **Errors.** JSON:API error objects with \`status\`, a stable \`title\`, \`detail\`, and \`source\` (\`pointer\`, \`parameter\` or \`header\`) where it helps. An unknown path answers \`404\`, a known path with another method \`405\` with \`Allow\`.
 
 **Consistency and caching.** Responses carry \`X-D1-Bookmark\`: send it back on the next request to read your own writes from any database replica. The \`GET\` endpoints (list, change feed, one subscription) answer with an \`ETag\`; send it as \`If-None-Match\` to get \`304\` while nothing changed.
 
-**Limits.** \`page[size]\` up to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); ${MAX_OPERATIONS} operations per bulk request; request bodies up to ${MAX_BODY_BYTES / 1024 / 1024} MiB; ${MAX_STORED_SUBSCRIPTIONS} stored subscriptions per user, unsubscribed ones included (\`403\`); requests over the rate limit answer \`429\` with \`Retry-After\`.`;
+**Limits.** \`page[size]\` up to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); ${MAX_OPERATIONS} operations per bulk request; ${MAX_OPML_FEEDS} feeds per OPML import; request bodies up to ${MAX_BODY_BYTES / 1024 / 1024} MiB; ${MAX_STORED_SUBSCRIPTIONS} stored subscriptions per user, unsubscribed ones included (\`403\`; an OPML import lists the feeds over it in \`meta.skipped\`); requests over the rate limit answer \`429\` with \`Retry-After\`.`;
 
 /** Orders each operation's responses by status code, as readers expect. */
 function sortResponses(allPaths: Record<string, Json>): Record<string, Json> {
@@ -953,6 +1131,10 @@ export function buildOpenApiDocument(): Json {
       {
         name: "Bulk operations",
         description: "Many subscriptions in one ordered request (JSON:API Atomic Operations).",
+      },
+      {
+        name: "OPML",
+        description: "Moving subscriptions between apps and services: OPML 2.0 export and merge-import.",
       },
       { name: "Extensions", description: "Documentation of the JSON:API extensions this server uses." },
     ],

@@ -54,7 +54,7 @@ export const removeOperationSchema = z.object({
 // ---------------------------------------------------------------------------------------------
 // Responses
 
-/** RFC 3339 UTC with milliseconds and `Z` (CONTRACT 4). */
+/** RFC 3339 UTC with milliseconds and `Z` (docs/API.md §4). */
 const isoTimestamp = z.iso.datetime({ precision: 3 });
 
 export const jsonapiObjectSchema = z.object({ version: z.literal(JSONAPI_VERSION) });
@@ -180,6 +180,16 @@ export const operationsResultDocumentSchema = z.object({
   }),
 });
 
+/** The answer of an OPML import: counts, and the outlines skipped with their reasons. */
+export const opmlImportDocumentSchema = z.object({
+  jsonapi: jsonapiObjectSchema,
+  meta: z.object({
+    imported: z.number().int().min(0),
+    alreadySubscribed: z.number().int().min(0),
+    skipped: z.array(z.object({ xmlUrl: z.string(), reason: z.string() })),
+  }),
+});
+
 // ---------------------------------------------------------------------------------------------
 // Names and descriptions in the document (`#/components/schemas/<id>`)
 
@@ -297,6 +307,11 @@ documentRegistry
     id: "AtomicResult",
     description: "One element of `atomic:results`: `data` when its operation succeeded, `errors` when it failed.",
   })
+  .add(opmlImportDocumentSchema, {
+    id: "OpmlImportDocument",
+    description:
+      "What an OPML import did: `imported` subscriptions created (or revived), `alreadySubscribed` (before the import, or by an earlier outline of the same file), and the outlines `skipped` with the reason (`xmlUrl` as in the file): an invalid URL, or the user's quota of stored subscriptions reached.",
+  })
   .add(operationsResultDocumentSchema, {
     id: "OperationsResultDocument",
     description:
@@ -321,3 +336,4 @@ export type ErrorObject = z.output<typeof errorObjectSchema>;
 export type ErrorDocument = z.output<typeof errorDocumentSchema>;
 export type AtomicResult = z.output<typeof atomicResultSchema>;
 export type OperationsResultDocument = z.output<typeof operationsResultDocumentSchema>;
+export type OpmlImportDocument = z.output<typeof opmlImportDocumentSchema>;

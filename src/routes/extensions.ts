@@ -4,9 +4,9 @@ import { linkMethodExtUri } from "../jsonapi";
 
 /**
  * GET /ext/link-method: the URI of the service's link-method extension dereferences to its
- * description (CONTRACT, placeholders), as JSON:API recommends for extension URIs. Shared caches may
+ * description (docs/API.md, introduction), as JSON:API recommends for extension URIs. Shared caches may
  * keep it only when the URI comes from PUBLIC_BASE_URL: otherwise it echoes the request's Host, and a
- * poisoned Host must not reach other clients through a cache (CONTRACT 12); the default then applies
+ * poisoned Host must not reach other clients through a cache (docs/API.md §12); the default then applies
  * (security-headers.ts: private, no-store).
  */
 export const extensionRoutes = new Hono<AppEnv>().get("/link-method", (c) => {

@@ -33,7 +33,7 @@ export const operationsDocumentSchema = z.object({
   [OPERATIONS]: z.array(z.unknown()).min(1).max(MAX_OPERATIONS),
 });
 
-/** Request-level problems: answered with a top-level errors document and no results (CONTRACT 6). */
+/** Request-level problems: answered with a top-level errors document and no results (docs/API.md §6). */
 function operationsDocumentError(error: z.core.$ZodError, body: unknown): ApiError {
   const issue = error.issues[0];
   if (issue.code === "too_big") {
@@ -61,7 +61,7 @@ function invalidOperation(pointer: string, title: string, detail: string): { ok:
   return { ok: false, error: toErrorObject({ status: 400, title, detail, source: { pointer } }) };
 }
 
-/** A bulk `update`'s optional `ref` must name the resource its `data` names (CONTRACT 10). */
+/** A bulk `update`'s optional `ref` must name the resource its `data` names (docs/API.md §10). */
 function refMatches(ref: unknown, guid: string): boolean {
   if (ref === null || typeof ref !== "object") return false;
   const { type, id } = ref as Record<string, unknown>;
@@ -80,7 +80,7 @@ function withData(operation: Record<string, unknown>, at: string, op: string): V
 }
 
 /**
- * Validates operation `index` on its own (CONTRACT 6 and 10), with the validators the single-resource
+ * Validates operation `index` on its own (docs/API.md §6 and 10), with the validators the single-resource
  * endpoints use: `add` as POST, `update` as PATCH, `remove` by its ref as DELETE by its path.
  */
 function parseOperation(operation: unknown, index: number): Validated<WriteOperation> {
@@ -151,7 +151,7 @@ function toAtomicResult(operation: WriteOperation, result: WriteResult<WriteOper
 }
 
 /**
- * POST /v1/operations: Atomic Operations, except that operations are independent (specification):
+ * POST /v1/operations: Atomic Operations, except that operations are independent (docs/API.md §6):
  * each succeeds or fails on its own, and failures are reported inline in `atomic:results`.
  */
 export const operationRoutes = new Hono<AppEnv>().post(

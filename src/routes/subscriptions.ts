@@ -20,13 +20,12 @@ import {
   changeFeedLinks,
   changesLink,
   invalidSyncToken,
-  isReservedParameter,
+  noQueryParameters,
   type PageParams,
   pageLink,
   pageQueryError,
   pageQuerySchema,
   paginationLinks,
-  unsupportedQueryParameter,
 } from "../pagination";
 import {
   guidSchema,
@@ -47,12 +46,6 @@ const guidParam = zValidator("param", z.object({ guid: guidSchema }), (result) =
   if (!result.success) throw invalidGuid();
 });
 
-/** GET /v1/subscriptions/{guid} takes no query parameters; reserved ones are refused, others ignored. */
-const noQuery = zValidator("query", z.record(z.string(), z.unknown()), (result) => {
-  const reserved = Object.keys(result.data).find(isReservedParameter);
-  if (reserved !== undefined) throw unsupportedQueryParameter(reserved);
-});
-
 const jsonApi = negotiate("none");
 
 /** User data may be kept by the client, but must be revalidated (ETag) before each use. */
@@ -62,7 +55,7 @@ function notModified(c: Context<AppEnv>, etag: string): Response {
   return c.body(null, 304, { ETag: etag, "Cache-Control": REVALIDATE });
 }
 
-/** One page of the user's subscriptions in list order (specification: GET /v1/subscriptions). */
+/** One page of the user's subscriptions in list order (docs/API.md §4). */
 async function listPage(c: Context<AppEnv>, page: PageParams): Promise<Response> {
   const userId = c.get("userId");
   const key = pageLink(COLLECTION_PATH, page);
@@ -82,7 +75,7 @@ async function listPage(c: Context<AppEnv>, page: PageParams): Promise<Response>
 }
 
 /**
- * One page of the change feed (CONTRACT 8): what changed after the client's token, oldest change
+ * One page of the change feed (docs/API.md §8): what changed after the client's token, oldest change
  * first, deletions included. One more change than the page holds is read to know whether `next` exists.
  */
 async function changesPage(c: Context<AppEnv>, page: ChangeParams): Promise<Response> {
@@ -107,7 +100,7 @@ async function changesPage(c: Context<AppEnv>, page: ChangeParams): Promise<Resp
   );
 }
 
-/** The body of PATCH: a document whose data is the subscription with its new feedUrl (CONTRACT 9). */
+/** The body of PATCH: a document whose data is the subscription with its new feedUrl (docs/API.md §9). */
 const feedMoveDocumentSchema = z.object({ data: z.record(z.string(), z.unknown()) });
 
 export const subscriptionRoutes = new Hono<AppEnv>()
@@ -125,7 +118,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     },
   )
 
-  // Add a subscription; idempotent (specification: POST /v1/subscriptions, CONTRACT 5).
+  // Add a subscription; idempotent (docs/API.md §5).
   .post("/", jsonApi, jsonBody(subscriptionDocumentSchema, subscriptionDocumentError), async (c) => {
     const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
     if (result.kind === "limit") throw new ApiError({ ...subscriptionLimitReached(), status: 403 });
@@ -134,8 +127,8 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     return respond(c, document, 201, { Location: absoluteUrl(c, subscriptionPath(result.subscription.guid)) });
   })
 
-  // Get one subscription of the user (specification: GET /v1/subscriptions/{guid}).
-  .get("/:guid", jsonApi, guidParam, noQuery, async (c) => {
+  // Get one subscription of the user (docs/API.md §4).
+  .get("/:guid", jsonApi, guidParam, noQueryParameters, async (c) => {
     const { guid } = c.req.valid("param");
     const userId = c.get("userId");
     const key = subscriptionPath(guid);
@@ -150,7 +143,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     });
   })
 
-  // Move a feed: replace its URL; the guid and userSubscribedAt stay (CONTRACT 9).
+  // Move a feed: replace its URL; the guid and userSubscribedAt stay (docs/API.md §9).
   .patch("/:guid", jsonApi, guidParam, jsonBody(feedMoveDocumentSchema, subscriptionDocumentError), async (c) => {
     const { guid } = c.req.valid("param");
     const move = parseFeedMove(c.req.valid("json").data, "/data", "optional", guid);
@@ -166,8 +159,8 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     return respond(c, dataDocument(toSubscriptionResource(subscription)));
   })
 
-  // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (CONTRACT 5).
-  .delete("/:guid", jsonApi, guidParam, noQuery, async (c) => {
+  // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (docs/API.md §5).
+  .delete("/:guid", jsonApi, guidParam, noQueryParameters, async (c) => {
     const { guid } = c.req.valid("param");
     const removed = await unsubscribe(c.get("db"), c.get("userId"), guid, Date.now());
     if (!removed) throw subscriptionNotFound();

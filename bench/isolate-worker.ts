@@ -1,0 +1,149 @@
+// MEASURING INSTRUMENT, NOT A TEST DOUBLE: no test uses it and it is never deployed.
+//
+// The app's own bundle with D1 and the rate limiters answered inside the isolate, so that the workerd
+// CPU of a request is what the app's JavaScript costs, without the local D1 simulator and the local
+// rate-limit Durable Object (both of which run in the same workerd and cost several times the app
+// locally, while a deployed worker pays little CPU for them: its D1 and rate-limit calls are I/O).
+//
+// - D1: every call replays the answer the real local D1 gave to the very same request (recorded by
+//   bench/instrumented-worker.ts, loaded here by the harness with `POST /__bench/recordings`). The
+//   request names its tape with the X-Bench-Scenario header; each call must come in the recorded
+//   order with the recorded SQL, or the request fails (500), so a replay can never pass for a
+//   different code path. The recorded result is parsed from JSON text on every call, as the
+//   deployed binding parses D1's answer in the isolate.
+// - Rate limiters: always allow (a deployed call is about 0.1 ms, mostly waiting).
+import app from "../src/index";
+import {
+  type D1Operation,
+  isD1Binding,
+  isRateLimitBinding,
+  type RecordedCall,
+  type Recordings,
+  SCENARIO_HEADER,
+} from "./recording";
+
+/** A bookmark of the shape D1 returns, so the response carries the header it carries when deployed. */
+const BOOKMARK = "00000085-0000024c-00004c6d-8e61117bf38d7adb71b934ebbf891683";
+
+let recordings: Map<string, RecordedCall[]> = new Map();
+
+/** The calls of one request, consumed in order. */
+class Tape {
+  private next = 0;
+
+  constructor(
+    private readonly calls: RecordedCall[],
+    private readonly scenario: string,
+  ) {}
+
+  play<T>(op: D1Operation, sql: string[]): Promise<T> {
+    const call = this.calls[this.next++];
+    if (call === undefined || call.op !== op || !sameStatements(call.sql, sql)) {
+      return Promise.reject(
+        new Error(
+          `replay of ${this.scenario}: call ${this.next} is ${op} ${sql.join("; ").slice(0, 200)}; recorded ${call ? `${call.op} ${call.sql.join("; ").slice(0, 200)}` : "nothing"}`,
+        ),
+      );
+    }
+    return Promise.resolve(JSON.parse(call.result) as T);
+  }
+}
+
+/**
+ * Compares the app's SQL with the recorded SQL, statement by statement. A match stores the app's own
+ * string in the tape: the app renders each statement once per isolate, so from then on the comparison
+ * is of one string with itself (no character-by-character work that would weigh on the measure).
+ */
+function sameStatements(recorded: string[], sql: string[]): boolean {
+  if (recorded.length !== sql.length) return false;
+  for (let i = 0; i < sql.length; i++) {
+    if (recorded[i] !== sql[i]) return false;
+    recorded[i] = sql[i];
+  }
+  return true;
+}
+
+class ReplayStatement {
+  constructor(
+    private readonly tape: Tape,
+    readonly sql: string,
+  ) {}
+
+  // The replayed answer already holds what these values selected.
+  bind(..._values: unknown[]): ReplayStatement {
+    return this;
+  }
+
+  all<T>(): Promise<D1Result<T>> {
+    return this.tape.play("all", [this.sql]);
+  }
+
+  run<T>(): Promise<D1Result<T>> {
+    return this.tape.play("run", [this.sql]);
+  }
+
+  raw<T>(): Promise<T[]> {
+    return this.tape.play("raw", [this.sql]);
+  }
+
+  first<T>(): Promise<T | null> {
+    return this.tape.play("first", [this.sql]);
+  }
+}
+
+/** Stands in for a D1Database and for the sessions it opens. */
+class ReplayDatabase {
+  constructor(private readonly tape: Tape) {}
+
+  prepare(sql: string): ReplayStatement {
+    return new ReplayStatement(this.tape, sql);
+  }
+
+  batch<T>(statements: ReplayStatement[]): Promise<D1Result<T>[]> {
+    return this.tape.play(
+      "batch",
+      statements.map((statement) => statement.sql),
+    );
+  }
+
+  withSession(): ReplayDatabase {
+    return this;
+  }
+
+  getBookmark(): string {
+    return BOOKMARK;
+  }
+}
+
+const allow: RateLimit = { limit: () => Promise.resolve({ success: true }) };
+
+/** Which bindings are D1 databases and which are rate limiters: found once per isolate. */
+let standIns: { d1: string[]; rateLimits: string[] } | undefined;
+
+function replayEnv(env: Cloudflare.Env, tape: Tape): Cloudflare.Env {
+  standIns ??= {
+    d1: Object.keys(env).filter((name) => isD1Binding(env[name as keyof Cloudflare.Env])),
+    rateLimits: Object.keys(env).filter((name) => isRateLimitBinding(env[name as keyof Cloudflare.Env])),
+  };
+  const replaced: Record<string, unknown> = { ...env };
+  const database = new ReplayDatabase(tape);
+  for (const name of standIns.d1) replaced[name] = database;
+  for (const name of standIns.rateLimits) replaced[name] = allow;
+  return replaced as unknown as Cloudflare.Env;
+}
+
+export default {
+  async fetch(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
+    const scenario = request.headers.get(SCENARIO_HEADER);
+    if (scenario !== null) {
+      const calls = recordings.get(scenario);
+      if (calls === undefined) return new Response(`no recording for ${scenario}`, { status: 500 });
+      return app.fetch(request, replayEnv(env, new Tape(calls, scenario)), ctx);
+    }
+    if (request.method === "POST" && new URL(request.url).pathname === "/__bench/recordings") {
+      recordings = new Map(Object.entries((await request.json()) as Recordings));
+      return new Response(null, { status: 204 });
+    }
+    return new Response(`send ${SCENARIO_HEADER}, or POST /__bench/recordings`, { status: 400 });
+  },
+} satisfies ExportedHandler<Cloudflare.Env>;

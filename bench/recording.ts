@@ -1,0 +1,57 @@
+// The tape that links the two bench-only workers: the instrumented worker (bench/instrumented-worker.ts)
+// records every D1 call a request makes against the real local D1; the isolate-only worker
+// (bench/isolate-worker.ts) replays those answers in the isolate. Measuring instruments only: no test
+// and no deployment uses either.
+
+/** A D1 method the app (through Drizzle) calls on a prepared statement, or a batch on the database. */
+export type D1Operation = "all" | "run" | "raw" | "first" | "batch";
+
+/** One D1 round trip of a request, in the order the request made it. */
+export interface RecordedCall {
+  op: D1Operation;
+  /** The statement's SQL (one element); for a batch, each statement's SQL in order. */
+  sql: string[];
+  /** The values bound to each statement (the statement floor runs them again; the replay ignores them). */
+  params: unknown[][];
+  /**
+   * What the call returned to the app, as JSON text. The replay parses it anew on every call, as the
+   * deployed D1 binding parses D1's answer in the isolate.
+   */
+  result: string;
+}
+
+/** `POST /__bench/recordings` body of the isolate-only worker: each scenario's calls, by scenario name. */
+export type Recordings = Record<string, RecordedCall[]>;
+
+/** The request header that names the scenario whose tape the isolate-only worker replays. */
+export const SCENARIO_HEADER = "X-Bench-Scenario";
+
+/** The request header that asks the instrumented worker for the recording envelope instead of the response. */
+export const RECORD_HEADER = "X-Bench-Record";
+
+/** The instrumented worker's answer to a recorded request: the app's response plus the tape. */
+export interface RecordingEnvelope {
+  status: number;
+  body: string;
+  calls: RecordedCall[];
+}
+
+/** A binding that behaves as a D1 database (or session): the ones both bench workers wrap or stand in for. */
+export function isD1Binding(value: unknown): value is D1Database {
+  const candidate = value as Partial<D1Database> | null;
+  return (
+    typeof candidate === "object" &&
+    candidate !== null &&
+    typeof candidate.prepare === "function" &&
+    typeof candidate.batch === "function" &&
+    typeof candidate.withSession === "function"
+  );
+}
+
+/** A binding that behaves as a Workers Rate Limiting binding. */
+export function isRateLimitBinding(value: unknown): value is RateLimit {
+  const candidate = value as Partial<RateLimit> | null;
+  return (
+    typeof candidate === "object" && candidate !== null && typeof candidate.limit === "function" && !isD1Binding(value)
+  );
+}

@@ -1,0 +1,36 @@
+import { Hono } from "hono";
+import { listActiveFeeds } from "../db/opml";
+import { subscribeMany } from "../db/subscriptions";
+import type { AppEnv } from "../env";
+import { JSONAPI_VERSION, respond } from "../jsonapi";
+import { MAX_BODY_BYTES } from "../limits";
+import { negotiateOpmlExport, negotiateOpmlImport } from "../middleware/negotiation";
+import { planImport, summariseImport } from "../opml/import";
+import { OPML_CONTENT_TYPE } from "../opml/media-types";
+import { parseOpml } from "../opml/parse";
+import { serialiseOpml } from "../opml/serialise";
+import { noQueryParameters } from "../pagination";
+import { readBody } from "../request-body";
+
+/** OPML 2.0 export and merge-import of the user's subscriptions (docs/API.md §11). */
+export const opmlRoutes = new Hono<AppEnv>()
+
+  // Export: every active subscription, in list order, with its guid so a re-import maps to the same resources.
+  .get("/", negotiateOpmlExport, noQueryParameters, async (c) => {
+    const feeds = await listActiveFeeds(c.get("db"), c.get("userId"));
+    return c.body(serialiseOpml(feeds, new Date()), 200, {
+      "Content-Type": OPML_CONTENT_TYPE,
+      "Content-Disposition": 'attachment; filename="subscriptions.opml"',
+    });
+  })
+
+  // Import: subscribes to every outline with an xmlUrl (merge: nothing is removed), in one D1 round trip.
+  .post("/", negotiateOpmlImport, async (c) => {
+    const plan = await planImport(parseOpml(await readBody(c.req.raw, MAX_BODY_BYTES)));
+    const results = await subscribeMany(c.get("db"), c.get("userId"), plan.subscriptions, Date.now());
+    const meta = summariseImport(
+      plan,
+      results.map((result) => result.kind),
+    );
+    return respond(c, { jsonapi: { version: JSONAPI_VERSION }, meta });
+  });

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { PODCAST_GUID_NAMESPACE, podcastGuid, podcastGuidName } from "../src/podcast-guid";
+
+/**
+ * podcast:guid (Podcasting 2.0 namespace): UUIDv5 in the "podcast" namespace of the feed URL without
+ * its scheme and trailing slashes. Expected values are the published worked examples.
+ */
+describe("podcastGuid", () => {
+  it("uses the podcast namespace", () => {
+    expect(PODCAST_GUID_NAMESPACE).toBe("ead4c236-bf58-58c6-a2c6-a6b28d128cb6");
+  });
+
+  it("matches the contract's worked example", async () => {
+    expect(await podcastGuid("https://example.com/feed1")).toBe("677ea490-690e-51cb-8b43-755df6c55270");
+  });
+
+  it("matches the podcast:guid specification's examples (Podcast Index namespace docs)", async () => {
+    expect(await podcastGuid("https://mp3s.nashownotes.com/pc20rss.xml")).toBe("917393e3-1b1e-5cef-ace4-edaa54e1f810");
+    expect(await podcastGuid("https://podnews.net/rss")).toBe("9b024349-ccf0-5f69-a609-6b82873eab3c");
+  });
+
+  it("ignores the scheme and trailing slashes, and nothing else", async () => {
+    const expected = "917393e3-1b1e-5cef-ace4-edaa54e1f810";
+    expect(await podcastGuid("http://mp3s.nashownotes.com/pc20rss.xml")).toBe(expected);
+    expect(await podcastGuid("https://mp3s.nashownotes.com/pc20rss.xml///")).toBe(expected);
+    expect(await podcastGuid("mp3s.nashownotes.com/pc20rss.xml")).toBe(expected);
+    expect(await podcastGuid("https://mp3s.nashownotes.com/pc20rss.xml?x=1")).not.toBe(expected);
+    expect(await podcastGuid("https://MP3S.nashownotes.com/pc20rss.xml")).not.toBe(expected);
+  });
+
+  it("names the URL without scheme and trailing slashes", () => {
+    expect(podcastGuidName("https://example.com/a/b//")).toBe("example.com/a/b");
+    expect(podcastGuidName("feed+https://example.com/x")).toBe("example.com/x");
+    expect(podcastGuidName("https://example.com/a//b")).toBe("example.com/a//b");
+  });
+
+  it("is a lowercase version-5 UUID of the RFC 9562 variant", async () => {
+    const guid = await podcastGuid(`https://feeds.example.com/${crypto.randomUUID()}.xml`);
+    expect(guid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
