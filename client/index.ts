@@ -8,9 +8,12 @@
  *   const api = createSubscriptionsClient({ baseUrl: "https://subs.example.com", token: () => session.accessToken });
  *   await api.subscribe({ guid, feedUrl });
  *   for await (const subscription of api.allSubscriptions()) show(subscription);
+ *   const { changes, syncToken } = await api.sync(storedToken); // then store syncToken
  */
 import type {
   AtomicResult,
+  Change,
+  ChangeFeedDocument,
   ErrorObject,
   OperationsResultDocument,
   Subscription,
@@ -18,7 +21,7 @@ import type {
   SubscriptionListDocument,
 } from "../src/openapi/schemas";
 
-export type { AtomicResult, ErrorObject, Subscription, SubscriptionListDocument };
+export type { AtomicResult, Change, ChangeFeedDocument, ErrorObject, Subscription, SubscriptionListDocument };
 
 export const JSONAPI_MEDIA_TYPE = "application/vnd.api+json";
 export const ATOMIC_EXT_URI = "https://jsonapi.org/ext/atomic";
@@ -59,6 +62,19 @@ export interface SubscribeResult {
   /** True when this call subscribed (201); false when the user already was (200, stored resource unchanged). */
   created: boolean;
   subscription: Subscription;
+}
+
+/** One operation of `bulk()`: subscribe, move a feed, or unsubscribe. */
+export type BulkOperation =
+  | ({ op: "add" } & NewSubscription)
+  | ({ op: "update" } & NewSubscription)
+  | { op: "remove"; guid: string };
+
+export interface SyncResult {
+  /** What changed since the token, oldest change first, each subscription once with its current state. */
+  changes: Change[];
+  /** Store it and pass it to the next `sync()`. */
+  syncToken: string;
 }
 
 export interface BulkSubscribeResult {
@@ -105,10 +121,24 @@ export interface SubscriptionsClient {
    * Items succeed or fail one by one; a failed item's `source.pointer` counts from the start of its request.
    */
   bulkSubscribe(subscriptions: readonly NewSubscription[]): Promise<BulkSubscribeResult>;
+  /**
+   * Any mix of adds, feed moves and removes, in order, one request per 100 operations. A remove's
+   * result is `{}`; an update or remove of a subscription the user does not have fails with 404.
+   */
+  bulk(operations: readonly BulkOperation[]): Promise<BulkSubscribeResult>;
+  /** Unsubscribes from many feeds (bulk `remove`). */
+  bulkRemove(guids: readonly string[]): Promise<BulkSubscribeResult>;
+  /**
+   * What changed since `syncToken` (default "0": everything), deletions included: follows `links.next`
+   * until the feed is exhausted. A tombstone (`userUnsubscribedAt` set) means: remove it locally.
+   */
+  sync(syncToken?: string, options?: { pageSize?: number }): Promise<SyncResult>;
+  /** Moves a feed to a new URL (PATCH); the guid and userSubscribedAt stay. 404 when not subscribed. */
+  moveFeed(guid: string, feedUrl: string): Promise<Subscription>;
 }
 
 interface Call {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PATCH" | "DELETE";
   path: string;
   /** Content-Type and Accept. */
   mediaType?: string;
@@ -162,6 +192,31 @@ export function createSubscriptionsClient(options: ClientOptions): Subscriptions
     return (await response.json()) as SubscriptionListDocument;
   }
 
+  const toOperation = (operation: BulkOperation) =>
+    operation.op === "remove"
+      ? { op: "remove", ref: { type: "subscription", id: operation.guid } }
+      : { op: operation.op, data: resource(operation) };
+
+  async function bulk(operations: readonly BulkOperation[]): Promise<BulkSubscribeResult> {
+    const results: AtomicResult[] = [];
+    let succeeded = 0;
+    let failed = 0;
+    for (let start = 0; start < operations.length; start += MAX_OPERATIONS_PER_REQUEST) {
+      const chunk = operations.slice(start, start + MAX_OPERATIONS_PER_REQUEST);
+      const response = await call({
+        method: "POST",
+        path: "/v1/operations",
+        mediaType: ATOMIC_MEDIA_TYPE,
+        body: { "atomic:operations": chunk.map(toOperation) },
+      });
+      const document = (await response.json()) as OperationsResultDocument;
+      results.push(...document["atomic:results"]);
+      succeeded += document.meta.succeeded;
+      failed += document.meta.failed;
+    }
+    return { results, succeeded, failed };
+  }
+
   return {
     listSubscriptions,
 
@@ -192,24 +247,35 @@ export function createSubscriptionsClient(options: ClientOptions): Subscriptions
       await call({ method: "DELETE", path: subscriptionPath(guid) });
     },
 
-    async bulkSubscribe(subscriptions) {
-      const results: AtomicResult[] = [];
-      let succeeded = 0;
-      let failed = 0;
-      for (let start = 0; start < subscriptions.length; start += MAX_OPERATIONS_PER_REQUEST) {
-        const chunk = subscriptions.slice(start, start + MAX_OPERATIONS_PER_REQUEST);
-        const response = await call({
-          method: "POST",
-          path: "/v1/operations",
-          mediaType: ATOMIC_MEDIA_TYPE,
-          body: { "atomic:operations": chunk.map((item) => ({ op: "add", data: resource(item) })) },
-        });
-        const document = (await response.json()) as OperationsResultDocument;
-        results.push(...document["atomic:results"]);
-        succeeded += document.meta.succeeded;
-        failed += document.meta.failed;
+    bulkSubscribe: (subscriptions) => bulk(subscriptions.map((item) => ({ op: "add", ...item }))),
+
+    bulk,
+
+    bulkRemove: (guids) => bulk(guids.map((guid) => ({ op: "remove", guid }))),
+
+    async sync(syncToken = "0", { pageSize = 100 } = {}) {
+      const changes: Change[] = [];
+      // The server's links carry literal brackets; a path it gave is followed as is.
+      let next: string | null =
+        `/v1/subscriptions?filter[since]=${encodeURIComponent(syncToken)}&page[size]=${pageSize}`;
+      let token = syncToken;
+      while (next !== null) {
+        const response = await call({ method: "GET", path: next });
+        const page = (await response.json()) as ChangeFeedDocument;
+        changes.push(...page.data);
+        token = page.meta.syncToken;
+        next = page.links.next;
       }
-      return { results, succeeded, failed };
+      return { changes, syncToken: token };
+    },
+
+    async moveFeed(guid, feedUrl) {
+      const response = await call({
+        method: "PATCH",
+        path: subscriptionPath(guid),
+        body: { data: resource({ guid, feedUrl }) },
+      });
+      return ((await response.json()) as SubscriptionDocument).data;
     },
   };
 }

@@ -18,6 +18,8 @@ export interface AppVariables extends RequestIdVariables {
   userId: string;
   /** Drizzle over this request's D1 session (see middleware/d1-session.ts). */
   db: Database;
+  /** The access log's name for the route, where one path pattern serves two operations (list and change feed). */
+  routeName?: string;
   /** Extension URIs the response Content-Type names (the bulk endpoint sets them). */
   responseExtensions: string[];
 }

@@ -145,6 +145,11 @@ export class ApiError extends Error {
     this.errors = [toErrorObject(init)];
     this.headers = init.headers ?? {};
   }
+
+  /** The error response for one error object (as bulk results carry them inline). */
+  static from(error: ErrorObject): ApiError {
+    return new ApiError({ ...error, status: Number(error.status) });
+  }
 }
 
 export function toErrorObject(init: Omit<ProblemInit, "headers">): ErrorObject {

@@ -11,8 +11,19 @@ export interface PageParams {
   size: number;
 }
 
+/** The change feed's parameters (CONTRACT 8): changes after the token `since`, `size` at most. */
+export interface ChangeParams {
+  since: number;
+  size: number;
+}
+
+/** What a collection request asks for: a page of the list, or a page of the change feed. */
+export type CollectionQuery = ({ kind: "page" } & PageParams) | ({ kind: "changes" } & ChangeParams);
+
 const PAGE_NUMBER = "page[number]";
 const PAGE_SIZE = "page[size]";
+const SINCE = "filter[since]";
+const SINCE_EXCLUSIVE = "filter[since] excludes page[number]";
 
 /** Decimal digits only: `1.5`, `1e3`, `+2`, ` 3` and the empty string are all refused. */
 const decimal = z
@@ -21,28 +32,44 @@ const decimal = z
   .transform(Number);
 
 /**
- * Query parameters of a collection (CONTRACT 3). Names JSON:API reserves (`include`, `sort`,
- * `fields[...]`, `filter[...]`, other `page[...]`, any all-lowercase name) are refused; names with
+ * A sync token as clients send it: `0` or a change number this server returned, decimal, at most 15
+ * digits (an exact integer), without leading zeros. Whether it is past the user's latest change is
+ * known only after reading the user's stats (`invalidSyncToken`).
+ */
+export const syncTokenSchema = z
+  .string()
+  .regex(/^(0|[1-9][0-9]{0,14})$/)
+  .transform(Number);
+
+/**
+ * Query parameters of the collection (CONTRACT 3 and 8): `page[number]` and `page[size]` for the list,
+ * or `filter[since]` and `page[size]` for the change feed. Names JSON:API reserves (`include`, `sort`,
+ * `fields[...]`, other `filter[...]`, other `page[...]`, any all-lowercase name) are refused; names with
  * another character (camelCase, implementation-specific) are ignored.
  */
 export const pageQuerySchema = z
   .object({
     [PAGE_NUMBER]: decimal.pipe(z.number().int().min(1).max(MAX_PAGE_NUMBER)).optional(),
     [PAGE_SIZE]: decimal.pipe(z.number().int().min(1).max(MAX_PAGE_SIZE)).optional(),
+    [SINCE]: syncTokenSchema.optional(),
   })
   .catchall(z.unknown())
   .superRefine((query, ctx) => {
+    if (query[SINCE] !== undefined && query[PAGE_NUMBER] !== undefined) {
+      ctx.addIssue({ code: "custom", path: [PAGE_NUMBER], message: SINCE_EXCLUSIVE });
+    }
     for (const name of Object.keys(query)) {
-      if (name === PAGE_NUMBER || name === PAGE_SIZE) continue;
+      if (name === PAGE_NUMBER || name === PAGE_SIZE || name === SINCE) continue;
       if (isReservedParameter(name)) ctx.addIssue({ code: "custom", path: [name], message: "reserved" });
     }
   })
-  .transform(
-    (query): PageParams => ({
-      number: query[PAGE_NUMBER] ?? 1,
-      size: query[PAGE_SIZE] ?? DEFAULT_PAGE_SIZE,
-    }),
-  );
+  .transform((query): CollectionQuery => {
+    const size = query[PAGE_SIZE] ?? DEFAULT_PAGE_SIZE;
+    const since = query[SINCE];
+    return since === undefined
+      ? { kind: "page", number: query[PAGE_NUMBER] ?? 1, size }
+      : { kind: "changes", since, size };
+  });
 
 /** A query parameter JSON:API reserves for itself (a family name, or all lowercase a-z). */
 export function isReservedParameter(name: string): boolean {
@@ -53,6 +80,15 @@ export function isReservedParameter(name: string): boolean {
 export function pageQueryError(error: z.core.$ZodError): ApiError {
   const issue = error.issues[0];
   const parameter = String(issue.path[0]);
+  if (parameter === SINCE) return invalidSyncToken();
+  if (issue.message === SINCE_EXCLUSIVE) {
+    return new ApiError({
+      status: 400,
+      title: "Invalid query parameter",
+      detail: `${PAGE_NUMBER} cannot be combined with ${SINCE}: the change feed pages by following links.next.`,
+      source: { parameter },
+    });
+  }
   if (parameter === PAGE_NUMBER) {
     return new ApiError({
       status: 400,
@@ -72,6 +108,16 @@ export function pageQueryError(error: z.core.$ZodError): ApiError {
     });
   }
   return unsupportedQueryParameter(parameter);
+}
+
+/** A token that is not one this server could have issued to the user (CONTRACT 8). */
+export function invalidSyncToken(): ApiError {
+  return new ApiError({
+    status: 400,
+    title: "Invalid sync token",
+    detail: `${SINCE} must be 0 or a meta.syncToken this server returned to you; start again from 0.`,
+    source: { parameter: SINCE },
+  });
 }
 
 export function unsupportedQueryParameter(parameter: string): ApiError {
@@ -97,5 +143,23 @@ export function paginationLinks(path: string, page: PageParams, total: number) {
     prev: page.number > 1 ? at(page.number - 1) : null,
     next: page.number < last ? at(page.number + 1) : null,
     last: at(last),
+  };
+}
+
+export function changesLink(path: string, since: number, size: number): string {
+  return `${path}?${SINCE}=${since}&${PAGE_SIZE}=${size}`;
+}
+
+/**
+ * Top-level links of a change-feed page (CONTRACT 8): `next` continues after this page's last change
+ * while more follow; `first` is the whole history; `prev` and `last` do not exist for a feed.
+ */
+export function changeFeedLinks(path: string, page: ChangeParams, syncToken: number, more: boolean) {
+  return {
+    self: changesLink(path, page.since, page.size),
+    first: changesLink(path, 0, page.size),
+    prev: null,
+    next: more ? changesLink(path, syncToken, page.size) : null,
+    last: null,
   };
 }

@@ -63,7 +63,9 @@ describe("GET /docs", () => {
 
     await expect(page.locator("h1").textContent()).resolves.toBe("Podcast Subscriptions API");
     const operations = documentedOperations();
-    expect(operations.length).toBe(6);
+    expect(operations.map(({ method, path }) => `${method} ${path}`)).toEqual(
+      expect.arrayContaining(["get /v1/subscriptions", "patch /v1/subscriptions/{guid}", "post /v1/operations"]),
+    );
     for (const { method, path } of operations) {
       const section = page.locator(`section.operation[data-method="${method}"][data-path="${path}"]`);
       await expect(section.count(), `${method.toUpperCase()} ${path} is shown`).resolves.toBe(1);

@@ -7,6 +7,7 @@ import {
   type SubscriptionsApiError,
 } from "../client/index";
 import {
+  changeFeedDocumentSchema,
   errorDocumentSchema,
   operationsResultDocumentSchema,
   subscriptionDocumentResponseSchema,
@@ -166,6 +167,53 @@ describe("typed client", () => {
     expect(result.results.length).toBe(150);
     expect(result.succeeded).toBe(150);
     expect((await client.listSubscriptions()).meta.total).toBe(150);
+  });
+
+  it("syncs: follows links.next, returns every change (tombstones included) and the token to store", async () => {
+    const { client, exchanges } = await clientFor(`client-${crypto.randomUUID()}`);
+    const feeds = Array.from({ length: 5 }, () => newFeed());
+    await client.bulkSubscribe(feeds);
+    const first = await client.sync(undefined, { pageSize: 2 });
+    expect(first.changes.map((change) => change.id)).toEqual(feeds.map((feed) => feed.guid));
+    expect(first.syncToken).toBe("5");
+    const feedRequests = exchanges.filter(({ request }) => request.url.includes("filter"));
+    expect(feedRequests).toHaveLength(3);
+    for (const { response } of feedRequests) changeFeedDocumentSchema.parse(await response.clone().json());
+
+    const moved = await client.moveFeed(feeds[0].guid, "https://moved.example/0");
+    expect(moved.attributes.feedUrl).toBe("https://moved.example/0");
+    const removed = await client.bulkRemove([feeds[1].guid, crypto.randomUUID()]);
+    expect(removed.results[0]).toEqual({});
+    const notSubscribed = removed.results[1];
+    expect("errors" in notSubscribed && notSubscribed.errors[0].status).toBe("404");
+    expect({ succeeded: removed.succeeded, failed: removed.failed }).toEqual({ succeeded: 1, failed: 1 });
+    operationsResultDocumentSchema.parse(await bodyOf(exchanges[exchanges.length - 1]));
+
+    const next = await client.sync(first.syncToken);
+    expect(next.changes.map((change) => [change.id, change.attributes.userUnsubscribedAt === null])).toEqual([
+      [feeds[0].guid, true],
+      [feeds[1].guid, false],
+    ]);
+    expect(next.syncToken).toBe("7");
+    expect((await client.sync(next.syncToken)).changes).toEqual([]);
+    const error = await rejection(client.moveFeed(feeds[1].guid, "https://x.example/"));
+    expect(error.status).toBe(404);
+  });
+
+  it("runs a mixed bulk in order", async () => {
+    const { client } = await clientFor(`client-${crypto.randomUUID()}`);
+    const feed = newFeed();
+    const result = await client.bulk([
+      { op: "add", ...feed },
+      { op: "update", guid: feed.guid, feedUrl: "https://moved.example/f" },
+      { op: "remove", guid: feed.guid },
+    ]);
+    expect(result.results.map((item) => ("errors" in item ? "error" : "data" in item ? "data" : "{}"))).toEqual([
+      "data",
+      "data",
+      "{}",
+    ]);
+    expect(result.succeeded).toBe(3);
   });
 
   it("reports a rejected token as a 401 error", async () => {

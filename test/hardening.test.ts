@@ -133,5 +133,15 @@ describe("request log", () => {
     for (const secret of [user.token, "log-user-42", feed.guid, feed.feedUrl]) expect(lines[0]).not.toContain(secret);
     await user.get(`/v1/subscriptions/${feed.guid}`);
     expect(JSON.parse(lines[1]).route).toBe("/v1/subscriptions/:guid");
+    // The list and the change feed share a path pattern; the log tells them apart.
+    await user.get("/v1/subscriptions?filter[since]=0");
+    await user.get("/v1/subscriptions");
+    await user.patch(`/v1/subscriptions/${feed.guid}`, subscriptionDocument(feed.guid, "https://moved.example/"));
+    expect(lines.slice(2).map((line) => [JSON.parse(line).method, JSON.parse(line).route])).toEqual([
+      ["GET", "/v1/subscriptions?filter[since]"],
+      ["GET", "/v1/subscriptions"],
+      ["PATCH", "/v1/subscriptions/:guid"],
+    ]);
+    for (const line of lines) expect(line).not.toContain("moved.example");
   });
 });

@@ -27,12 +27,20 @@ export async function send(request: Request, bindings: Partial<Bindings> = {}): 
   return response;
 }
 
+/** The given headers over the defaults, names compared case-insensitively (an override replaces, never adds). */
+function withDefaults(headers: HeadersInit, defaults: Record<string, string>): Headers {
+  const merged = new Headers(defaults);
+  for (const [name, value] of new Headers(headers)) merged.set(name, value);
+  return merged;
+}
+
 export interface Caller {
   userId: string;
   token: string;
   get(path: string, headers?: HeadersInit): Promise<Response>;
   post(path: string, body: unknown, headers?: HeadersInit): Promise<Response>;
   delete(path: string, headers?: HeadersInit): Promise<Response>;
+  patch(path: string, body: unknown, headers?: HeadersInit): Promise<Response>;
   operations(operations: unknown, headers?: HeadersInit): Promise<Response>;
 }
 
@@ -43,7 +51,7 @@ export async function as(userId: string, bindings: Partial<Bindings> = {}): Prom
     send(
       new Request(`${ORIGIN}${path}`, {
         method,
-        headers: { Authorization: `Bearer ${token}`, Accept: JSONAPI, ...Object.fromEntries(new Headers(headers)) },
+        headers: withDefaults(headers, { Authorization: `Bearer ${token}`, Accept: JSONAPI }),
         body,
       }),
       bindings,
@@ -53,6 +61,13 @@ export async function as(userId: string, bindings: Partial<Bindings> = {}): Prom
     token,
     get: (path, headers) => request("GET", path, headers),
     delete: (path, headers) => request("DELETE", path, headers),
+    patch: (path, body, headers) =>
+      request(
+        "PATCH",
+        path,
+        { "Content-Type": JSONAPI, ...Object.fromEntries(new Headers(headers)) },
+        typeof body === "string" ? body : JSON.stringify(body),
+      ),
     post: (path, body, headers) =>
       request(
         "POST",
@@ -254,11 +269,18 @@ export function meteredD1(real: D1Database) {
   };
 }
 
-/** Stores `count` active subscriptions for `userId` straight into D1 (fast seeding for size tests). */
+/**
+ * Stores `count` subscriptions for `userId` straight into D1 (fast seeding for size tests), each with
+ * the user's next change number, as the app's writes would number them.
+ */
 export async function seedSubscriptions(userId: string, count: number, options: { unsubscribed?: boolean } = {}) {
-  const rowsPerStatement = 20; // 5 bound parameters a row; D1 allows 100 per statement
+  const rowsPerStatement = 16; // 6 bound parameters a row; D1 allows 100 per statement
   const statements: D1PreparedStatement[] = [];
   const base = Date.now() - count;
+  const stats = await env.DB.prepare("SELECT version FROM user_stats WHERE user_id = ?")
+    .bind(userId)
+    .first<{ version: number }>();
+  const firstChange = (stats?.version ?? 0) + 1;
   for (let start = 0; start < count; start += rowsPerStatement) {
     const rows = Math.min(rowsPerStatement, count - start);
     const values: unknown[] = [];
@@ -270,13 +292,72 @@ export async function seedSubscriptions(userId: string, count: number, options: 
         `https://feeds.example.com/${guid}.xml`,
         base + start + i,
         options.unsubscribed ? base : null,
+        firstChange + start + i,
       );
     }
     statements.push(
       env.DB.prepare(
-        `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at) VALUES ${Array(rows).fill("(?, ?, ?, ?, ?)").join(", ")}`,
+        `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq) VALUES ${Array(rows).fill("(?, ?, ?, ?, ?, ?)").join(", ")}`,
       ).bind(...values),
     );
   }
   for (let i = 0; i < statements.length; i += 100) await env.DB.batch(statements.slice(i, i + 100));
+}
+
+/** A subscription as the change feed reports it. */
+export type ChangeResource = {
+  type: string;
+  id: string;
+  attributes: { feedUrl: string; userSubscribedAt: string; userUnsubscribedAt: string | null };
+  links?: { self: string; unsubscribe: { href: string; method: string } };
+};
+
+export type ChangeFeedDocument = {
+  data: ChangeResource[];
+  links: { self: string; first: string; prev: null; next: string | null; last: null };
+  meta: { syncToken: string };
+};
+
+/**
+ * Syncs as a device does (CONTRACT 8): from `token`, following links.next until it is null. Returns
+ * every page's items in order and the token to store.
+ */
+export async function syncFrom(user: Caller, token: string, size = 25) {
+  const items: ChangeResource[] = [];
+  let next: string | null = `/v1/subscriptions?filter[since]=${token}&page[size]=${size}`;
+  let last = token;
+  let pages = 0;
+  while (next) {
+    const response = await user.get(next);
+    expect(response.status, await response.clone().text()).toBe(200);
+    const body = (await response.json()) as ChangeFeedDocument;
+    items.push(...body.data);
+    last = body.meta.syncToken;
+    next = body.links.next;
+    if (++pages > 10_000) throw new Error("the change feed never ends");
+  }
+  return { items, token: last };
+}
+
+/** A device's local copy: applies change-feed items (active ones replace, tombstones remove). */
+export function applyChanges(local: Map<string, string>, items: ChangeResource[]) {
+  for (const item of items) {
+    if (item.attributes.userUnsubscribedAt === null) local.set(item.id, item.attributes.feedUrl);
+    else local.delete(item.id);
+  }
+  return local;
+}
+
+/** The user's active subscriptions as the list reports them: guid -> feedUrl. */
+export async function listAll(user: Caller): Promise<Map<string, string>> {
+  const all = new Map<string, string>();
+  for (let number = 1; ; number++) {
+    const response = await user.get(`/v1/subscriptions?page[number]=${number}&page[size]=100`);
+    const body = (await response.json()) as {
+      data: { id: string; attributes: { feedUrl: string } }[];
+      links: { next: string | null };
+    };
+    for (const item of body.data) all.set(item.id, item.attributes.feedUrl);
+    if (!body.links.next) return all;
+  }
 }

@@ -63,8 +63,8 @@ describe("GET /v1/subscriptions", () => {
     await env.DB.batch(
       rows.map(([guid, at]) =>
         env.DB.prepare(
-          "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at) VALUES ('list-order', ?, ?, ?)",
-        ).bind(guid, `https://feeds.example.com/${guid}`, at),
+          "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, change_seq) VALUES ('list-order', ?, ?, ?, ?)",
+        ).bind(guid, `https://feeds.example.com/${guid}`, at, rows.findIndex((row) => row[0] === guid) + 1),
       ),
     );
     const page1 = await listPage("list-order", "?page[size]=2");

@@ -82,8 +82,8 @@ describe("POST /v1/operations", () => {
       "add", // 1 not an object
       { data: addOperation(fresh[1].guid, fresh[1].feedUrl).data }, // 2 no op
       { op: 5 }, // 3 op not a string
-      { op: "update", data: { type: "subscription", id: existing.guid } }, // 4 unsupported
-      { op: "remove", ref: { type: "subscription", id: existing.guid } }, // 5 unsupported
+      { op: "update", data: { type: "subscription", id: existing.guid } }, // 4 update without feedUrl
+      { op: "remove", ref: { type: "subscription", id: fresh[2].guid } }, // 5 remove of a feed not subscribed (yet)
       { op: "replace" }, // 6 unknown op
       { op: "add" }, // 7 no data
       { op: "add", data: { ...addOperation(fresh[1].guid, fresh[1].feedUrl).data, type: "podcast" } }, // 8 type mismatch
@@ -107,8 +107,8 @@ describe("POST /v1/operations", () => {
       "400 /atomic:operations/1",
       "400 /atomic:operations/2",
       "400 /atomic:operations/3",
-      "400 /atomic:operations/4/op",
-      "400 /atomic:operations/5/op",
+      "422 /atomic:operations/4/data",
+      "404 /atomic:operations/5",
       "400 /atomic:operations/6/op",
       "400 /atomic:operations/7",
       "409 /atomic:operations/8/data/type",
@@ -119,8 +119,8 @@ describe("POST /v1/operations", () => {
       "409 /atomic:operations/13",
       "ok",
     ]);
-    expect(results[4].errors?.[0].title).toBe("Unsupported operation");
-    expect(results[5].errors?.[0].title).toBe("Unsupported operation");
+    expect(results[4].errors?.[0].title).toBe("Invalid attribute");
+    expect(results[5].errors?.[0].title).toBe("Subscription not found");
     expect(results[9].errors?.[0].title).toBe("Invalid resource identifier");
     expect(results[11].errors).toEqual([
       {

@@ -55,9 +55,53 @@ describe("one D1 round trip per request", () => {
     });
   }
 
+  it("sends a mix of 100 adds, updates and removes (and one with every kind of outcome) as one call", async () => {
+    const { user, measure } = await countedUser("trips-bulk-mix");
+    const existing = Array.from({ length: 40 }, () => newFeed());
+    await user.operations({ "atomic:operations": existing.map((feed) => addOperation(feed.guid, feed.feedUrl)) });
+    const operations = Array.from({ length: 100 }, (_, i) => {
+      const feed = existing[i % existing.length];
+      switch (i % 5) {
+        case 0:
+          return addOperation(crypto.randomUUID(), `https://mix.example/${i}`);
+        case 1:
+          return addOperation(feed.guid, feed.feedUrl); // already subscribed, or revived after a remove
+        case 2:
+          return {
+            op: "update",
+            data: { type: "subscription", id: feed.guid, attributes: { feedUrl: `https://moved.example/${i}` } },
+          };
+        case 3:
+          return { op: "remove", ref: { type: "subscription", id: feed.guid } };
+        default:
+          return { op: "remove", ref: { type: "subscription", id: crypto.randomUUID() } }; // not found
+      }
+    });
+    const result = await measure((u) => u.operations({ "atomic:operations": operations }));
+    expect(result).toEqual({ status: 200, calls: 1 });
+  });
+
+  it("makes one call for a PATCH and for a page of the change feed", async () => {
+    const { user, measure } = await countedUser("trips-sync");
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const path = `/v1/subscriptions/${feed.guid}`;
+    expect(await measure((u) => u.patch(path, subscriptionDocument(feed.guid, "https://m.example/")))).toEqual({
+      status: 200,
+      calls: 1,
+    });
+    expect(
+      await measure((u) =>
+        u.patch(`/v1/subscriptions/${crypto.randomUUID()}`, { data: { type: "subscription", id: "x" } }),
+      ),
+    ).toEqual({ status: 400, calls: 0 });
+    expect(await measure((u) => u.get("/v1/subscriptions?filter[since]=0"))).toEqual({ status: 200, calls: 1 });
+    expect(await measure((u) => u.get("/v1/subscriptions?filter[since]=x"))).toEqual({ status: 400, calls: 0 });
+  });
+
   it("makes no call when every bulk operation is invalid", async () => {
     const { measure } = await countedUser("trips-bulk-invalid");
-    const operations = [{ op: "remove" }, { op: "add", data: { type: "podcast" } }, 7];
+    const operations = [{ op: "remove" }, { op: "add", data: { type: "podcast" } }, 7, { op: "update", data: {} }];
     expect(await measure((u) => u.operations({ "atomic:operations": operations }))).toEqual({ status: 200, calls: 0 });
   });
 });

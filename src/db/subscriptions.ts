@@ -1,18 +1,21 @@
-import { and, eq, is, isNotNull, isNull, Param, Placeholder, sql } from "drizzle-orm";
-import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
-import type { NewSubscription } from "../resources/subscription";
-import { subscriptions, userStats } from "./schema";
+import { sql } from "drizzle-orm";
+import { subscriptions as s, userStats as stats } from "./schema";
+import { type Statement, statement } from "./statements";
 
 /**
  * Every function here makes exactly one D1 call (one statement or one batch), so every request
- * costs one round trip to the database.
+ * costs one round trip to the database. A batch is one transaction: its statements are written so
+ * that none can fail on a conflict, and each returns its own result.
  */
-export type Database = DrizzleD1Database & { $client: D1Database | D1DatabaseSession };
+export type Database = D1Database | D1DatabaseSession;
 
-/** Drizzle over a D1 database or a D1 session (same prepare/batch surface). */
+/** A request's database: a D1 database or one of its sessions (same prepare/batch surface). */
 export function database(d1: D1Database | D1DatabaseSession): Database {
-  return drizzle(d1 as D1Database) as Database;
+  return d1;
 }
+
+/** Stored subscriptions per user, tombstones included (CONTRACT 12); reviving a tombstone is not creating. */
+export const MAX_STORED_SUBSCRIPTIONS = 10_000;
 
 /** A D1 call failed (unavailable, overloaded, reset): the client may retry; a batch is all-or-nothing. */
 export class DatabaseError extends Error {
@@ -31,96 +34,196 @@ async function call<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-const storedColumns = {
-  guid: subscriptions.guid,
-  feedUrl: subscriptions.feedUrl,
-  subscribedAt: subscriptions.subscribedAt,
-};
-
 export type StoredSubscription = { guid: string; feedUrl: string; subscribedAt: number };
 
-const activeRow = (userId: string | Placeholder, guid: string | Placeholder) =>
-  and(eq(subscriptions.userId, userId), eq(subscriptions.guid, guid), isNull(subscriptions.unsubscribedAt));
+/** A row of the change feed: the subscription's current state and the number of its last change. */
+export type ChangedSubscription = StoredSubscription & { unsubscribedAt: number | null; changeSeq: number };
+
+/** What a write names: a feed of the user, and for adds and moves its URL. */
+export type FeedItem = { guid: string; feedUrl: string };
+
+const userId = sql.placeholder("userId");
+const guid = sql.placeholder("guid");
+const feedUrl = sql.placeholder("feedUrl");
+const now = sql.placeholder("now");
+
+/** The user's next change number, read inside the writing statement (D1 runs one statement at a time). */
+const nextChange = sql`(SELECT coalesce(max(${stats.version}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${userId})`;
+const isActive = sql`${s.userId} = ${userId} AND ${s.guid} = ${guid} AND ${s.unsubscribedAt} IS NULL`;
+const returned = sql`${s.guid}, ${s.feedUrl}, ${s.subscribedAt}`;
 
 /**
- * Inserts the subscription, or revives its tombstone with the new feedUrl and a fresh time. It never
- * fails on a conflict: for an active subscription it does nothing and returns no row, so statements
- * of one batch stay independent. Written with placeholders: see `compiled`.
+ * Subscribes: inserts the row, or revives its tombstone with the new feedUrl and a fresh time, under
+ * the next change number. For an active subscription it does nothing and returns no row, so
+ * statements of one batch stay independent. A new row is inserted only while the user stores fewer
+ * than the quota, checked inside the statement: concurrent writers cannot overshoot it.
  */
-function upsertQuery(db: Database) {
-  return db
-    .insert(subscriptions)
-    .values({
-      userId: sql.placeholder("userId"),
-      guid: sql.placeholder("guid"),
-      feedUrl: sql.placeholder("feedUrl"),
-      subscribedAt: sql.placeholder("now"),
-      unsubscribedAt: null,
-    })
-    .onConflictDoUpdate({
-      target: [subscriptions.userId, subscriptions.guid],
-      set: {
-        feedUrl: sql`excluded.feed_url`,
-        subscribedAt: sql`excluded.subscribed_at`,
-        unsubscribedAt: null,
-      },
-      setWhere: isNotNull(subscriptions.unsubscribedAt),
-    })
-    .returning(storedColumns);
-}
+const subscribeStatement = statement(sql`
+  INSERT INTO ${s} (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq)
+  SELECT ${userId}, ${guid}, ${feedUrl}, ${now}, NULL, ${nextChange}
+  WHERE coalesce((SELECT ${stats.storedCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) < ${MAX_STORED_SUBSCRIPTIONS}
+    OR EXISTS (SELECT 1 FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = ${guid})
+  ON CONFLICT (user_id, guid) DO UPDATE SET
+    feed_url = excluded.feed_url, subscribed_at = excluded.subscribed_at, unsubscribed_at = NULL,
+    change_seq = excluded.change_seq
+  WHERE ${s.unsubscribedAt} IS NOT NULL
+  RETURNING ${returned}`);
 
-function activeRowQuery(db: Database) {
-  return db
-    .select(storedColumns)
-    .from(subscriptions)
-    .where(activeRow(sql.placeholder("userId"), sql.placeholder("guid")));
-}
+/** Moves an active subscription to a new feed URL; the same URL as stored changes nothing (no row). */
+const moveStatement = statement(sql`
+  UPDATE ${s} SET feed_url = ${feedUrl}, change_seq = ${nextChange}
+  WHERE ${isActive} AND ${s.feedUrl} IS NOT ${feedUrl}
+  RETURNING ${returned}`);
 
-type Values = Record<string, string | number>;
+/** Unsubscribes, keeping the row as a tombstone the change feed reports. */
+const unsubscribeStatement = statement(sql`
+  UPDATE ${s} SET unsubscribed_at = ${now}, change_seq = ${nextChange}
+  WHERE ${isActive}
+  RETURNING ${s.guid}`);
 
-interface Compiled {
-  sql: string;
-  params: (values: Values) => unknown[];
-}
-
-/** A parameter as Drizzle leaves it: a value, a placeholder, or either wrapped with the column's encoder. */
-function fill(param: unknown, values: Values): unknown {
-  if (is(param, Param)) {
-    const value = fill(param.value, values);
-    return param.encoder ? param.encoder.mapToDriverValue(value) : value;
-  }
-  return is(param, Placeholder) ? values[param.name] : param;
-}
+const findActiveStatement = statement(sql`SELECT ${returned} FROM ${s} WHERE ${isActive}`);
 
 /**
- * Drizzle builds the SQL of a write once per isolate; each item then only binds its values. Building
- * the query per item cost about 0.2 ms of CPU each, which made a bulk request of 100 adds 14 times
- * slower than one add although both are one D1 round trip.
+ * Which of the guids the user stores (active or tombstone) once the batch has run. An add that
+ * returned no row found either an active subscription or a full quota; since nothing in a batch
+ * deletes rows, a guid still unknown at the end was refused by the quota.
  */
-function compile(query: { toSQL(): { sql: string; params: unknown[] } }): Compiled {
-  const { sql: text, params } = query.toSQL();
-  return {
-    sql: text,
-    params: (values) => params.map((param) => fill(param, values)),
-  };
-}
+const storedGuidsStatement = statement(sql`
+  SELECT json_group_array(${s.guid}) AS guids FROM ${s}
+  WHERE ${s.userId} = ${userId} AND ${s.guid} IN (SELECT value FROM json_each(${sql.placeholder("guids")}))`);
 
-let statements: { upsert: Compiled; findActive: Compiled } | undefined;
+type Row = Record<string, unknown>;
 
-function compiled(db: Database) {
-  statements ??= { upsert: compile(upsertQuery(db)), findActive: compile(activeRowQuery(db)) };
-  return statements;
-}
-
-function bind(db: Database, statement: Compiled, values: Values): D1PreparedStatement {
-  return db.$client.prepare(statement.sql).bind(...statement.params(values));
-}
-
-/** Rows come back from D1 under their column names. */
-function fromColumns(row: Record<string, unknown> | undefined): StoredSubscription | undefined {
+function toStored(row: Row | undefined): StoredSubscription | undefined {
   if (!row) return undefined;
   return { guid: row.guid as string, feedUrl: row.feed_url as string, subscribedAt: row.subscribed_at as number };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Writes
+
+export type AddResult = { kind: "created"; subscription: StoredSubscription } | { kind: "exists" } | { kind: "limit" };
+export type UpdateResult = { kind: "updated"; subscription: StoredSubscription } | { kind: "not-found" };
+export type RemoveResult = { kind: "removed" } | { kind: "not-found" };
+
+export type WriteOperation =
+  | ({ op: "add" } & FeedItem)
+  | ({ op: "update" } & FeedItem)
+  | { op: "remove"; guid: string };
+
+export type WriteResult<T extends WriteOperation> = T extends { op: "add" }
+  ? AddResult
+  : T extends { op: "update" }
+    ? UpdateResult
+    : RemoveResult;
+
+/** The statements of one operation; a move is followed by a read of the row as it then is. */
+function statementsFor(db: Database, user: string, operation: WriteOperation, at: number): D1PreparedStatement[] {
+  const values = { userId: user, now: at, ...operation };
+  switch (operation.op) {
+    case "add":
+      return [subscribeStatement.bind(db, values)];
+    case "update":
+      return [moveStatement.bind(db, values), findActiveStatement.bind(db, values)];
+    case "remove":
+      return [unsubscribeStatement.bind(db, values)];
+  }
+}
+
+/**
+ * Runs the operations in order, each on its own, in one batch (one round trip, one transaction), and
+ * returns one result per operation. All share one time, `at`.
+ */
+export async function applyOperations<T extends WriteOperation>(
+  db: Database,
+  user: string,
+  operations: readonly T[],
+  at: number,
+): Promise<WriteResult<T>[]> {
+  if (operations.length === 0) return [];
+  const perOperation = operations.map((operation) => statementsFor(db, user, operation, at));
+  const adds = operations.filter((operation) => operation.op === "add").map((operation) => operation.guid);
+  const batch = perOperation.flat();
+  if (adds.length > 0) batch.push(storedGuidsStatement.bind(db, { userId: user, guids: JSON.stringify(adds) }));
+
+  const results = await call(() => db.batch<Row>(batch));
+  const stored = adds.length > 0 ? new Set(JSON.parse(results.at(-1)?.results[0]?.guids as string) as string[]) : null;
+
+  let next = 0;
+  return operations.map((operation, index) => {
+    const own = results.slice(next, next + perOperation[index].length);
+    next += perOperation[index].length;
+    return resultOf(operation, own, stored);
+  }) as WriteResult<T>[];
+}
+
+/** One operation's result from its own statements' results (`stored`: see storedGuidsStatement). */
+function resultOf(
+  operation: WriteOperation,
+  own: D1Result<Row>[],
+  stored: Set<string> | null,
+): WriteResult<WriteOperation> {
+  const first = toStored(own[0].results[0]);
+  if (operation.op === "add") {
+    if (first) return { kind: "created", subscription: first };
+    return stored?.has(operation.guid) ? { kind: "exists" } : { kind: "limit" };
+  }
+  if (operation.op === "update") {
+    const current = toStored(own[1].results[0]);
+    return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
+  }
+  return first ? { kind: "removed" } : { kind: "not-found" };
+}
+
+/** Subscribes to each item in order, in one batch (bulk adds, OPML import). */
+export function subscribeMany(db: Database, user: string, items: readonly FeedItem[], at: number) {
+  return applyOperations(
+    db,
+    user,
+    items.map((item) => ({ op: "add" as const, guid: item.guid, feedUrl: item.feedUrl })),
+    at,
+  );
+}
+
+export type SubscribeResult =
+  | { kind: "created"; subscription: StoredSubscription }
+  | { kind: "exists"; subscription: StoredSubscription }
+  | { kind: "limit" };
+
+/** Subscribes the user to one feed; an active subscription is returned unchanged. */
+export async function subscribe(db: Database, user: string, item: FeedItem, at: number): Promise<SubscribeResult> {
+  const values = { userId: user, now: at, ...item };
+  const [inserted, current] = await call(() =>
+    db.batch<Row>([subscribeStatement.bind(db, values), findActiveStatement.bind(db, values)]),
+  );
+  const created = toStored(inserted.results[0]);
+  if (created) return { kind: "created", subscription: created };
+  const existing = toStored(current.results[0]);
+  return existing ? { kind: "exists", subscription: existing } : { kind: "limit" };
+}
+
+/** Moves an active subscription to `feedUrl` (a no-op when unchanged); undefined when there is none. */
+export async function moveFeed(
+  db: Database,
+  user: string,
+  item: FeedItem,
+  at: number,
+): Promise<StoredSubscription | undefined> {
+  const [result] = await applyOperations(db, user, [{ op: "update" as const, ...item }], at);
+  return result.kind === "updated" ? result.subscription : undefined;
+}
+
+/** Marks the active subscription unsubscribed, keeping its row as a tombstone. False when there was none. */
+export async function unsubscribe(db: Database, user: string, feed: string, at: number): Promise<boolean> {
+  const [result] = await applyOperations(db, user, [{ op: "remove" as const, guid: feed }], at);
+  return result.kind === "removed";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reads. Each is one statement on the user's stats row, which carries the version (ETag) and the
+// counts; when the client's `knownVersion` is current, SQLite skips the rest (CASE short-circuits).
+
+const knownVersion = sql.placeholder("knownVersion");
 
 /** A stored subscription packed by SQLite as `[guid, feedUrl, subscribedAt]`. */
 type PackedSubscription = [string, string, number];
@@ -139,44 +242,45 @@ function listOrder(a: StoredSubscription, b: StoredSubscription): number {
   return a.subscribedAt - b.subscribedAt || (a.guid < b.guid ? -1 : a.guid > b.guid ? 1 : 0);
 }
 
+/** A page past the end is answered from the stats row alone (CONTRACT 12): it reads nothing else. */
+const listStatement = statement(sql`
+  SELECT ${stats.activeCount} AS total, ${stats.version} AS version,
+    CASE
+      WHEN ${stats.version} IS ${knownVersion} THEN NULL
+      WHEN ${sql.placeholder("offset")} >= ${stats.activeCount} THEN '[]'
+      ELSE (
+        SELECT json_group_array(json_array(guid, feed_url, subscribed_at)) FROM (
+          SELECT ${s.guid} AS guid, ${s.feedUrl} AS feed_url, ${s.subscribedAt} AS subscribed_at
+          FROM ${s}
+          WHERE ${s.userId} = ${userId} AND ${s.unsubscribedAt} IS NULL
+          ORDER BY ${s.subscribedAt}, ${s.guid}
+          LIMIT ${sql.placeholder("limit")} OFFSET ${sql.placeholder("offset")}
+        )
+      )
+    END AS page
+  FROM ${stats} WHERE ${stats.userId} = ${userId}`);
+
 export interface SubscriptionPage {
-  /** The user's write counter; every write bumps it (see user_stats). */
+  /** The user's latest change number. */
   version: number;
   total: number;
   /** Undefined when `knownVersion` was current: the client's copy is fresh and nothing else was read. */
   rows?: StoredSubscription[];
 }
 
-/**
- * One page of the user's active subscriptions in list order, with the total and the version, in one
- * statement. When `knownVersion` is current, SQLite skips the page subquery (CASE short-circuits) and
- * the statement reads one row: the user's stats.
- */
+/** One page of the user's active subscriptions in list order, with the total and the version. */
 export async function listSubscriptions(
   db: Database,
-  userId: string,
+  user: string,
   page: { number: number; size: number },
-  knownVersion: number | null = null,
+  known: number | null = null,
 ): Promise<SubscriptionPage> {
-  const offset = (page.number - 1) * page.size;
+  const values = { userId: user, knownVersion: known, limit: page.size, offset: (page.number - 1) * page.size };
   const row = await call(() =>
-    db.get<{ total: number; version: number; page: string | null }>(sql`
-      SELECT ${userStats.activeCount} AS total, ${userStats.version} AS version,
-        CASE WHEN ${userStats.version} IS NOT ${knownVersion} THEN (
-          SELECT json_group_array(json_array(guid, feed_url, subscribed_at))
-          FROM (
-            SELECT ${subscriptions.guid} AS guid, ${subscriptions.feedUrl} AS feed_url, ${subscriptions.subscribedAt} AS subscribed_at
-            FROM ${subscriptions}
-            WHERE ${subscriptions.userId} = ${userId} AND ${subscriptions.unsubscribedAt} IS NULL
-            ORDER BY ${subscriptions.subscribedAt}, ${subscriptions.guid}
-            LIMIT ${page.size} OFFSET ${offset}
-          )
-        ) END AS page
-      FROM ${userStats}
-      WHERE ${userStats.userId} = ${userId}`),
+    listStatement.bind(db, values).first<{ total: number; version: number; page: string }>(),
   );
   // No stats row: the user has never subscribed to anything.
-  if (!row) return { version: 0, total: 0, rows: knownVersion === 0 ? undefined : [] };
+  if (!row) return { version: 0, total: 0, rows: known === 0 ? undefined : [] };
   return {
     version: row.version,
     total: row.total,
@@ -184,86 +288,95 @@ export async function listSubscriptions(
   };
 }
 
+const findOneStatement = statement(sql`
+  SELECT ${stats.version} AS version,
+    (SELECT json_array(${s.guid}, ${s.feedUrl}, ${s.subscribedAt}) FROM ${s} WHERE ${isActive}) AS subscription
+  FROM ${stats} WHERE ${stats.userId} = ${userId}`);
+
 export interface SubscriptionRead {
   version: number;
-  /** Undefined when the user has no such active subscription, or when `knownVersion` was current. */
+  /** Undefined when the user has no such active subscription. */
   subscription?: StoredSubscription;
-  /** True when `knownVersion` was current: nothing but the version was read. */
-  fresh: boolean;
-}
-
-/** One active subscription of the user, with the user's version; reads one row when `knownVersion` is current. */
-export async function findSubscription(
-  db: Database,
-  userId: string,
-  guid: string,
-  knownVersion: number | null = null,
-): Promise<SubscriptionRead> {
-  const row = await call(() =>
-    db.get<{ version: number; subscription: string | null }>(sql`
-      SELECT ${userStats.version} AS version,
-        CASE WHEN ${userStats.version} IS NOT ${knownVersion} THEN (
-          SELECT json_array(${subscriptions.guid}, ${subscriptions.feedUrl}, ${subscriptions.subscribedAt})
-          FROM ${subscriptions}
-          WHERE ${activeRow(userId, guid)}
-        ) END AS subscription
-      FROM ${userStats}
-      WHERE ${userStats.userId} = ${userId}`),
-  );
-  if (!row) return { version: 0, fresh: false };
-  const fresh = row.version === knownVersion;
-  const subscription =
-    row.subscription === null ? undefined : unpack(JSON.parse(row.subscription) as PackedSubscription);
-  return { version: row.version, subscription, fresh };
-}
-
-/** Subscribes the user; `created` is false when an active subscription already existed (returned unchanged). */
-export async function subscribe(
-  db: Database,
-  userId: string,
-  item: NewSubscription,
-  now: number,
-): Promise<{ created: boolean; subscription: StoredSubscription }> {
-  const { upsert, findActive } = compiled(db);
-  const values = { userId, guid: item.guid, feedUrl: item.feedUrl, now };
-  const [inserted, current] = await call(() =>
-    db.$client.batch<Record<string, unknown>>([bind(db, upsert, values), bind(db, findActive, values)]),
-  );
-  const created = fromColumns(inserted.results[0]);
-  return {
-    created: created !== undefined,
-    subscription: (created ?? fromColumns(current.results[0])) as StoredSubscription,
-  };
 }
 
 /**
- * Subscribes to each item in order, in one batch. An element is undefined where the user was
- * already subscribed (before the request, or by an earlier item of the same batch).
+ * One active subscription of the user, with the user's version. It always reads the row: a client's
+ * current ETag must never turn a 404 into a 304 (CONTRACT 12).
  */
-export async function subscribeMany(
-  db: Database,
-  userId: string,
-  items: NewSubscription[],
-  now: number,
-): Promise<(StoredSubscription | undefined)[]> {
-  if (items.length === 0) return [];
-  const { upsert } = compiled(db);
-  const results = await call(() =>
-    db.$client.batch<Record<string, unknown>>(
-      items.map((item) => bind(db, upsert, { userId, guid: item.guid, feedUrl: item.feedUrl, now })),
-    ),
+export async function findSubscription(db: Database, user: string, feed: string): Promise<SubscriptionRead> {
+  const row = await call(() =>
+    findOneStatement.bind(db, { userId: user, guid: feed }).first<{ version: number; subscription: string | null }>(),
   );
-  return results.map((result) => fromColumns(result.results[0]));
+  if (!row) return { version: 0 };
+  const subscription =
+    row.subscription === null ? undefined : unpack(JSON.parse(row.subscription) as PackedSubscription);
+  return { version: row.version, subscription };
 }
 
-/** Marks the active subscription unsubscribed, keeping its row as a tombstone. False when there was none. */
-export async function unsubscribe(db: Database, userId: string, guid: string, now: number): Promise<boolean> {
-  const rows = await call(() =>
-    db
-      .update(subscriptions)
-      .set({ unsubscribedAt: now })
-      .where(activeRow(userId, guid))
-      .returning({ guid: subscriptions.guid }),
-  );
-  return rows.length > 0;
+/** A changed subscription packed by SQLite as `[guid, feedUrl, subscribedAt, unsubscribedAt, changeSeq]`. */
+type PackedChange = [string, string, number, number | null, number];
+
+/**
+ * The change feed: subscriptions changed after `since`, oldest change first, at most `limit`. It walks
+ * the change index from `since`, so a page reads its own rows plus the stats row however long the
+ * history is.
+ */
+const changesStatement = statement(sql`
+  SELECT ${stats.version} AS version,
+    CASE WHEN ${stats.version} IS ${knownVersion} THEN NULL ELSE (
+      SELECT json_group_array(json_array(guid, feed_url, subscribed_at, unsubscribed_at, change_seq)) FROM (
+        SELECT ${s.guid} AS guid, ${s.feedUrl} AS feed_url, ${s.subscribedAt} AS subscribed_at,
+          ${s.unsubscribedAt} AS unsubscribed_at, ${s.changeSeq} AS change_seq
+        FROM ${s}
+        WHERE ${s.userId} = ${userId} AND ${s.changeSeq} > ${sql.placeholder("since")}
+        ORDER BY ${s.changeSeq}
+        LIMIT ${sql.placeholder("limit")}
+      )
+    ) END AS changes
+  FROM ${stats} WHERE ${stats.userId} = ${userId}`);
+
+export interface ChangePage {
+  /** The user's latest change number. */
+  version: number;
+  /** Undefined when `knownVersion` was current: nothing but the version was read. */
+  changes?: ChangedSubscription[];
 }
+
+/** Up to `limit` changes after `since`, in change order, with the user's latest change number. */
+export async function listChanges(
+  db: Database,
+  user: string,
+  since: number,
+  limit: number,
+  known: number | null = null,
+): Promise<ChangePage> {
+  const row = await call(() =>
+    changesStatement
+      .bind(db, { userId: user, since, limit, knownVersion: known })
+      .first<{ version: number; changes: string | null }>(),
+  );
+  if (!row) return { version: 0, changes: known === 0 ? undefined : [] };
+  if (row.changes === null) return { version: row.version };
+  const changes = (JSON.parse(row.changes) as PackedChange[])
+    .map(([guid, feedUrl, subscribedAt, unsubscribedAt, changeSeq]) => ({
+      guid,
+      feedUrl,
+      subscribedAt,
+      unsubscribedAt,
+      changeSeq,
+    }))
+    .sort((a, b) => a.changeSeq - b.changeSeq);
+  return { version: row.version, changes };
+}
+
+/** Every statement this module runs, for the test that proves none scans a table. */
+export const allStatements: Record<string, Statement> = {
+  subscribe: subscribeStatement,
+  move: moveStatement,
+  unsubscribe: unsubscribeStatement,
+  findActive: findActiveStatement,
+  storedGuids: storedGuidsStatement,
+  list: listStatement,
+  findOne: findOneStatement,
+  changes: changesStatement,
+};

@@ -22,7 +22,7 @@ export const accessLog: MiddlewareHandler<AppEnv> = async (c, next) => {
       event: "request",
       requestId: c.get("requestId"),
       method: c.req.method,
-      route: routePath(c, -1),
+      route: c.get("routeName") ?? routePath(c, -1),
       status: c.res.status,
       durationMs: Date.now() - started,
       user: userId ? await userHash(userId) : null,

@@ -17,7 +17,7 @@ export const corsPolicy: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!allowed || allowed.length === 0) return next();
   return cors({
     origin: allowed.includes("*") ? "*" : (origin) => (allowed.includes(origin) ? origin : null),
-    allowMethods: ["GET", "POST", "DELETE"],
+    allowMethods: ["GET", "POST", "PATCH", "DELETE"],
     allowHeaders: ["Authorization", "Content-Type", "Accept", "If-None-Match", BOOKMARK_HEADER, "X-Request-Id"],
     exposeHeaders: ["ETag", "Location", "Retry-After", BOOKMARK_HEADER, "X-Request-Id"],
     maxAge: 600,

@@ -85,7 +85,7 @@ export function negotiate(extension: EndpointExtension): MiddlewareHandler<AppEn
   return async (c, next) => {
     const linkMethod = linkMethodExtUri(c);
     const supported = [ATOMIC_EXT_URI, linkMethod];
-    if (c.req.method === "POST") checkContentType(c, extension, supported);
+    if (c.req.method === "POST" || c.req.method === "PATCH") checkContentType(c, extension, supported);
     const requested = negotiateAccept(c, extension, supported);
     if (extension === "atomic") {
       c.set("responseExtensions", requested.includes(linkMethod) ? [ATOMIC_EXT_URI, linkMethod] : [ATOMIC_EXT_URI]);

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import pkg from "../../package.json";
+import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import {
   ATOMIC_EXT_URI,
   dataDocument,
@@ -11,13 +12,24 @@ import {
   toErrorObject,
 } from "../jsonapi";
 import { MAX_BODY_BYTES, MAX_OPERATIONS } from "../limits";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageQueryError, paginationLinks } from "../pagination";
+import {
+  changeFeedLinks,
+  DEFAULT_PAGE_SIZE,
+  invalidSyncToken,
+  MAX_PAGE_SIZE,
+  pageQueryError,
+  paginationLinks,
+} from "../pagination";
 import {
   alreadySubscribed,
+  idMismatch,
   invalidGuid,
   parseSubscriptionResource,
   subscriptionDocumentError,
+  subscriptionLimitReached,
   subscriptionNotFound,
+  subscriptionNotFoundAt,
+  toChangeResource,
   toSubscriptionResource,
 } from "../resources/subscription";
 import {
@@ -26,7 +38,9 @@ import {
   guidSchema,
   operationsDocumentSchema,
   pageQuerySchema,
+  removeOperationSchema,
   subscriptionDocumentSchema,
+  updateOperationSchema,
 } from "./schemas";
 
 /**
@@ -82,11 +96,25 @@ function componentSchemas(): Record<string, Json> {
     ...JSON_SCHEMA_OPTIONS,
     uri: (id) => `#/components/schemas/${id}`,
     override: (ctx) => {
-      // The route takes any element and checks each operation on its own; the document shows the one it accepts.
-      if (ctx.zodSchema === elements) Object.assign(ctx.jsonSchema, schemaRef("AddOperation"));
+      // The route takes any element and checks each operation on its own; the document shows those it accepts.
+      if (ctx.zodSchema === elements) {
+        Object.assign(ctx.jsonSchema, {
+          oneOf: ["AddOperation", "UpdateOperation", "RemoveOperation"].map(schemaRef),
+          discriminator: {
+            propertyName: "op",
+            mapping: {
+              add: "#/components/schemas/AddOperation",
+              update: "#/components/schemas/UpdateOperation",
+              remove: "#/components/schemas/RemoveOperation",
+            },
+          },
+        });
+      }
     },
   });
-  if (!documentRegistry.has(addOperationSchema)) throw new Error("AddOperation is not registered");
+  for (const operation of [addOperationSchema, updateOperationSchema, removeOperationSchema]) {
+    if (!documentRegistry.has(operation)) throw new Error("a bulk operation schema is not registered");
+  }
   return Object.fromEntries(Object.entries(schemas).map(([id, schema]) => [id, tidy(schema as Json)]));
 }
 
@@ -172,6 +200,16 @@ const bulkRequestExample = {
   ],
 };
 
+const MOVED_FEED_URL = "https://feeds.example.net/the-daily-byte/rss";
+
+const bulkSyncRequestExample = {
+  [OPERATIONS]: [
+    { op: "update", data: { type: "subscription", id: FEEDS[1].guid, attributes: { feedUrl: MOVED_FEED_URL } } },
+    { op: "remove", ref: { type: "subscription", id: FEEDS[0].guid } },
+    { op: "remove", ref: { type: "subscription", id: FEEDS[2].guid } },
+  ],
+};
+
 const bulkJsonApi = { version: "1.1", ext: [ATOMIC_EXT_URI, `https://api.example.com${LINK_METHOD_EXT_PATH}`] };
 
 const bulkResultExample = {
@@ -184,19 +222,20 @@ const bulkResultExample = {
   meta: { succeeded: 1, failed: 2 },
 };
 
-const bulkUnsupportedOpExample = {
+const bulkSyncResultExample = {
   jsonapi: bulkJsonApi,
   "atomic:results": [
-    {
-      errors: [
-        problem(400, "Unsupported operation", 'This server supports only "add"; "remove" is not available.', {
-          source: { pointer: `/${OPERATIONS}/0/op` },
-        }),
-      ],
-    },
-    { data: toSubscriptionResource(stored(2), "self") },
+    { data: toSubscriptionResource({ ...stored(1), feedUrl: MOVED_FEED_URL }, "self") },
+    {},
+    { errors: [subscriptionNotFoundAt(`/${OPERATIONS}/2`)] },
   ],
-  meta: { succeeded: 1, failed: 1 },
+  meta: { succeeded: 2, failed: 1 },
+};
+
+const bulkLimitExample = {
+  jsonapi: bulkJsonApi,
+  "atomic:results": [{ errors: [subscriptionLimitReached(`/${OPERATIONS}/0`)] }],
+  meta: { succeeded: 0, failed: 1 },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -211,6 +250,12 @@ const errorContent = (examples: Record<string, unknown>, mediaTypes: string[] = 
 
 const v1Headers = { "X-Request-Id": headerRef("X-Request-Id") };
 const successHeaders = { ...v1Headers, "X-D1-Bookmark": headerRef("X-D1-Bookmark") };
+
+const bodyTooLargeResponse = {
+  description: `The body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
+  headers: v1Headers,
+  content: errorContent({ tooLarge: example("Body too large", exampleErrors(bodyTooLarge)) }),
+};
 
 const parameters: Record<string, Json> = {
   guid: {
@@ -238,6 +283,15 @@ const parameters: Record<string, Json> = {
     description: `Subscriptions per page, 1 to ${MAX_PAGE_SIZE} (decimal digits only; default ${DEFAULT_PAGE_SIZE}). Over ${MAX_PAGE_SIZE} answers 400 with \`meta.maxSize: ${MAX_PAGE_SIZE}\`.`,
     schema: { ...queryParameterSchema(pageQuerySchema.in.shape["page[size]"]), default: DEFAULT_PAGE_SIZE },
     example: 50,
+  },
+  since: {
+    name: "filter[since]",
+    in: "query",
+    required: false,
+    description:
+      "Turns the list into the change feed: `0` (the whole history) or the `meta.syncToken` of your last sync. Decimal digits, at most 15, no leading zeros; anything else, or a token past the user's latest change, answers 400 `Invalid sync token`. Cannot be combined with `page[number]`.",
+    schema: { type: "string", pattern: "^(0|[1-9][0-9]{0,14})$" },
+    example: "42",
   },
   ifNoneMatch: {
     name: "If-None-Match",
@@ -340,7 +394,7 @@ const responses: Record<string, Json> = {
     content: errorContent({
       put: example(
         "PUT on a subscription",
-        exampleErrors(problem(405, "Method not allowed", "PUT is not allowed here; allowed: GET, DELETE.")),
+        exampleErrors(problem(405, "Method not allowed", "PUT is not allowed here; allowed: GET, PATCH, DELETE.")),
       ),
     }),
   },
@@ -447,23 +501,63 @@ const pastTheEndExample = dataDocument([], {
   meta: { total: 3 },
 });
 const oneExample = dataDocument(toSubscriptionResource(stored(0)));
+const movedExample = dataDocument(toSubscriptionResource({ ...stored(1), feedUrl: MOVED_FEED_URL }));
+const changeFeedExample = dataDocument(
+  [
+    toChangeResource({ ...stored(2), unsubscribedAt: null, changeSeq: 41 }),
+    toChangeResource({ ...stored(0), unsubscribedAt: EXAMPLE_TIME + 3_600_000, changeSeq: 42 }),
+  ],
+  {
+    links: changeFeedLinks("/v1/subscriptions", { since: 40, size: 2 }, 42, true),
+    meta: { syncToken: "42" },
+  },
+);
+const caughtUpExample = dataDocument([], {
+  links: changeFeedLinks("/v1/subscriptions", { since: 57, size: 25 }, 57, false),
+  meta: { syncToken: "57" },
+});
+const subscriptionLimit = exampleErrors(subscriptionLimitReached());
+const forbiddenLimit = {
+  description: `The user already stores ${MAX_STORED_SUBSCRIPTIONS} subscriptions (unsubscribed ones included). Reviving one's own unsubscription is always allowed.`,
+  headers: v1Headers,
+  content: errorContent({ limit: example("Subscription limit reached", subscriptionLimit) }),
+};
 
 const paths: Record<string, Json> = {
   "/v1/subscriptions": {
     get: {
       operationId: "listSubscriptions",
       tags: ["Subscriptions"],
-      summary: "List subscriptions",
-      description: `The authenticated user's subscriptions, page by page, oldest first (\`userSubscribedAt\`, then \`id\`; stable while new subscriptions arrive). Takes \`page[number]\` and \`page[size]\` only: \`include\`, \`sort\`, \`fields[...]\`, \`filter[...]\`, any other \`page[...]\` and any other all-lowercase name answer 400 with \`source.parameter\`; names with another character (camelCase) are ignored.`,
-      parameters: [parameterRef("pageNumber"), parameterRef("pageSize"), parameterRef("ifNoneMatch"), ...v1Parameters],
+      summary: "List subscriptions, or what changed since a sync token",
+      description: `Without \`filter[since]\`: the authenticated user's active subscriptions, page by page, oldest first (\`userSubscribedAt\`, then \`id\`; stable while new subscriptions arrive), with \`meta.total\`.
+
+With \`filter[since]=<token>\` (and optionally \`page[size]\`): the **change feed**. Every write that changes a subscription (new, revived, unsubscribed, feed moved) gives it the user's next change number; the feed returns the subscriptions changed after the token, oldest change first, each once with its current state: active ones exactly as in the list plus \`userUnsubscribedAt: null\`, unsubscribed ones as tombstones with \`userUnsubscribedAt\` and no links. Follow \`links.next\` until it is null, then store \`meta.syncToken\` and send it next time. No clocks are involved, so no change is ever skipped or lost at a boundary; a subscription that changes while you page shows up again later with its newer state. Tokens never expire.
+
+Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, \`sort\`, \`fields[...]\`, other \`filter[...]\`, other \`page[...]\` and any other all-lowercase name answer 400 with \`source.parameter\`; names with another character (camelCase) are ignored.`,
+      parameters: [
+        parameterRef("pageNumber"),
+        parameterRef("pageSize"),
+        parameterRef("since"),
+        parameterRef("ifNoneMatch"),
+        ...v1Parameters,
+      ],
       responses: {
         "200": {
-          description: "One page of subscriptions, with pagination links and `meta.total`.",
+          description:
+            "One page of subscriptions, with pagination links and `meta.total`; or, with `filter[since]`, one page of the change feed with `meta.syncToken`.",
           headers: { ...successHeaders, ETag: headerRef("ETag") },
-          content: jsonApiContent(schemaRef("SubscriptionListDocument"), {
-            page: example("First page of three subscriptions, two per page", listExample),
-            pastTheEnd: example("A page past the end", pastTheEndExample),
-          }),
+          content: jsonApiContent(
+            { anyOf: [schemaRef("SubscriptionListDocument"), schemaRef("ChangeFeedDocument")] },
+            {
+              page: example("First page of three subscriptions, two per page", listExample),
+              pastTheEnd: example("A page past the end", pastTheEndExample),
+              changes: example(
+                "Change feed: a new subscription and an unsubscription after token 40, more to follow",
+                changeFeedExample,
+              ),
+              caughtUp: example("Change feed: nothing changed since the token", caughtUpExample),
+            },
+          ),
         },
         "304": responseRef("NotModified"),
         "400": {
@@ -473,6 +567,11 @@ const paths: Record<string, Json> = {
             sizeTooBig: example("page[size] over the maximum", exampleErrors(pageError({ "page[size]": "101" }))),
             badNumber: example("page[number] not a whole number", exampleErrors(pageError({ "page[number]": "0" }))),
             unsupported: example("A parameter JSON:API reserves", exampleErrors(pageError({ include: "episodes" }))),
+            invalidToken: example("A sync token this server did not issue", errorDocument(invalidSyncToken().errors)),
+            numberWithSince: example(
+              "page[number] with filter[since]",
+              exampleErrors(pageError({ "filter[since]": "0", "page[number]": "2" })),
+            ),
           }),
         },
         ...v1Responses,
@@ -517,6 +616,7 @@ const paths: Record<string, Json> = {
             ),
           }),
         },
+        "403": forbiddenLimit,
         "409": {
           description: "`data.type` is not `subscription`.",
           headers: v1Headers,
@@ -529,11 +629,7 @@ const paths: Record<string, Json> = {
             ),
           }),
         },
-        "413": {
-          description: `The body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
-          headers: v1Headers,
-          content: errorContent({ tooLarge: example("Body too large", exampleErrors(bodyTooLarge)) }),
-        },
+        "413": bodyTooLargeResponse,
         "415": unsupportedMediaType(JSONAPI, {
           json: example("Sent as application/json", media415(`Send the request body as ${JSONAPI}.`)),
           charset: example(
@@ -597,12 +693,70 @@ const paths: Record<string, Json> = {
         ...v1Responses,
       },
     },
+    patch: {
+      operationId: "moveFeed",
+      tags: ["Subscriptions"],
+      summary: "Move a feed to a new URL",
+      description: `A podcast's feed URL changed (a redirect, a new host); its guid did not. Replaces \`feedUrl\` exactly as sent; the guid and \`userSubscribedAt\` stay. A real change is a change for the change feed; the same URL as stored, or a body without \`attributes\`/\`feedUrl\`, answers 200 and records nothing. Send the body as \`${JSONAPI}\`. Checks run in this order: the path guid (400), body JSON, \`data\`, \`type\` (409), \`id\` (400 when missing or not a UUID, 409 at \`/data/id\` when it is not the path's guid), \`feedUrl\` (422).`,
+      parameters: v1Parameters,
+      requestBody: {
+        required: true,
+        content: jsonApiContent(schemaRef("SubscriptionPatchDocument"), {
+          move: example("Move a feed", {
+            data: { type: "subscription", id: FEEDS[1].guid, attributes: { feedUrl: MOVED_FEED_URL } },
+          }),
+        }),
+      },
+      responses: {
+        "200": {
+          description: "The subscription as it now is (as get-one returns it).",
+          headers: successHeaders,
+          content: jsonApiContent(schemaRef("SubscriptionDocument"), { moved: example("Moved", movedExample) }),
+        },
+        "400": {
+          description:
+            "The path guid is not a UUID, the body is not JSON or not a document with `data`, or `data.id` is missing or not a UUID.",
+          headers: v1Headers,
+          content: errorContent({
+            invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
+            malformed: example("Body is not JSON", exampleErrors(malformedJson)),
+          }),
+        },
+        "404": responseRef("SubscriptionNotFound"),
+        "409": {
+          description: "`data.type` is not `subscription`, or `data.id` is not the path's guid.",
+          headers: v1Headers,
+          content: errorContent({
+            idMismatch: example("Another guid in the body", exampleErrors(idMismatch("/data/id", FEEDS[1].guid))),
+          }),
+        },
+        "413": bodyTooLargeResponse,
+        "415": unsupportedMediaType(JSONAPI, {
+          json: example("Sent as application/json", media415(`Send the request body as ${JSONAPI}.`)),
+        }),
+        "422": {
+          description: "`feedUrl` is present but null, not a string, not an absolute http/https URL, or too long.",
+          headers: v1Headers,
+          content: errorContent({
+            notHttp: example(
+              "Not an http(s) URL",
+              exampleErrors(
+                bodyError({
+                  data: { type: "subscription", id: FEEDS[0].guid, attributes: { feedUrl: "ftp://example.com/feed" } },
+                }),
+              ),
+            ),
+          }),
+        },
+        ...v1Responses,
+      },
+    },
     delete: {
       operationId: "unsubscribe",
       tags: ["Subscriptions"],
       summary: "Unsubscribe",
       description:
-        "The target of `links.unsubscribe`. The subscription disappears from list and get; subscribing again later answers 201 with a fresh `userSubscribedAt`.",
+        "The target of `links.unsubscribe`. The subscription disappears from list and get, and the change feed reports it as a tombstone; subscribing again later answers 201 with a fresh `userSubscribedAt`.",
       parameters: v1Parameters,
       responses: {
         "204": { description: "Unsubscribed. No body.", headers: successHeaders },
@@ -620,21 +774,24 @@ const paths: Record<string, Json> = {
     post: {
       operationId: "bulkOperations",
       tags: ["Bulk operations"],
-      summary: "Subscribe to many feeds at once",
-      description: `JSON:API Atomic Operations, with one difference: operations are independent. They are processed in order, each succeeds or fails on its own, and the answer is 200 with one element of \`atomic:results\` per operation (\`data\` or \`errors\`) and a \`meta\` summary. Only \`add\` of a subscription is supported. Send and accept \`${ATOMIC}\`; add this server's link-method extension URI (\`<base>${LINK_METHOD_EXT_PATH}\`) to the \`ext\` of \`Accept\` and the response's \`ext\` names both, space-separated. Request-level problems (body not an object, no or empty \`${OPERATIONS}\`, more than ${MAX_OPERATIONS} operations) answer with a top-level \`errors\` document instead. All valid operations are written in one database transaction: on 503 nothing was written, and retrying is safe.`,
+      summary: "Add, move and remove many subscriptions at once",
+      description: `JSON:API Atomic Operations, with one difference: operations are independent. They are processed in order, each succeeds or fails on its own, and the answer is 200 with one element of \`atomic:results\` per operation (\`data\`, \`{}\` for a remove, or \`errors\`) and a \`meta\` summary. \`add\` subscribes (as POST), \`update\` moves a feed (as PATCH, \`feedUrl\` required), \`remove\` unsubscribes by \`ref\` (as DELETE). Order matters: add X then remove X leaves X unsubscribed; remove X then add X revives it. Send and accept \`${ATOMIC}\`; add this server's link-method extension URI (\`<base>${LINK_METHOD_EXT_PATH}\`) to the \`ext\` of \`Accept\` and the response's \`ext\` names both, space-separated. Request-level problems (body not an object, no or empty \`${OPERATIONS}\`, more than ${MAX_OPERATIONS} operations) answer with a top-level \`errors\` document instead. All valid operations are written in one database transaction: on 503 nothing was written, and retrying is safe.`,
       parameters: v1Parameters,
       requestBody: {
         required: true,
         content: jsonApiContent(
           schemaRef("OperationsDocument"),
-          { bulk: example("Three adds", bulkRequestExample) },
+          {
+            bulk: example("Three adds", bulkRequestExample),
+            sync: example("A move and two removes", bulkSyncRequestExample),
+          },
           ATOMIC,
         ),
       },
       responses: {
         "200": {
           description:
-            "One result per operation, in order. A failed operation's element holds `errors` (400 invalid operation or resource identifier, 409 `Already Subscribed` or type mismatch, 422 invalid `feedUrl`); the status of the response stays 200.",
+            "One result per operation, in order. A failed operation's element holds `errors` (400 invalid operation or resource identifier, 403 `Subscription limit reached`, 404 `Subscription not found` for an update or remove of a subscription the user does not have, 409 `Already Subscribed` or type mismatch, 422 invalid `feedUrl`); the status of the response stays 200.",
           headers: successHeaders,
           content: jsonApiContent(
             schemaRef("OperationsResultDocument"),
@@ -644,7 +801,12 @@ const paths: Record<string, Json> = {
                 bulkResultExample,
                 "The response to the request example.",
               ),
-              unsupported: example("An unsupported operation", bulkUnsupportedOpExample),
+              sync: example(
+                "A move, a remove, and a remove of a feed not subscribed",
+                bulkSyncResultExample,
+                "The response to the second request example.",
+              ),
+              limit: example("An add over the per-user limit", bulkLimitExample),
             },
             ATOMIC,
           ),
@@ -742,7 +904,7 @@ const paths: Record<string, Json> = {
 // ---------------------------------------------------------------------------------------------
 // The document
 
-const DESCRIPTION = `Keeps a podcast listener's feed subscriptions in sync across apps: list them page by page, fetch one, subscribe, unsubscribe, and subscribe to many feeds in one request.
+const DESCRIPTION = `Keeps a podcast listener's feed subscriptions in sync across apps: list them page by page, learn exactly what changed since the last sync (unsubscriptions and feed moves included), fetch one, subscribe, move a feed to a new URL, unsubscribe, and do many of these in one request.
 
 The wire format is [JSON:API 1.1](https://jsonapi.org/format/1.1/): every body, errors included, is \`${JSONAPI}\` (bulk: \`${ATOMIC}\`), and every response has \`Vary: Accept\` and an \`X-Request-Id\`.
 
@@ -752,9 +914,9 @@ The wire format is [JSON:API 1.1](https://jsonapi.org/format/1.1/): every body, 
 
 **Errors.** JSON:API error objects with \`status\`, a stable \`title\`, \`detail\`, and \`source\` (\`pointer\`, \`parameter\` or \`header\`) where it helps. An unknown path answers \`404\`, a known path with another method \`405\` with \`Allow\`.
 
-**Consistency and caching.** Responses carry \`X-D1-Bookmark\`: send it back on the next request to read your own writes from any database replica. The two \`GET\` endpoints answer with an \`ETag\`; send it as \`If-None-Match\` to get \`304\` while nothing changed.
+**Consistency and caching.** Responses carry \`X-D1-Bookmark\`: send it back on the next request to read your own writes from any database replica. The \`GET\` endpoints (list, change feed, one subscription) answer with an \`ETag\`; send it as \`If-None-Match\` to get \`304\` while nothing changed.
 
-**Limits.** \`page[size]\` up to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); ${MAX_OPERATIONS} operations per bulk request; request bodies up to ${MAX_BODY_BYTES / 1024 / 1024} MiB; requests over the rate limit answer \`429\` with \`Retry-After\`.`;
+**Limits.** \`page[size]\` up to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); ${MAX_OPERATIONS} operations per bulk request; request bodies up to ${MAX_BODY_BYTES / 1024 / 1024} MiB; ${MAX_STORED_SUBSCRIPTIONS} stored subscriptions per user, unsubscribed ones included (\`403\`); requests over the rate limit answer \`429\` with \`Retry-After\`.`;
 
 /** Orders each operation's responses by status code, as readers expect. */
 function sortResponses(allPaths: Record<string, Json>): Record<string, Json> {

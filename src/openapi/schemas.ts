@@ -6,6 +6,8 @@ import {
   guidSchema,
   SUBSCRIPTION_TYPE,
   subscriptionDocumentSchema,
+  subscriptionPatchSchema,
+  subscriptionRefSchema,
   subscriptionResourceSchema,
 } from "../resources/subscription";
 import { operationsDocumentSchema } from "../routes/operations";
@@ -28,10 +30,24 @@ export {
   subscriptionResourceSchema,
 };
 
-/** One operation of a bulk request as documented: the route checks operations one by one in code. */
+/** The body of PATCH /v1/subscriptions/{guid}: the route validates `data` with `subscriptionPatchSchema`. */
+export const subscriptionPatchDocumentSchema = z.object({ data: subscriptionPatchSchema });
+
+/** The operations of a bulk request as documented: the route checks operations one by one in code. */
 export const addOperationSchema = z.object({
   op: z.literal("add"),
   data: subscriptionResourceSchema,
+});
+
+export const updateOperationSchema = z.object({
+  op: z.literal("update"),
+  data: subscriptionResourceSchema,
+  ref: subscriptionRefSchema.optional(),
+});
+
+export const removeOperationSchema = z.object({
+  op: z.literal("remove"),
+  ref: subscriptionRefSchema,
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -101,6 +117,34 @@ export const subscriptionListDocumentSchema = z.object({
   meta: z.object({ total: z.number().int().min(0) }),
 });
 
+/** A subscription as the change feed reports it: active (the list's resource) or a tombstone (no links). */
+export const activeChangeSchema = subscriptionSchema.extend({
+  attributes: subscriptionAttributesSchema.extend({ userUnsubscribedAt: z.null() }),
+});
+
+export const tombstoneChangeSchema = z.object({
+  type: z.literal(SUBSCRIPTION_TYPE),
+  id: lowercaseGuid,
+  attributes: subscriptionAttributesSchema.extend({ userUnsubscribedAt: isoTimestamp }),
+});
+
+export const changeSchema = z.union([activeChangeSchema, tombstoneChangeSchema]);
+
+export const changeFeedLinksSchema = z.object({
+  self: z.string(),
+  first: z.string(),
+  prev: z.null(),
+  next: z.string().nullable(),
+  last: z.null(),
+});
+
+export const changeFeedDocumentSchema = z.object({
+  jsonapi: jsonapiObjectSchema,
+  data: z.array(changeSchema),
+  links: changeFeedLinksSchema,
+  meta: z.object({ syncToken: z.string().regex(/^(0|[1-9][0-9]{0,14})$/) }),
+});
+
 export const errorObjectSchema = z.object({
   status: z.string().regex(/^[1-5][0-9]{2}$/),
   title: z.string(),
@@ -123,6 +167,7 @@ export const errorDocumentSchema = z.object({
 export const atomicResultSchema = z.union([
   z.object({ data: bulkSubscriptionSchema }),
   z.object({ errors: z.array(errorObjectSchema).min(1) }),
+  z.strictObject({}),
 ]);
 
 export const operationsResultDocumentSchema = z.object({
@@ -170,7 +215,50 @@ documentRegistry
   })
   .add(addOperationSchema, {
     id: "AddOperation",
-    description: `An Atomic Operations \`add\` of one subscription. \`update\` and \`remove\` are not available on this server (400 \`Unsupported operation\` in the result).`,
+    description:
+      "Subscribes, as `POST /v1/subscriptions` does. Already subscribed (before, or by an earlier operation of the request) fails with 409 `Already Subscribed`; a revived unsubscription succeeds.",
+  })
+  .add(updateOperationSchema, {
+    id: "UpdateOperation",
+    description:
+      "Moves a feed, as `PATCH /v1/subscriptions/{guid}` does; `feedUrl` is required here. A `ref`, when present, must name the same subscription (else 400 at `ref`). Result: `{data}`; not an active subscription: 404.",
+  })
+  .add(removeOperationSchema, {
+    id: "RemoveOperation",
+    description:
+      "Unsubscribes, as `DELETE /v1/subscriptions/{guid}` does (the subscription becomes a tombstone the change feed reports). `href` is not supported. Result: `{}`; not an active subscription: 404.",
+  })
+  .add(subscriptionRefSchema, {
+    id: "SubscriptionIdentifier",
+    description: "A resource identifier object of a subscription.",
+  })
+  .add(subscriptionPatchSchema, {
+    id: "SubscriptionPatchResourceObject",
+    description:
+      "The subscription with its new `feedUrl`. `id` must be the path's guid (any case; else 409). Without `attributes` or `feedUrl` nothing changes. Read-only and unknown attributes are ignored.",
+  })
+  .add(subscriptionPatchDocumentSchema, {
+    id: "SubscriptionPatchDocument",
+    description: "The body of `PATCH /v1/subscriptions/{guid}`.",
+  })
+  .add(activeChangeSchema, {
+    id: "ActiveChange",
+    description: "A subscription that is active now: the list's resource plus `userUnsubscribedAt: null`.",
+  })
+  .add(tombstoneChangeSchema, {
+    id: "TombstoneChange",
+    description:
+      "A subscription the user has unsubscribed from: its last `feedUrl` and `userSubscribedAt`, and when it ended. No links.",
+  })
+  .add(changeFeedLinksSchema, {
+    id: "ChangeFeedLinks",
+    description:
+      "`self`, `first` (the whole history) and `next` have the shape `/v1/subscriptions?filter[since]=T&page[size]=S`; `next` is null when no more changes follow; `prev` and `last` are always null.",
+  })
+  .add(changeFeedDocumentSchema, {
+    id: "ChangeFeedDocument",
+    description:
+      "What changed after the token, oldest change first, each subscription once with its current state. Follow `links.next` until it is null, then store `meta.syncToken` for the next sync.",
   })
   .add(operationsDocumentSchema, {
     id: "OperationsDocument",
@@ -219,6 +307,10 @@ documentRegistry
 
 export type SubscriptionCreateDocument = z.input<typeof subscriptionDocumentSchema>;
 export type AddOperation = z.input<typeof addOperationSchema>;
+export type UpdateOperation = z.input<typeof updateOperationSchema>;
+export type RemoveOperation = z.input<typeof removeOperationSchema>;
+export type Change = z.output<typeof changeSchema>;
+export type ChangeFeedDocument = z.output<typeof changeFeedDocumentSchema>;
 export type Subscription = z.output<typeof subscriptionSchema>;
 export type BulkSubscription = z.output<typeof bulkSubscriptionSchema>;
 export type SubscriptionDocument = z.output<typeof subscriptionDocumentResponseSchema>;

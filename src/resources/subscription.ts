@@ -1,5 +1,5 @@
 import * as z from "zod";
-import type { SubscriptionRow } from "../db/schema";
+import { type ChangedSubscription, MAX_STORED_SUBSCRIPTIONS, type StoredSubscription } from "../db/subscriptions";
 import { ApiError, type ErrorObject, pointerTo, toErrorObject } from "../jsonapi";
 
 export const SUBSCRIPTION_TYPE = "subscription";
@@ -18,6 +18,8 @@ function isAbsoluteHttpUrl(value: string): boolean {
   return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
 }
 
+const feedUrlSchema = z.string().max(MAX_FEED_URL_LENGTH).refine(isAbsoluteHttpUrl);
+
 /**
  * A subscription resource object in a request that creates one: the single POST's `data` and each
  * bulk `add`'s `data`. Members are checked in this order (CONTRACT 5); read-only and unknown
@@ -26,12 +28,24 @@ function isAbsoluteHttpUrl(value: string): boolean {
 export const subscriptionResourceSchema = z.object({
   type: z.literal(SUBSCRIPTION_TYPE),
   id: guidSchema,
-  attributes: z.object({
-    feedUrl: z.string().max(MAX_FEED_URL_LENGTH).refine(isAbsoluteHttpUrl),
-  }),
+  attributes: z.object({ feedUrl: feedUrlSchema }),
+});
+
+/**
+ * A subscription resource object in a request that moves a feed: PATCH's `data`, where `attributes`
+ * and `feedUrl` may be absent (nothing to change; CONTRACT 9). Bulk `update` requires feedUrl and uses
+ * `subscriptionResourceSchema` (CONTRACT 10); both go through `parseFeedMove`.
+ */
+export const subscriptionPatchSchema = z.object({
+  type: z.literal(SUBSCRIPTION_TYPE),
+  id: guidSchema,
+  attributes: z.object({ feedUrl: feedUrlSchema.optional() }).optional(),
 });
 
 export type NewSubscription = { guid: string; feedUrl: string };
+
+/** A feed move: the guid, and the new URL unless the request had none (nothing to change). */
+export type FeedMove = { guid: string; feedUrl?: string };
 
 export type Validated<T> = { ok: true; value: T } | { ok: false; error: ErrorObject };
 
@@ -125,6 +139,86 @@ export function parseSubscriptionResource(resource: unknown, base: string): Vali
   return { ok: true, value: toNewSubscription(parsed.data) };
 }
 
+/** A resource identifier of a subscription: what a feed move checks first, and the shape of a bulk `ref`. */
+export const subscriptionRefSchema = z.object({ type: z.literal(SUBSCRIPTION_TYPE), id: guidSchema });
+
+/**
+ * Validates a feed move wherever it sits: PATCH's `data` (`feedUrl` optional) or a bulk `update`'s
+ * (`feedUrl` required). `base` is the resource object's JSON pointer. With `expectedId` (PATCH's path
+ * guid), an id naming another subscription is a 409 at `id`, checked before the attributes (CONTRACT 9).
+ */
+export function parseFeedMove(
+  resource: unknown,
+  base: string,
+  feedUrl: "optional" | "required",
+  expectedId?: string,
+): Validated<FeedMove> {
+  const identity = subscriptionRefSchema.safeParse(resource);
+  if (!identity.success) return { ok: false, error: validationError(identity.error.issues[0], resource, base) };
+  if (expectedId !== undefined && identity.data.id !== expectedId) {
+    return { ok: false, error: idMismatch(pointerTo(base, "id"), expectedId) };
+  }
+  const schema = feedUrl === "required" ? subscriptionResourceSchema : subscriptionPatchSchema;
+  const parsed = schema.safeParse(resource);
+  if (!parsed.success) return { ok: false, error: validationError(parsed.error.issues[0], resource, base) };
+  return { ok: true, value: { guid: parsed.data.id, feedUrl: parsed.data.attributes?.feedUrl } };
+}
+
+function invalidRef(status: 400 | 409, title: string, detail: string, pointer: string): Validated<string> {
+  return { ok: false, error: toErrorObject({ status, title, detail, source: { pointer } }) };
+}
+
+/**
+ * Validates a bulk `remove`'s target in CONTRACT 10's order, with its pointers: `href` is not
+ * supported, `ref` must be a resource identifier of a subscription. `base` is the operation's pointer.
+ */
+export function parseSubscriptionRef(operation: Record<string, unknown>, base: string): Validated<string> {
+  const { href, ref } = operation;
+  if (href !== undefined) {
+    return invalidRef(
+      400,
+      "Invalid operation",
+      "Operations name their target by ref; href is not supported.",
+      `${base}/href`,
+    );
+  }
+  if (ref === null || typeof ref !== "object" || Array.isArray(ref)) {
+    return invalidRef(400, "Invalid operation", "A remove operation needs a ref object: {type, id}.", base);
+  }
+  const { type, id } = ref as Record<string, unknown>;
+  if (typeof type !== "string") {
+    return invalidRef(400, "Invalid resource identifier", `ref.type must be "${SUBSCRIPTION_TYPE}".`, `${base}/ref`);
+  }
+  if (type !== SUBSCRIPTION_TYPE) {
+    return invalidRef(
+      409,
+      "Type mismatch",
+      `This server removes resources of type "${SUBSCRIPTION_TYPE}", not "${type}".`,
+      `${base}/ref/type`,
+    );
+  }
+  const guid = guidSchema.safeParse(id);
+  if (!guid.success) {
+    return invalidRef(
+      400,
+      "Invalid resource identifier",
+      "ref.id must be the subscription's guid (a UUID).",
+      `${base}/ref/id`,
+    );
+  }
+  return { ok: true, value: guid.data };
+}
+
+/** The 409 for a resource whose `id` differs from the one its URL or `ref` names. */
+export function idMismatch(pointer: string, expected: string): ErrorObject {
+  return toErrorObject({
+    status: 409,
+    title: "Identifier mismatch",
+    detail: `The resource's id must be the subscription's guid, ${expected}.`,
+    source: { pointer },
+  });
+}
+
 /** The body of POST /v1/subscriptions: a document whose primary data is one subscription resource. */
 export const subscriptionDocumentSchema = z
   .object({ data: subscriptionResourceSchema })
@@ -132,8 +226,7 @@ export const subscriptionDocumentSchema = z
 
 /** The error for a body that `subscriptionDocumentSchema` rejected (pointers from the document root). */
 export function subscriptionDocumentError(error: z.core.$ZodError, body: unknown): ApiError {
-  const object = validationError(error.issues[0], body, "");
-  return new ApiError({ ...object, status: Number(object.status) });
+  return ApiError.from(validationError(error.issues[0], body, ""));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -148,8 +241,6 @@ export function unsubscribeLink(guid: string) {
   return { href: subscriptionPath(guid), method: "DELETE" as const };
 }
 
-type StoredSubscription = Pick<SubscriptionRow, "guid" | "feedUrl" | "subscribedAt">;
-
 /**
  * The subscription resource object of a response. Bulk results carry only `links.self`
  * (CONTRACT 6); everywhere else `links.unsubscribe` too.
@@ -157,13 +248,32 @@ type StoredSubscription = Pick<SubscriptionRow, "guid" | "feedUrl" | "subscribed
 export function toSubscriptionResource(row: StoredSubscription, links: "full" | "self" = "full") {
   const self = subscriptionPath(row.guid);
   return {
+    ...identifiedAttributes(row),
+    links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
+  };
+}
+
+function identifiedAttributes(row: StoredSubscription) {
+  return {
     type: SUBSCRIPTION_TYPE,
     id: row.guid,
-    attributes: {
-      feedUrl: row.feedUrl,
-      userSubscribedAt: new Date(row.subscribedAt).toISOString(),
-    },
-    links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
+    attributes: { feedUrl: row.feedUrl, userSubscribedAt: new Date(row.subscribedAt).toISOString() },
+  };
+}
+
+/**
+ * A subscription as the change feed reports it (CONTRACT 8): an active one is the list's resource plus
+ * `userUnsubscribedAt: null`; a tombstone has its last state and when it ended, and no links.
+ */
+export function toChangeResource(row: ChangedSubscription) {
+  if (row.unsubscribedAt === null) {
+    const resource = toSubscriptionResource(row);
+    return { ...resource, attributes: { ...resource.attributes, userUnsubscribedAt: null } };
+  }
+  const tombstone = identifiedAttributes(row);
+  return {
+    ...tombstone,
+    attributes: { ...tombstone.attributes, userUnsubscribedAt: new Date(row.unsubscribedAt).toISOString() },
   };
 }
 
@@ -196,4 +306,20 @@ export function alreadySubscribed(operationPointer: string, subscription: NewSub
     source: { pointer: operationPointer },
     meta: { feedUrl: subscription.feedUrl, guid: subscription.guid },
   });
+}
+
+/** A write that would store more than the quota (CONTRACT 12); inline in bulk at the operation. */
+export function subscriptionLimitReached(operationPointer?: string): ErrorObject {
+  return toErrorObject({
+    status: 403,
+    title: "Subscription limit reached",
+    detail: `A user may store at most ${MAX_STORED_SUBSCRIPTIONS} subscriptions, unsubscribed ones included.`,
+    ...(operationPointer === undefined ? {} : { source: { pointer: operationPointer } }),
+    meta: { maxSubscriptions: MAX_STORED_SUBSCRIPTIONS },
+  });
+}
+
+/** The 404 inline in bulk results, at the operation. */
+export function subscriptionNotFoundAt(operationPointer: string): ErrorObject {
+  return { ...subscriptionNotFound().errors[0], source: { pointer: operationPointer } };
 }

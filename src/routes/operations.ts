@@ -2,7 +2,7 @@ import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import * as z from "zod";
-import { subscribeMany } from "../db/subscriptions";
+import { applyOperations, type WriteOperation, type WriteResult } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import {
   ApiError,
@@ -18,14 +18,16 @@ import { MAX_BODY_BYTES, MAX_OPERATIONS } from "../limits";
 import { negotiate } from "../middleware/negotiation";
 import {
   alreadySubscribed,
-  type NewSubscription,
+  parseFeedMove,
+  parseSubscriptionRef,
   parseSubscriptionResource,
+  subscriptionLimitReached,
+  subscriptionNotFoundAt,
   toSubscriptionResource,
   type Validated,
 } from "../resources/subscription";
 
 const OPERATIONS = "atomic:operations";
-const UNSUPPORTED_OPS = new Set(["update", "remove"]);
 
 /** The body of POST /v1/operations as the route validates it (exported for the OpenAPI document). */
 export const operationsDocumentSchema = z.object({
@@ -60,34 +62,93 @@ function invalidOperation(pointer: string, title: string, detail: string): { ok:
   return { ok: false, error: toErrorObject({ status: 400, title, detail, source: { pointer } }) };
 }
 
-/** Validates operation `index` on its own; only `add` of a subscription is documented for this server. */
-function parseOperation(operation: unknown, index: number): Validated<NewSubscription> {
+/** A bulk `update`'s optional `ref` must name the resource its `data` names (CONTRACT 10). */
+function refMatches(ref: unknown, guid: string): boolean {
+  if (ref === null || typeof ref !== "object") return false;
+  const { type, id } = ref as Record<string, unknown>;
+  return type === "subscription" && typeof id === "string" && id.toLowerCase() === guid;
+}
+
+function withData(operation: Record<string, unknown>, at: string, op: string): Validated<unknown> {
+  if (operation.data === undefined) {
+    return invalidOperation(
+      at,
+      "Invalid resource object",
+      `An ${op} operation needs a data member: one resource object.`,
+    );
+  }
+  return { ok: true, value: operation.data };
+}
+
+/**
+ * Validates operation `index` on its own (CONTRACT 6 and 10), with the validators the single-resource
+ * endpoints use: `add` as POST, `update` as PATCH, `remove` by its ref as DELETE by its path.
+ */
+function parseOperation(operation: unknown, index: number): Validated<WriteOperation> {
   const at = pointerTo("", OPERATIONS, index);
   if (operation === null || typeof operation !== "object" || Array.isArray(operation)) {
     return invalidOperation(at, "Invalid operation", "An operation must be a JSON object.");
   }
-  const { op, data } = operation as Record<string, unknown>;
+  const members = operation as Record<string, unknown>;
+  const { op } = members;
   if (typeof op !== "string") {
-    return invalidOperation(at, "Invalid operation", 'An operation needs an op member (a string; "add").');
+    return invalidOperation(at, "Invalid operation", 'An operation needs an op member: "add", "update" or "remove".');
   }
-  if (UNSUPPORTED_OPS.has(op)) {
-    return invalidOperation(
-      `${at}/op`,
-      "Unsupported operation",
-      `This server supports only "add"; "${op}" is not available.`,
-    );
+  switch (op) {
+    case "add": {
+      const data = withData(members, at, op);
+      if (!data.ok) return data;
+      const item = parseSubscriptionResource(data.value, pointerTo(at, "data"));
+      return item.ok ? { ok: true, value: { op, ...item.value } } : item;
+    }
+    case "update": {
+      const data = withData(members, at, op);
+      if (!data.ok) return data;
+      const move = parseFeedMove(data.value, pointerTo(at, "data"), "required");
+      if (!move.ok) return move;
+      const { guid, feedUrl } = move.value;
+      if (members.ref !== undefined && !refMatches(members.ref, guid)) {
+        return invalidOperation(
+          pointerTo(at, "ref"),
+          "Invalid operation",
+          "ref must name the same subscription as data.",
+        );
+      }
+      return { ok: true, value: { op, guid, feedUrl: feedUrl as string } };
+    }
+    case "remove": {
+      const ref = parseSubscriptionRef(members, at);
+      return ref.ok ? { ok: true, value: { op, guid: ref.value } } : ref;
+    }
+    default:
+      return invalidOperation(
+        pointerTo(at, "op"),
+        "Invalid operation",
+        `Unknown op "${op}": use "add", "update" or "remove".`,
+      );
   }
-  if (op !== "add") {
-    return invalidOperation(`${at}/op`, "Invalid operation", `Unknown op "${op}"; this server supports "add".`);
+}
+
+type AtomicResult =
+  | { data: ReturnType<typeof toSubscriptionResource> }
+  | Record<string, never>
+  | { errors: ErrorObject[] };
+
+/** The `atomic:results` element of one operation that reached the database. */
+function toAtomicResult(operation: WriteOperation, result: WriteResult<WriteOperation>, at: string): AtomicResult {
+  switch (result.kind) {
+    case "created":
+    case "updated":
+      return { data: toSubscriptionResource(result.subscription, "self") };
+    case "removed":
+      return {};
+    case "exists":
+      return { errors: [alreadySubscribed(at, operation as { guid: string; feedUrl: string })] };
+    case "limit":
+      return { errors: [subscriptionLimitReached(at)] };
+    case "not-found":
+      return { errors: [subscriptionNotFoundAt(at)] };
   }
-  if (data === undefined) {
-    return invalidOperation(
-      at,
-      "Invalid resource object",
-      "An add operation needs a data member: one resource object.",
-    );
-  }
-  return parseSubscriptionResource(data, pointerTo(at, "data"));
 }
 
 /**
@@ -105,14 +166,12 @@ export const operationRoutes = new Hono<AppEnv>().post(
     const parsed = c.req.valid("json")[OPERATIONS].map(parseOperation);
     const valid = parsed.flatMap((result) => (result.ok ? [result.value] : []));
     // Invalid operations never reach the database; the valid ones go as one batch, in order.
-    const stored = await subscribeMany(c.get("db"), c.get("userId"), valid, Date.now());
+    const outcomes = await applyOperations(c.get("db"), c.get("userId"), valid, Date.now());
 
     let next = 0;
-    const results = parsed.map((result, index) => {
+    const results = parsed.map((result, index): AtomicResult => {
       if (!result.ok) return { errors: [result.error] };
-      const row = stored[next++];
-      if (!row) return { errors: [alreadySubscribed(pointerTo("", OPERATIONS, index), result.value)] };
-      return { data: toSubscriptionResource(row, "self") };
+      return toAtomicResult(result.value, outcomes[next++], pointerTo("", OPERATIONS, index));
     });
     const failed = results.filter((result) => "errors" in result).length;
 

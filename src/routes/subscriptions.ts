@@ -3,14 +3,26 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import * as z from "zod";
-import { findSubscription, listSubscriptions, subscribe, unsubscribe } from "../db/subscriptions";
+import {
+  findSubscription,
+  listChanges,
+  listSubscriptions,
+  moveFeed,
+  subscribe,
+  unsubscribe,
+} from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { entityTag, parseIfNoneMatch } from "../etag";
-import { dataDocument, respond } from "../jsonapi";
+import { ApiError, dataDocument, respond } from "../jsonapi";
 import { MAX_BODY_BYTES } from "../limits";
 import { negotiate } from "../middleware/negotiation";
 import {
+  type ChangeParams,
+  changeFeedLinks,
+  changesLink,
+  invalidSyncToken,
   isReservedParameter,
+  type PageParams,
   pageLink,
   pageQueryError,
   pageQuerySchema,
@@ -20,10 +32,13 @@ import {
 import {
   guidSchema,
   invalidGuid,
+  parseFeedMove,
   subscriptionDocumentError,
   subscriptionDocumentSchema,
+  subscriptionLimitReached,
   subscriptionNotFound,
   subscriptionPath,
+  toChangeResource,
   toSubscriptionResource,
 } from "../resources/subscription";
 
@@ -48,32 +63,66 @@ function notModified(c: Context<AppEnv>, etag: string): Response {
   return c.body(null, 304, { ETag: etag, "Cache-Control": REVALIDATE });
 }
 
+/** One page of the user's subscriptions in list order (specification: GET /v1/subscriptions). */
+async function listPage(c: Context<AppEnv>, page: PageParams): Promise<Response> {
+  const userId = c.get("userId");
+  const key = pageLink(COLLECTION_PATH, page);
+  const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
+  const { version, total, rows } = await listSubscriptions(c.get("db"), userId, page, precondition.version);
+  const etag = entityTag(userId, key, version);
+  if (!rows || precondition.any) return notModified(c, etag);
+  return respond(
+    c,
+    dataDocument(
+      rows.map((row) => toSubscriptionResource(row)),
+      { links: paginationLinks(COLLECTION_PATH, page, total), meta: { total } },
+    ),
+    200,
+    { ETag: etag, "Cache-Control": REVALIDATE },
+  );
+}
+
+/**
+ * One page of the change feed (CONTRACT 8): what changed after the client's token, oldest change
+ * first, deletions included. One more change than the page holds is read to know whether `next` exists.
+ */
+async function changesPage(c: Context<AppEnv>, page: ChangeParams): Promise<Response> {
+  c.set("routeName", `${COLLECTION_PATH}?filter[since]`);
+  const userId = c.get("userId");
+  const key = changesLink(COLLECTION_PATH, page.since, page.size);
+  const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
+  const { version, changes } = await listChanges(c.get("db"), userId, page.since, page.size + 1, precondition.version);
+  if (page.since > version) throw invalidSyncToken();
+  const etag = entityTag(userId, key, version);
+  if (!changes || precondition.any) return notModified(c, etag);
+  const items = changes.slice(0, page.size);
+  const syncToken = items.at(-1)?.changeSeq ?? page.since;
+  return respond(
+    c,
+    dataDocument(items.map(toChangeResource), {
+      links: changeFeedLinks(COLLECTION_PATH, page, syncToken, changes.length > page.size),
+      meta: { syncToken: String(syncToken) },
+    }),
+    200,
+    { ETag: etag, "Cache-Control": REVALIDATE },
+  );
+}
+
+/** The body of PATCH: a document whose data is the subscription with its new feedUrl (CONTRACT 9). */
+const feedMoveDocumentSchema = z.object({ data: z.record(z.string(), z.unknown()) });
+
 export const subscriptionRoutes = new Hono<AppEnv>()
 
-  // List subscriptions, page by page (specification: GET /v1/subscriptions).
+  // List subscriptions page by page, or what changed since a sync token (GET /v1/subscriptions).
   .get(
     "/",
     jsonApi,
     zValidator("query", pageQuerySchema, (result) => {
       if (!result.success) throw pageQueryError(result.error);
     }),
-    async (c) => {
-      const page = c.req.valid("query");
-      const userId = c.get("userId");
-      const key = pageLink(COLLECTION_PATH, page);
-      const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
-      const { version, total, rows } = await listSubscriptions(c.get("db"), userId, page, precondition.version);
-      const etag = entityTag(userId, key, version);
-      if (!rows || precondition.any) return notModified(c, etag);
-      return respond(
-        c,
-        dataDocument(
-          rows.map((row) => toSubscriptionResource(row)),
-          { links: paginationLinks(COLLECTION_PATH, page, total), meta: { total } },
-        ),
-        200,
-        { ETag: etag, "Cache-Control": REVALIDATE },
-      );
+    (c) => {
+      const query = c.req.valid("query");
+      return query.kind === "changes" ? changesPage(c, query) : listPage(c, query);
     },
   )
 
@@ -86,10 +135,11 @@ export const subscriptionRoutes = new Hono<AppEnv>()
       if (!result.success) throw subscriptionDocumentError(result.error, result.data);
     }),
     async (c) => {
-      const { created, subscription } = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
-      const document = dataDocument(toSubscriptionResource(subscription));
-      if (!created) return respond(c, document);
-      const location = new URL(subscriptionPath(subscription.guid), c.req.url).href;
+      const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
+      if (result.kind === "limit") throw new ApiError({ ...subscriptionLimitReached(), status: 403 });
+      const document = dataDocument(toSubscriptionResource(result.subscription));
+      if (result.kind === "exists") return respond(c, document);
+      const location = new URL(subscriptionPath(result.subscription.guid), c.req.url).href;
       return respond(c, document, 201, { Location: location });
     },
   )
@@ -100,16 +150,40 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     const userId = c.get("userId");
     const key = subscriptionPath(guid);
     const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
-    const { version, subscription, fresh } = await findSubscription(c.get("db"), userId, guid, precondition.version);
-    const etag = entityTag(userId, key, version);
-    if (fresh) return notModified(c, etag);
+    const { version, subscription } = await findSubscription(c.get("db"), userId, guid);
     if (!subscription) throw subscriptionNotFound();
-    if (precondition.any) return notModified(c, etag);
+    const etag = entityTag(userId, key, version);
+    if (precondition.any || precondition.version === version) return notModified(c, etag);
     return respond(c, dataDocument(toSubscriptionResource(subscription)), 200, {
       ETag: etag,
       "Cache-Control": REVALIDATE,
     });
   })
+
+  // Move a feed: replace its URL; the guid and userSubscribedAt stay (CONTRACT 9).
+  .patch(
+    "/:guid",
+    jsonApi,
+    guidParam,
+    bodyLimit({ maxSize: MAX_BODY_BYTES }),
+    zValidator("json", feedMoveDocumentSchema, (result) => {
+      if (!result.success) throw subscriptionDocumentError(result.error, result.data);
+    }),
+    async (c) => {
+      const { guid } = c.req.valid("param");
+      const move = parseFeedMove(c.req.valid("json").data, "/data", "optional", guid);
+      if (!move.ok) throw ApiError.from(move.error);
+      const db = c.get("db");
+      const userId = c.get("userId");
+      const { feedUrl } = move.value;
+      const subscription =
+        feedUrl === undefined
+          ? (await findSubscription(db, userId, guid)).subscription
+          : await moveFeed(db, userId, { guid, feedUrl }, Date.now());
+      if (!subscription) throw subscriptionNotFound();
+      return respond(c, dataDocument(toSubscriptionResource(subscription)));
+    },
+  )
 
   // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (CONTRACT 5).
   .delete("/:guid", jsonApi, guidParam, noQuery, async (c) => {
