@@ -277,7 +277,7 @@ const operations = {
       "GET",
       `/v1/subscriptions?page[number]=${number}&page[size]=${size}`,
     );
-    if (expectStatus("list", status, 200, `page ${number} size ${size}`)) {
+    if (expectStatus("list", status, 200, `page ${number} size ${size}`) && CHECK) {
       if (!Array.isArray(json?.data) || json.data.length > size || typeof json?.meta?.total !== "number") {
         stats.unexpected += 1;
         problem(`list: malformed page ${JSON.stringify(json)?.slice(0, 300)}`);
@@ -832,7 +832,7 @@ const MIB = 2 ** 20;
 
 const memory = {
   samples: [], // { t: s since the soak began, requests: soak requests so far, heap?: {usedBeforeGc, used, total} (bytes), rss: { label: MiB } }
-  snapshots: {}, // start, end: parsed heap snapshots of the verdict window's ends
+  snapshots: {}, // start, end: parsed heap snapshots taken just before the soak and just after it
   error: undefined, // the first inspector failure
 };
 
@@ -871,16 +871,12 @@ async function snapshot(inspector, name) {
 
 /**
  * Samples every SOAK_SAMPLE_SECONDS from the soak's start until `soakDeadline` (the last one is taken by
- * the caller once the traffic stops), and takes the first heap snapshot where the verdict window begins.
+ * the caller once the traffic stops).
  */
 async function sampleDuringSoak(inspector, soakStart, soakDeadline) {
-  const windowStart = SECONDS - HEAP_WINDOW_SECONDS;
   for (let k = 0; soakStart + k * SAMPLE_SECONDS * 1000 < soakDeadline - 2000; k++) {
     await sleep(soakStart + k * SAMPLE_SECONDS * 1000 - performance.now());
-    await whileQuiet(async () => {
-      await sampleMemory(inspector, soakStart);
-      if (!memory.snapshots.start && memory.samples.at(-1).t >= windowStart - 1) await snapshot(inspector, "start");
-    });
+    await whileQuiet(() => sampleMemory(inspector, soakStart));
   }
 }
 
@@ -1099,12 +1095,13 @@ function snapshotLines() {
   if (!start || !end) return [];
   const diff = diffSnapshots(start, end);
   const kib = (bytes) => (bytes / 1024).toFixed(0);
-  const lines = ["### Heap snapshots: what grew over the verdict window", ""];
+  const lines = ["### Heap snapshots: what grew during the soak", ""];
   lines.push(
-    `Two snapshots (\`HeapProfiler.takeHeapSnapshot\`, which collects garbage first), at the start of the last`,
-    `${windowName()} and at the end: ${kib(diff.totalA)} KiB and ${kib(diff.totalB)} KiB of live objects. The classes`,
-    "that grew most (by bytes), and for each, what holds the objects that are new in the second snapshot",
-    "(holder's class and property, number of references):",
+    "Two snapshots (`HeapProfiler.takeHeapSnapshot`, which collects garbage first), just before the soak and",
+    "just after it (outside the series above: serialising a snapshot costs both workerd processes memory of",
+    `their own): ${kib(diff.totalA)} KiB and ${kib(diff.totalB)} KiB of live objects. The classes that grew most`,
+    "(by bytes), and for each, what holds the objects that are new in the second snapshot (holder's class and",
+    "property, number of references):",
     "",
   );
   lines.push("| Class | Objects | KiB | Change KiB | New objects held by |", "| --- | ---: | ---: | ---: | --- |");
@@ -1132,7 +1129,8 @@ function attributionLines(app, references) {
     "same traffic (same requests, same concurrency, the rate capped at this soak's with `SOAK_RATE`; their",
     "answers are not checked): bare Hono answering a constant document (`bench/ceiling-worker.ts`, no D1),",
     "and the same plus one `SELECT 1` on D1 per request (`bench/d1-floor-worker.ts`). Growth from the first",
-    "to the last sample of each run; per 1000 requests so that runs of different length compare.",
+    "to the last sample of each run, and per minute and per 1000 requests so that runs of different length",
+    "compare.",
     "",
   );
   if (references.length === 0) {
@@ -1141,23 +1139,29 @@ function attributionLines(app, references) {
   const runs = [app, ...references];
   const growth = (run, pick) => {
     const e = ends(run, pick);
-    if (!e) return { text: "-", perK: undefined };
+    if (!e) return { text: "-", rates: "-" };
     const perK = ((e[1] - e[0]) / Math.max(1, run.requests)) * 1000;
-    return { text: `${e[0].toFixed(0)} → ${e[1].toFixed(0)} (${signed(e[1] - e[0])})`, perK };
+    const perMinute = ((e[1] - e[0]) / run.seconds) * 60;
+    return {
+      text: `${e[0].toFixed(0)} → ${e[1].toFixed(0)} (${signed(e[1] - e[0])})`,
+      rates: `${signed(perMinute, 1)} / ${signed(perK, 1)}`,
+      perK,
+      perMinute,
+    };
   };
   lines.push(
-    "| Worker | Run | Requests | Isolate heap after GC MiB | workerd (the Worker and D1) RSS MiB | per 1000 requests | workerd (dev proxy) RSS MiB | per 1000 requests |",
+    "| Worker | Run | Requests | Isolate heap after GC MiB | workerd (the Worker and D1) RSS MiB | per minute / per 1000 requests | workerd (dev proxy) RSS MiB | per minute / per 1000 requests |",
     "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
   );
-  const perK = new Map();
+  const rates = new Map();
   for (const run of runs) {
     const heap = ends(run, (s) => (s.heap ? s.heap.used / MIB : undefined));
     const worker = growth(run, (s) => s.rss[WORKERD_WORKER]);
     const proxy = growth(run, (s) => s.rss[WORKERD_PROXY]);
-    perK.set(run.worker, worker.perK);
+    rates.set(run.worker, worker);
     const when = `${run.date.slice(0, 16).replace("T", " ")} UTC, ${run.seconds.toFixed(0)} s at ${run.concurrency} in flight${run.rateCap ? `, ≤ ${run.rateCap}/s` : ""}, ${run.code}`;
     lines.push(
-      `| ${run.label} | ${when} | ${run.requests} (${run.rps.toFixed(0)}/s) | ${heap ? `${heap[0].toFixed(2)} → ${heap[1].toFixed(2)}` : "-"} | ${worker.text} | ${worker.perK?.toFixed(2) ?? "-"} | ${proxy.text} | ${proxy.perK?.toFixed(2) ?? "-"} |`,
+      `| ${run.label} | ${when} | ${run.requests} (${run.rps.toFixed(0)}/s) | ${heap ? `${heap[0].toFixed(2)} → ${heap[1].toFixed(2)}` : "-"} | ${worker.text} | ${worker.rates} | ${proxy.text} | ${proxy.rates} |`,
     );
   }
   lines.push("");
@@ -1165,18 +1169,17 @@ function attributionLines(app, references) {
   const appRss = ends(app, (s) => s.rss[WORKERD_WORKER]);
   if (appHeap && appRss) {
     const share = (worker) => {
-      const x = perK.get(worker);
-      const y = perK.get("app");
-      return x === undefined || !(y > 0)
-        ? undefined
-        : `${worker} ${x.toFixed(2)} MiB (${((x / y) * 100).toFixed(0)} % of the app's)`;
+      const x = rates.get(worker);
+      const y = rates.get("app");
+      if (x?.perMinute === undefined || !(y?.perMinute > 0)) return undefined;
+      return `${worker} ${signed(x.perMinute, 1)} MiB (${((x.perMinute / y.perMinute) * 100).toFixed(0)} % of the app's)`;
     };
     const others = ["ceiling", "d1-floor"].map(share).filter(Boolean);
     lines.push(
       `Over this soak the workerd process that runs the Worker grew by ${signed(appRss[1] - appRss[0])} MiB while the`,
       `Worker's isolate heap went from ${appHeap[0].toFixed(2)} to ${appHeap[1].toFixed(2)} MiB: ${signed(appRss[1] - appRss[0] - (appHeap[1] - appHeap[0]))} MiB of`,
       "the growth is outside the app's JS heap (workerd itself, Miniflare's D1 simulator and its SQLite, the",
-      `inspector).${others.length ? ` Per 1000 requests, against the app's ${perK.get("app")?.toFixed(2)} MiB: ${others.join(", ")}.` : ""}`,
+      `inspector).${others.length ? ` Per minute, against the app's ${signed(rates.get("app").perMinute, 1)} MiB: ${others.join(", ")}.` : ""}`,
       "",
     );
   }
@@ -1498,6 +1501,8 @@ async function main() {
       concurrency = ramp.find((r) => r.rps >= 0.9 * best).concurrency;
     }
 
+    // The snapshots bracket the series: serialising one costs both workerd processes memory of their own.
+    await snapshot(inspector, "start");
     console.log(`soak: ${SECONDS} s at ${concurrency} in flight ...`);
     enter("soak");
     const cpuStart = cpuSnapshot();
