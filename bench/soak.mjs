@@ -919,12 +919,12 @@ function startProgress() {
     const phase = stats.phase === "soak" ? `soak ${elapsed}/${SECONDS} s` : `${stats.phase} ${elapsed} s`;
     const m = memory.samples.at(-1);
     const heap = m?.heap ? `, heap ${(m.heap.used / MIB).toFixed(2)} MiB after GC` : "";
-    const rss = Object.values(workerdRss())
-      .map((mib) => mib.toFixed(0))
-      .join(" + ");
+    const rss = workerdRss();
+    const mibOf = (label) => rss[label]?.toFixed(0) ?? "-";
     console.log(
       `soak: ${phase}: ${n} requests so far (${rate.toFixed(0)}/s), ${stats.errors5xx} 5xx, ` +
-        `${stats.networkErrors} network errors, ${stats.unexpected} unexpected${heap}, workerd RSS ${rss} MiB`,
+        `${stats.networkErrors} network errors, ${stats.unexpected} unexpected${heap}, ` +
+        `RSS ${mibOf(WORKERD_WORKER)} MiB workerd (Worker), ${mibOf(WORKERD_PROXY)} MiB workerd (dev proxy)`,
     );
   }, PROGRESS_MS);
 }
@@ -1210,6 +1210,7 @@ function chartOf(runs) {
       }),
     }));
   return memoryChart({
+    title: "Soak: the Worker isolate's JS heap after GC and the RSS of each workerd process, over time",
     xLabel: "seconds since the start of the soak",
     panels: [
       {
@@ -1415,6 +1416,10 @@ function report({
   lines.push(
     "```sh",
     "npm run soak                          # 60 s, concurrency from the ramp, writes this file",
+    `SOAK_SECONDS=600 SOAK_CONCURRENCY=${concurrency} npm run soak   # the 10-minute soak`,
+    "# The reference runs, at this soak's concurrency and rate, before the soak (its report reads them):",
+    `SOAK_WORKER=ceiling SOAK_SECONDS=300 SOAK_CONCURRENCY=${concurrency} SOAK_RATE=${Math.round(all.count / seconds)} npm run soak`,
+    `SOAK_WORKER=d1-floor SOAK_SECONDS=300 SOAK_CONCURRENCY=${concurrency} SOAK_RATE=${Math.round(all.count / seconds)} npm run soak`,
     "SOAK_SECONDS=10 npm run soak          # a quick trial",
     "SOAK_CONCURRENCY=16 SOAK_USERS=50 SOAK_SEED=1 SOAK_REPORT=/tmp/soak.md npm run soak",
     "```",

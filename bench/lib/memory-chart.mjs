@@ -21,10 +21,10 @@ function ticks(max, count = 5) {
 const label = (value) => (Number.isInteger(value) ? String(value) : value.toFixed(1));
 
 /**
- * @param {{ xLabel: string, panels: { title: string, unit: string, series: { label: string, color: string, dashed?: boolean, points: [number, number][] }[] }[] }} chart
+ * @param {{ title: string, xLabel: string, panels: { title: string, unit: string, series: { label: string, color: string, dashed?: boolean, points: [number, number][] }[] }[] }} chart
  * @returns {string} the SVG document
  */
-export function memoryChart({ xLabel, panels }) {
+export function memoryChart({ title, xLabel, panels }) {
   const allX = panels.flatMap((p) => p.series.flatMap((s) => s.points.map(([x]) => x)));
   const xTicks = ticks(Math.max(1, ...allX), 10);
   const xMax = xTicks.at(-1);
@@ -70,7 +70,8 @@ export function memoryChart({ xLabel, panels }) {
   });
   const height = panels.length * panelBox;
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}">`,
+    `<title>${escapeXml(title)}</title>`,
     `<rect width="${WIDTH}" height="${height}" fill="white"/>`,
     ...out,
     "</svg>",
