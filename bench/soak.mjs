@@ -1416,7 +1416,7 @@ function report({
   lines.push(
     "```sh",
     "npm run soak                          # 60 s, concurrency from the ramp, writes this file",
-    `SOAK_SECONDS=600 SOAK_CONCURRENCY=${concurrency} npm run soak   # the 10-minute soak`,
+    `SOAK_SECONDS=600 SOAK_CONCURRENCY=${concurrency}${RATE ? ` SOAK_RATE=${RATE}` : ""} npm run soak   # the 10-minute soak`,
     "# The reference runs, at this soak's concurrency and rate, before the soak (its report reads them):",
     `SOAK_WORKER=ceiling SOAK_SECONDS=300 SOAK_CONCURRENCY=${concurrency} SOAK_RATE=${Math.round(all.count / seconds)} npm run soak`,
     `SOAK_WORKER=d1-floor SOAK_SECONDS=300 SOAK_CONCURRENCY=${concurrency} SOAK_RATE=${Math.round(all.count / seconds)} npm run soak`,
