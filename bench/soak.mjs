@@ -881,20 +881,26 @@ async function sampleDuringSoak(inspector, soakStart, soakDeadline) {
 }
 
 /**
- * Growth of the isolate's heap (after GC) over the verdict window: a least-squares line through the
- * window's samples, its rise over the window divided by its value at the window's start (one sample
- * taken while a request happens to hold memory should not decide the verdict).
+ * Growth of the isolate's heap (after GC) over the verdict window: the Theil-Sen line through the window's
+ * samples (slope: the median of the slopes between every two samples; intercept: the median of what is
+ * left), its rise over the window divided by its value at the window's start. A steady leak moves every
+ * sample; a sample that happens to catch some garbage the collections left moves only a few pairs, and
+ * the median ignores them.
  */
 function heapGrowth(samples) {
   const from = SECONDS - HEAP_WINDOW_SECONDS - 1;
   const points = samples.filter((s) => s.heap && s.t >= from).map((s) => [s.t, s.heap.used]);
   if (points.length < 3) return undefined;
-  const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
-  const [mx, my] = [mean(points.map(([x]) => x)), mean(points.map(([, y]) => y))];
-  const slope =
-    points.reduce((sum, [x, y]) => sum + (x - mx) * (y - my), 0) / points.reduce((sum, [x]) => sum + (x - mx) ** 2, 0);
+  const median = (values) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const middle = Math.floor(sorted.length / 2);
+    return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+  };
+  const slopes = points.flatMap(([x1, y1], i) => points.slice(i + 1).map(([x2, y2]) => (y2 - y1) / (x2 - x1)));
+  const slope = median(slopes);
+  const intercept = median(points.map(([x, y]) => y - slope * x));
   const [x0, x1] = [points[0][0], points.at(-1)[0]];
-  const start = my + slope * (x0 - mx);
+  const start = intercept + slope * x0;
   return {
     growth: (slope * (x1 - x0)) / start,
     from: x0,
@@ -1069,10 +1075,13 @@ function memoryLines(growth) {
     "over WebSocket, attached before any traffic), with no request in flight (new requests wait, running ones",
     `finish first; ${(traffic.pausedMs / 1000).toFixed(1)} s held back in all): \`Runtime.getHeapUsage\` (heap before GC), then`,
     "`Runtime.discardConsoleEntries` (V8 keeps up to 1000 console messages for an attached inspector, which a",
-    "deployed isolate does not), `HeapProfiler.collectGarbage` and `Runtime.getHeapUsage` again (heap after GC:",
-    "what the isolate keeps between requests, the series the verdict uses). RSS from /proc for each workerd",
-    "process, read just before. The verdict fits a least-squares line through the after-GC samples of the last",
-    `${windowName()} and divides its rise by the line's value at the window's start.`,
+    "deployed isolate does not), then `HeapProfiler.collectGarbage` and `Runtime.getHeapUsage` again, at least",
+    "three times and until a collection frees less than 0.5 % (one full collection leaves garbage that only a",
+    "later one frees: after one, the figure jumps by up to 20 % between samples; collections in brackets).",
+    "The heap after GC is what the isolate keeps between requests: the series the verdict uses. RSS from",
+    "/proc for each workerd process, read just before. The verdict fits a line through the after-GC samples of",
+    `the last ${windowName()} (Theil-Sen: the median of the slopes between every two samples, so that a sample`,
+    "catching garbage the collections left does not decide) and divides its rise by its value at the start.",
     "",
   );
   const labels = [WORKERD_WORKER, WORKERD_PROXY];
@@ -1081,7 +1090,7 @@ function memoryLines(growth) {
     `| ---: | ---: | ---: | ---: | ${labels.map(() => "---:").join(" | ")} |`,
   );
   for (const s of memory.samples) {
-    const heap = s.heap ? [mib(s.heap.usedBeforeGc), mib(s.heap.used)] : ["-", "-"];
+    const heap = s.heap ? [mib(s.heap.usedBeforeGc), `${mib(s.heap.used)} (${s.heap.collections})`] : ["-", "-"];
     const rss = labels.map((l) => (s.rss[l] === undefined ? "-" : s.rss[l].toFixed(0)));
     lines.push(`| ${s.t.toFixed(0)} | ${s.requests} | ${heap.join(" | ")} | ${rss.join(" | ")} |`);
   }
