@@ -1132,34 +1132,36 @@ function ends(run, pick) {
 
 /** The same measurement on the reference workers: which part of the RSS growth is the app's. */
 function attributionLines(app, references) {
+  const runs = [app, ...references];
+  // RSS does not grow in a straight line (it levels off), so runs are compared over the same stretch:
+  // from the first sample to the last one within the shortest run.
+  const common = Math.min(...runs.map((run) => run.samples.at(-1)?.t ?? 0));
   const lines = ["## Where the RSS growth comes from", ""];
   lines.push(
     "The same measurement on the benchmark's reference workers, served by the same `wrangler dev` under the",
-    "same traffic (same requests, same concurrency, the rate capped at this soak's with `SOAK_RATE`; their",
-    "answers are not checked): bare Hono answering a constant document (`bench/ceiling-worker.ts`, no D1),",
-    "and the same plus one `SELECT 1` on D1 per request (`bench/d1-floor-worker.ts`). Growth from the first",
-    "to the last sample of each run, and per minute and per 1000 requests so that runs of different length",
-    "compare.",
+    "same traffic (same requests, same concurrency, the rate capped with `SOAK_RATE`; their answers are not",
+    "checked): bare Hono answering a constant document (`bench/ceiling-worker.ts`, no D1, no logging), and",
+    "the same plus one `SELECT 1` on D1 per request (`bench/d1-floor-worker.ts`). RSS growth is compared",
+    `over the first ${common.toFixed(0)} s of each run (the shortest run's length), since it levels off later.`,
     "",
   );
   if (references.length === 0) {
     lines.push("No reference run beside this report: `SOAK_WORKER=ceiling` and `SOAK_WORKER=d1-floor` write them.", "");
   }
-  const runs = [app, ...references];
   const growth = (run, pick) => {
-    const e = ends(run, pick);
-    if (!e) return { text: "-", rates: "-" };
-    const perK = ((e[1] - e[0]) / Math.max(1, run.requests)) * 1000;
-    const perMinute = ((e[1] - e[0]) / run.seconds) * 60;
+    const samples = run.samples.filter((s) => pick(s) !== undefined);
+    const last = samples.filter((s) => s.t <= common + 1).at(-1);
+    if (samples.length < 2 || !last || last === samples[0]) return { text: "-", rate: "-" };
+    const [from, to] = [pick(samples[0]), pick(last)];
+    const perMinute = ((to - from) / (last.t - samples[0].t)) * 60;
     return {
-      text: `${e[0].toFixed(0)} → ${e[1].toFixed(0)} (${signed(e[1] - e[0])})`,
-      rates: `${signed(perMinute, 1)} / ${signed(perK, 1)}`,
-      perK,
+      text: `${from.toFixed(0)} → ${to.toFixed(0)} (${signed(to - from)})`,
+      rate: signed(perMinute, 1),
       perMinute,
     };
   };
   lines.push(
-    "| Worker | Run | Requests | Isolate heap after GC MiB | workerd (the Worker and D1) RSS MiB | per minute / per 1000 requests | workerd (dev proxy) RSS MiB | per minute / per 1000 requests |",
+    `| Worker | Run | Requests | Isolate heap after GC MiB, start → end | workerd (the Worker and D1) RSS MiB, first ${common.toFixed(0)} s | MiB per minute | workerd (dev proxy) RSS MiB, first ${common.toFixed(0)} s | MiB per minute |`,
     "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
   );
   const rates = new Map();
@@ -1167,38 +1169,45 @@ function attributionLines(app, references) {
     const heap = ends(run, (s) => (s.heap ? s.heap.used / MIB : undefined));
     const worker = growth(run, (s) => s.rss[WORKERD_WORKER]);
     const proxy = growth(run, (s) => s.rss[WORKERD_PROXY]);
-    rates.set(run.worker, worker);
+    rates.set(run.worker, { worker, proxy });
     const when = `${run.date.slice(0, 16).replace("T", " ")} UTC, ${run.seconds.toFixed(0)} s at ${run.concurrency} in flight${run.rateCap ? `, ≤ ${run.rateCap}/s` : ""}, ${run.code}`;
     lines.push(
-      `| ${run.label} | ${when} | ${run.requests} (${run.rps.toFixed(0)}/s) | ${heap ? `${heap[0].toFixed(2)} → ${heap[1].toFixed(2)}` : "-"} | ${worker.text} | ${worker.rates} | ${proxy.text} | ${proxy.rates} |`,
+      `| ${run.label} | ${when} | ${run.requests} (${run.rps.toFixed(0)}/s) | ${heap ? `${heap[0].toFixed(2)} → ${heap[1].toFixed(2)}` : "-"} | ${worker.text} | ${worker.rate} | ${proxy.text} | ${proxy.rate} |`,
     );
   }
   lines.push("");
   const appHeap = ends(app, (s) => (s.heap ? s.heap.used / MIB : undefined));
   const appRss = ends(app, (s) => s.rss[WORKERD_WORKER]);
   if (appHeap && appRss) {
-    const share = (worker) => {
-      const x = rates.get(worker);
-      const y = rates.get("app");
-      if (x?.perMinute === undefined || !(y?.perMinute > 0)) return undefined;
-      return `${worker} ${signed(x.perMinute, 1)} MiB (${((x.perMinute / y.perMinute) * 100).toFixed(0)} % of the app's)`;
+    const share = (worker, process) => {
+      const x = rates.get(worker)?.[process].perMinute;
+      const y = rates.get("app")[process].perMinute;
+      return x === undefined || !(y > 0) ? undefined : `${worker} ${signed(x, 1)} (${((x / y) * 100).toFixed(0)} %)`;
     };
-    const others = ["ceiling", "d1-floor"].map(share).filter(Boolean);
+    const compare = (process, name) => {
+      const others = ["ceiling", "d1-floor"].map((w) => share(w, process)).filter(Boolean);
+      const own = rates.get("app")[process].perMinute;
+      return others.length && own !== undefined
+        ? `${name}: the app ${signed(own, 1)} MiB per minute, ${others.join(", ")}.`
+        : "";
+    };
     lines.push(
-      `Over this soak the workerd process that runs the Worker grew by ${signed(appRss[1] - appRss[0])} MiB while the`,
-      `Worker's isolate heap went from ${appHeap[0].toFixed(2)} to ${appHeap[1].toFixed(2)} MiB: ${signed(appRss[1] - appRss[0] - (appHeap[1] - appHeap[0]))} MiB of`,
-      "the growth is outside the app's JS heap (workerd itself, Miniflare's D1 simulator and its SQLite, the",
-      `inspector).${others.length ? ` Per minute, against the app's ${signed(rates.get("app").perMinute, 1)} MiB: ${others.join(", ")}.` : ""}`,
+      `Over the whole soak the workerd process that runs the Worker went from ${appRss[0].toFixed(0)} to ${appRss[1].toFixed(0)} MiB`,
+      `while the Worker's isolate heap went from ${appHeap[0].toFixed(2)} to ${appHeap[1].toFixed(2)} MiB: the growth is outside the`,
+      "app's JS heap (workerd itself, Miniflare's D1 simulator and its SQLite database, which grows with the",
+      `soak's data, the inspector). Over the first ${common.toFixed(0)} s, at the same rate and concurrency,`,
+      `${compare("worker", "workerd (the Worker and D1)")} ${compare("proxy", "workerd (dev proxy)")}`,
       "",
     );
   }
   lines.push(
-    "Why the dev proxy grows: `wrangler dev` runs a second workerd in front of the Worker, whose inspector",
-    "proxy forwards every message of the Worker's inspector session (one `Runtime.consoleAPICalled` per",
-    "`console.log`, and the app logs one line per request) and holds them in memory until a DevTools",
-    "session reads them; it also posts each one to wrangler's Node.js process. The soak stays attached, so",
-    "its messages are drained as they come; without a client attached, they accumulate for as long as",
-    "`wrangler dev` runs. None of this exists in a deployed Worker.",
+    "The dev proxy is a second workerd that `wrangler dev` runs in front of the Worker: it grows with bare",
+    "Hono, which logs nothing, as with the app, so its growth comes with the requests it forwards. Its",
+    "inspector proxy also keeps every message of the Worker's inspector session (one `Runtime.consoleAPICalled`",
+    "per `console.log`; the app logs one line per request) until a DevTools client reads them, and posts each",
+    "to wrangler's Node.js process; the soak stays attached, so they are read as they come, but under",
+    "`npm run dev` with no DevTools open they pile up for as long as it runs. None of this exists in a",
+    "deployed Worker.",
     "",
   );
   return lines;
