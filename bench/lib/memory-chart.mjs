@@ -1,10 +1,12 @@
 // A plain SVG line chart (no library, no external service) of the soak's memory series: panels stacked
 // vertically sharing the time axis, each with its own y scale starting at zero, so growth shows as slope.
+// One legend above the panels (every panel shows the same runs, in the same colours).
 
 const WIDTH = 760;
 const PANEL_HEIGHT = 220;
 const MARGIN = { left: 64, right: 16, top: 34, bottom: 44 };
 const FONT = 'font-family="system-ui, sans-serif" font-size="12"';
+const LEGEND_ROW = 18;
 
 const escapeXml = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
@@ -30,9 +32,19 @@ export function memoryChart({ title, xLabel, panels }) {
   const xMax = xTicks.at(-1);
   const plotWidth = WIDTH - MARGIN.left - MARGIN.right;
   const panelBox = PANEL_HEIGHT + MARGIN.top + MARGIN.bottom;
+  const legend = panels[0]?.series ?? [];
+  const legendHeight = 8 + legend.length * LEGEND_ROW;
   const out = [];
+  legend.forEach((series, i) => {
+    const y = 16 + i * LEGEND_ROW;
+    const dash = series.dashed ? ' stroke-dasharray="6 4"' : "";
+    out.push(
+      `<line x1="${MARGIN.left}" x2="${MARGIN.left + 24}" y1="${y - 4}" y2="${y - 4}" stroke="${series.color}" stroke-width="2"${dash}/>`,
+      `<text x="${MARGIN.left + 30}" y="${y}" ${FONT}>${escapeXml(series.label)}</text>`,
+    );
+  });
   panels.forEach((panel, p) => {
-    const top = p * panelBox + MARGIN.top;
+    const top = legendHeight + p * panelBox + MARGIN.top;
     const yTicks = ticks(Math.max(0, ...panel.series.flatMap((s) => s.points.map(([, y]) => y))));
     const yMax = yTicks.at(-1);
     const sx = (x) => MARGIN.left + (x / xMax) * plotWidth;
@@ -55,20 +67,14 @@ export function memoryChart({ title, xLabel, panels }) {
       `<text transform="translate(16 ${top + PANEL_HEIGHT / 2}) rotate(-90)" ${FONT} text-anchor="middle">${escapeXml(panel.unit)}</text>`,
       `<rect x="${MARGIN.left}" y="${top}" width="${plotWidth}" height="${PANEL_HEIGHT}" fill="none" stroke="#888"/>`,
     );
-    panel.series.forEach((series, i) => {
-      if (series.points.length === 0) return;
+    for (const series of panel.series) {
+      if (series.points.length === 0) continue;
       const path = series.points.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(" ");
       const dash = series.dashed ? ' stroke-dasharray="6 4"' : "";
       out.push(`<polyline points="${path}" fill="none" stroke="${series.color}" stroke-width="2"${dash}/>`);
-      // Legend, inside the panel's top-left corner.
-      const ly = top + 14 + i * 16;
-      out.push(
-        `<line x1="${MARGIN.left + 8}" x2="${MARGIN.left + 30}" y1="${ly - 4}" y2="${ly - 4}" stroke="${series.color}" stroke-width="2"${dash}/>`,
-        `<text x="${MARGIN.left + 36}" y="${ly}" ${FONT}>${escapeXml(series.label)}</text>`,
-      );
-    });
+    }
   });
-  const height = panels.length * panelBox;
+  const height = legendHeight + panels.length * panelBox;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}">`,
     `<title>${escapeXml(title)}</title>`,
