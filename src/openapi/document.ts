@@ -185,6 +185,16 @@ const example = (summary: string, value: unknown, description?: string) => ({
   value,
 });
 
+/** The 422 of a feedUrl that is not http(s), as POST and PATCH answer it. */
+const notHttpExample = example(
+  "Not an http(s) URL",
+  exampleErrors(
+    bodyError({
+      data: { type: "subscription", id: FEEDS[0].guid, attributes: { feedUrl: "ftp://example.com/feed" } },
+    }),
+  ),
+);
+
 const subscriptionCreateExample = {
   data: { type: "subscription", id: FEEDS[0].guid, attributes: { feedUrl: FEEDS[0].feedUrl } },
 };
@@ -706,14 +716,7 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
           description: `\`feedUrl\` is missing, not a string, not an absolute http/https URL, longer than 2048 bytes in UTF-8, or holds whitespace, a control character or a bidirectional control.`,
           headers: v1Headers,
           content: errorContent({
-            notHttp: example(
-              "Not an http(s) URL",
-              exampleErrors(
-                bodyError({
-                  data: { type: "subscription", id: FEEDS[0].guid, attributes: { feedUrl: "ftp://example.com/feed" } },
-                }),
-              ),
-            ),
+            notHttp: notHttpExample,
             missing: example(
               "No feedUrl",
               exampleErrors(bodyError({ data: { type: "subscription", id: FEEDS[0].guid, attributes: {} } })),
@@ -799,14 +802,7 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
           description: "`feedUrl` is present but null, not a string, not an absolute http/https URL, or too long.",
           headers: v1Headers,
           content: errorContent({
-            notHttp: example(
-              "Not an http(s) URL",
-              exampleErrors(
-                bodyError({
-                  data: { type: "subscription", id: FEEDS[0].guid, attributes: { feedUrl: "ftp://example.com/feed" } },
-                }),
-              ),
-            ),
+            notHttp: notHttpExample,
           }),
         },
         ...v1Responses,
