@@ -74,5 +74,7 @@ export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("db", database(session));
   await next();
   const latest = session.getBookmark();
-  if (latest) c.header(BOOKMARK_HEADER, latest);
+  // Straight into the finished response (this worker built it, so its headers are mutable): Hono's
+  // c.header() on a finished response copies the whole response first.
+  if (latest) c.res.headers.set(BOOKMARK_HEADER, latest);
 };

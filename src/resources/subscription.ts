@@ -190,6 +190,16 @@ function usualSubscriptionResource(resource: unknown): NewSubscription | undefin
   return { guid: id.toLowerCase(), feedUrl };
 }
 
+/**
+ * A guid as the API takes it (path, `id`, `ref.id`), lower-cased; undefined when it is not one. The pattern
+ * is checked without zod first, as in `usualSubscriptionResource`; the schema decides the rest.
+ */
+export function parseGuid(value: unknown): string | undefined {
+  if (typeof value === "string" && GUID.test(value)) return value.toLowerCase();
+  const parsed = guidSchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** A resource identifier of a subscription: what a feed move checks first, and the shape of a bulk `ref`. */
 export const subscriptionRefSchema = z.object({ type: z.literal(SUBSCRIPTION_TYPE), id: guidSchema });
 
@@ -248,8 +258,8 @@ export function parseSubscriptionRef(operation: Record<string, unknown>, base: s
       `${base}/ref/type`,
     );
   }
-  const guid = guidSchema.safeParse(id);
-  if (!guid.success) {
+  const guid = parseGuid(id);
+  if (guid === undefined) {
     return invalidRef(
       400,
       "Invalid resource identifier",
@@ -257,7 +267,7 @@ export function parseSubscriptionRef(operation: Record<string, unknown>, base: s
       `${base}/ref/id`,
     );
   }
-  return { ok: true, value: guid.data };
+  return { ok: true, value: guid };
 }
 
 /** The 409 for a resource whose `id` differs from the one its URL or `ref` names. */
@@ -297,9 +307,12 @@ export function unsubscribeLink(guid: string) {
  * (docs/API.md §6); everywhere else `links.unsubscribe` too.
  */
 export function toSubscriptionResource(row: StoredSubscription, links: "full" | "self" = "full") {
+  const { type, id, attributes } = identifiedAttributes(row);
   const self = subscriptionPath(row.guid);
   return {
-    ...identifiedAttributes(row),
+    type,
+    id,
+    attributes,
     links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
   };
 }

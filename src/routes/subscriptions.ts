@@ -1,5 +1,4 @@
-import { zValidator } from "@hono/zod-validator";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { Hono } from "hono";
 import * as z from "zod";
 import {
@@ -19,18 +18,17 @@ import {
   type ChangeParams,
   changeFeedLinks,
   changesLink,
+  collectionQuery,
   invalidSyncToken,
   noQueryParameters,
   type PageParams,
   pageLink,
-  pageQueryError,
-  pageQuerySchema,
   paginationLinks,
 } from "../pagination";
 import {
-  guidSchema,
   invalidGuid,
   parseFeedMove,
+  parseGuid,
   subscriptionDocumentError,
   subscriptionDocumentSchema,
   subscriptionLimitReached,
@@ -42,9 +40,13 @@ import {
 
 const COLLECTION_PATH = "/v1/subscriptions";
 
-const guidParam = zValidator("param", z.object({ guid: guidSchema }), (result) => {
-  if (!result.success) throw invalidGuid();
-});
+/** The `:guid` path parameter, validated (`c.req.valid("param")`): a 400 before anything else is read. */
+const guidParam: MiddlewareHandler<AppEnv, "/:guid", { out: { param: { guid: string } } }> = async (c, next) => {
+  const guid = parseGuid(c.req.param("guid"));
+  if (guid === undefined) throw invalidGuid();
+  c.req.addValidatedData("param", { guid });
+  await next();
+};
 
 const jsonApi = negotiate("none");
 
@@ -106,17 +108,10 @@ const feedMoveDocumentSchema = z.object({ data: z.record(z.string(), z.unknown()
 export const subscriptionRoutes = new Hono<AppEnv>()
 
   // List subscriptions page by page, or what changed since a sync token (GET /v1/subscriptions).
-  .get(
-    "/",
-    jsonApi,
-    zValidator("query", pageQuerySchema, (result) => {
-      if (!result.success) throw pageQueryError(result.error);
-    }),
-    (c) => {
-      const query = c.req.valid("query");
-      return query.kind === "changes" ? changesPage(c, query) : listPage(c, query);
-    },
-  )
+  .get("/", jsonApi, collectionQuery, (c) => {
+    const query = c.req.valid("query");
+    return query.kind === "changes" ? changesPage(c, query) : listPage(c, query);
+  })
 
   // Add a subscription; idempotent (docs/API.md §5).
   .post("/", jsonApi, jsonBody(subscriptionDocumentSchema, subscriptionDocumentError), async (c) => {
