@@ -30,4 +30,14 @@ describe("toRfc3339", () => {
     ];
     for (const ms of edges) expect(toRfc3339(ms)).toBe(new Date(ms).toISOString());
   });
+
+  it("answers a time asked again (the bulk case: one time for every result) as the first time, and the next one its own", () => {
+    const times = [
+      Date.UTC(2026, 10, 23, 7),
+      Date.UTC(2026, 10, 23, 7),
+      Date.UTC(2026, 10, 23, 7, 0, 0, 1),
+      Date.UTC(2026, 10, 23, 7),
+    ];
+    expect(times.map(toRfc3339)).toEqual(times.map((ms) => new Date(ms).toISOString()));
+  });
 });

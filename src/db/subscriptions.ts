@@ -56,7 +56,9 @@ const returned = sql`${s.guid}, ${s.feedUrl}, ${s.subscribedAt}`;
  * Subscribes: inserts the row, or revives its tombstone with the new feedUrl and a fresh time, under
  * the next change number. For an active subscription it does nothing and returns no row, so
  * statements of one batch stay independent. A new row is inserted only while the user stores fewer
- * than the quota, checked inside the statement: concurrent writers cannot overshoot it.
+ * than the quota, checked inside the statement: concurrent writers cannot overshoot it. The row it
+ * writes is exactly (guid, feedUrl, now), so it returns only that it wrote one: D1's answer is parsed
+ * in the isolate, once per statement of a bulk request.
  */
 const subscribeStatement = statement(sql`
   INSERT INTO ${s} (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq)
@@ -67,19 +69,21 @@ const subscribeStatement = statement(sql`
     feed_url = excluded.feed_url, subscribed_at = excluded.subscribed_at, unsubscribed_at = NULL,
     change_seq = excluded.change_seq
   WHERE ${s.unsubscribedAt} IS NOT NULL
-  RETURNING ${returned}`);
+  RETURNING 1 AS written`);
 
-/** Moves an active subscription to a new feed URL; the same URL as stored changes nothing (no row). */
+/**
+ * Moves an active subscription to a new feed URL; the same URL as stored changes nothing. It returns
+ * nothing: the read that follows it in the batch reports the row as it then is.
+ */
 const moveStatement = statement(sql`
   UPDATE ${s} SET feed_url = ${feedUrl}, change_seq = ${nextChange}
-  WHERE ${isActive} AND ${s.feedUrl} IS NOT ${feedUrl}
-  RETURNING ${returned}`);
+  WHERE ${isActive} AND ${s.feedUrl} IS NOT ${feedUrl}`);
 
 /** Unsubscribes, keeping the row as a tombstone the change feed reports. */
 const unsubscribeStatement = statement(sql`
   UPDATE ${s} SET unsubscribed_at = ${now}, change_seq = ${nextChange}
   WHERE ${isActive}
-  RETURNING ${s.guid}`);
+  RETURNING 1 AS written`);
 
 const findActiveStatement = statement(sql`SELECT ${returned} FROM ${s} WHERE ${isActive}`);
 
@@ -117,16 +121,30 @@ export type WriteResult<T extends WriteOperation> = T extends { op: "add" }
     ? UpdateResult
     : RemoveResult;
 
-/** The statements of one operation; a move is followed by a read of the row as it then is. */
-function statementsFor(db: Database, user: string, operation: WriteOperation, at: number): D1PreparedStatement[] {
-  const values = { userId: user, now: at, ...operation };
+/** Appends the statements of one operation; a move is followed by a read of the row as it then is. */
+function pushStatements(
+  batch: D1PreparedStatement[],
+  db: Database,
+  user: string,
+  operation: WriteOperation,
+  at: number,
+) {
+  const values = {
+    userId: user,
+    now: at,
+    guid: operation.guid,
+    feedUrl: operation.op === "remove" ? null : operation.feedUrl,
+  };
   switch (operation.op) {
     case "add":
-      return [subscribeStatement.bind(db, values)];
+      batch.push(subscribeStatement.bind(db, values));
+      break;
     case "update":
-      return [moveStatement.bind(db, values), findActiveStatement.bind(db, values)];
+      batch.push(moveStatement.bind(db, values), findActiveStatement.bind(db, values));
+      break;
     case "remove":
-      return [unsubscribeStatement.bind(db, values)];
+      batch.push(unsubscribeStatement.bind(db, values));
+      break;
   }
 }
 
@@ -141,38 +159,37 @@ export async function applyOperations<T extends WriteOperation>(
   at: number,
 ): Promise<WriteResult<T>[]> {
   if (operations.length === 0) return [];
-  const perOperation = operations.map((operation) => statementsFor(db, user, operation, at));
-  const adds = operations.filter((operation) => operation.op === "add").map((operation) => operation.guid);
-  const batch = perOperation.flat();
+  const batch: D1PreparedStatement[] = [];
+  const adds: string[] = [];
+  for (const operation of operations) {
+    pushStatements(batch, db, user, operation, at);
+    if (operation.op === "add") adds.push(operation.guid);
+  }
   if (adds.length > 0) batch.push(storedGuidsStatement.bind(db, { userId: user, guids: JSON.stringify(adds) }));
 
   const results = await call(() => db.batch<Row>(batch));
   const stored = adds.length > 0 ? new Set(JSON.parse(results.at(-1)?.results[0]?.guids as string) as string[]) : null;
 
+  // Each operation's own results, in batch order: one statement per add or remove, two per update.
   let next = 0;
-  return operations.map((operation, index) => {
-    const own = results.slice(next, next + perOperation[index].length);
-    next += perOperation[index].length;
-    return resultOf(operation, own, stored);
+  return operations.map((operation): WriteResult<WriteOperation> => {
+    const written = results[next++].results.length > 0;
+    switch (operation.op) {
+      case "add":
+        if (written)
+          return {
+            kind: "created",
+            subscription: { guid: operation.guid, feedUrl: operation.feedUrl, subscribedAt: at },
+          };
+        return stored?.has(operation.guid) ? { kind: "exists" } : { kind: "limit" };
+      case "update": {
+        const current = toStored(results[next++].results[0]);
+        return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
+      }
+      case "remove":
+        return written ? { kind: "removed" } : { kind: "not-found" };
+    }
   }) as WriteResult<T>[];
-}
-
-/** One operation's result from its own statements' results (`stored`: see storedGuidsStatement). */
-function resultOf(
-  operation: WriteOperation,
-  own: D1Result<Row>[],
-  stored: Set<string> | null,
-): WriteResult<WriteOperation> {
-  const first = toStored(own[0].results[0]);
-  if (operation.op === "add") {
-    if (first) return { kind: "created", subscription: first };
-    return stored?.has(operation.guid) ? { kind: "exists" } : { kind: "limit" };
-  }
-  if (operation.op === "update") {
-    const current = toStored(own[1].results[0]);
-    return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
-  }
-  return first ? { kind: "removed" } : { kind: "not-found" };
 }
 
 /** Subscribes to each item in order, in one batch (bulk adds, OPML import). */
@@ -196,8 +213,8 @@ export async function subscribe(db: Database, user: string, item: FeedItem, at: 
   const [inserted, current] = await call(() =>
     db.batch<Row>([subscribeStatement.bind(db, values), findActiveStatement.bind(db, values)]),
   );
-  const created = toStored(inserted.results[0]);
-  if (created) return { kind: "created", subscription: created };
+  if (inserted.results.length > 0)
+    return { kind: "created", subscription: { guid: item.guid, feedUrl: item.feedUrl, subscribedAt: at } };
   const existing = toStored(current.results[0]);
   return existing ? { kind: "exists", subscription: existing } : { kind: "limit" };
 }
