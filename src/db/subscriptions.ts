@@ -174,21 +174,16 @@ export async function applyOperations<T extends WriteOperation>(
   let next = 0;
   return operations.map((operation): WriteResult<WriteOperation> => {
     const written = results[next++].results.length > 0;
-    switch (operation.op) {
-      case "add":
-        if (written)
-          return {
-            kind: "created",
-            subscription: { guid: operation.guid, feedUrl: operation.feedUrl, subscribedAt: at },
-          };
-        return stored?.has(operation.guid) ? { kind: "exists" } : { kind: "limit" };
-      case "update": {
-        const current = toStored(results[next++].results[0]);
-        return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
-      }
-      case "remove":
-        return written ? { kind: "removed" } : { kind: "not-found" };
+    if (operation.op === "add") {
+      const subscription = { guid: operation.guid, feedUrl: operation.feedUrl, subscribedAt: at };
+      if (written) return { kind: "created", subscription };
+      return stored?.has(operation.guid) ? { kind: "exists" } : { kind: "limit" };
     }
+    if (operation.op === "update") {
+      const current = toStored(results[next++].results[0]);
+      return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
+    }
+    return written ? { kind: "removed" } : { kind: "not-found" };
   }) as WriteResult<T>[];
 }
 

@@ -27,6 +27,12 @@ import {
 } from "../resources/subscription";
 
 const OPERATIONS = "atomic:operations";
+const OPERATIONS_POINTER = pointerTo("", OPERATIONS);
+
+/** The JSON pointer of operation `index`: built per operation, so without escaping what needs none. */
+function operationPointer(index: number): string {
+  return `${OPERATIONS_POINTER}/${index}`;
+}
 
 /** The body of POST /v1/operations as the route validates it (exported for the OpenAPI document). */
 export const operationsDocumentSchema = z.object({
@@ -41,7 +47,7 @@ function operationsDocumentError(error: z.core.$ZodError, body: unknown): ApiErr
       status: 413,
       title: "Too many operations",
       detail: `A request may carry at most ${MAX_OPERATIONS} operations; split it into several requests.`,
-      source: { pointer: pointerTo("", OPERATIONS) },
+      source: { pointer: OPERATIONS_POINTER },
       meta: { maxOperations: MAX_OPERATIONS },
     });
   }
@@ -53,7 +59,7 @@ function operationsDocumentError(error: z.core.$ZodError, body: unknown): ApiErr
     detail: present
       ? `${OPERATIONS} must be a non-empty array of operation objects.`
       : `The request body must be a JSON object with an ${OPERATIONS} array.`,
-    source: { pointer: present ? pointerTo("", OPERATIONS) : "" },
+    source: { pointer: present ? OPERATIONS_POINTER : "" },
   });
 }
 
@@ -84,7 +90,7 @@ function withData(operation: Record<string, unknown>, at: string, op: string): V
  * endpoints use: `add` as POST, `update` as PATCH, `remove` by its ref as DELETE by its path.
  */
 function parseOperation(operation: unknown, index: number): Validated<WriteOperation> {
-  const at = pointerTo("", OPERATIONS, index);
+  const at = operationPointer(index);
   if (operation === null || typeof operation !== "object" || Array.isArray(operation)) {
     return invalidOperation(at, "Invalid operation", "An operation must be a JSON object.");
   }
@@ -133,8 +139,8 @@ type AtomicResult =
   | Record<string, never>
   | { errors: ErrorObject[] };
 
-/** The `atomic:results` element of one operation that reached the database. */
-function toAtomicResult(operation: WriteOperation, result: WriteResult<WriteOperation>, at: string): AtomicResult {
+/** The `atomic:results` element of operation `index`, which reached the database. */
+function toAtomicResult(operation: WriteOperation, result: WriteResult<WriteOperation>, index: number): AtomicResult {
   switch (result.kind) {
     case "created":
     case "updated":
@@ -142,11 +148,11 @@ function toAtomicResult(operation: WriteOperation, result: WriteResult<WriteOper
     case "removed":
       return {};
     case "exists":
-      return { errors: [alreadySubscribed(at, operation as { guid: string; feedUrl: string })] };
+      return { errors: [alreadySubscribed(operationPointer(index), operation as { guid: string; feedUrl: string })] };
     case "limit":
-      return { errors: [subscriptionLimitReached(at)] };
+      return { errors: [subscriptionLimitReached(operationPointer(index))] };
     case "not-found":
-      return { errors: [subscriptionNotFoundAt(at)] };
+      return { errors: [subscriptionNotFoundAt(operationPointer(index))] };
   }
 }
 
@@ -167,7 +173,7 @@ export const operationRoutes = new Hono<AppEnv>().post(
     let next = 0;
     const results = parsed.map((result, index): AtomicResult => {
       if (!result.ok) return { errors: [result.error] };
-      return toAtomicResult(result.value, outcomes[next++], pointerTo("", OPERATIONS, index));
+      return toAtomicResult(result.value, outcomes[next++], index);
     });
     const failed = results.filter((result) => "errors" in result).length;
 
