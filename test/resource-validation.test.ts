@@ -50,3 +50,43 @@ describe("subscription resource validation", () => {
     );
   });
 });
+
+/** What the feedUrl check decided with a URL object before it used URL.canParse (the oracle of the test below). */
+function httpUrlByObject(value: string): boolean {
+  const url = URL.parse(value);
+  return url !== null && (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+}
+
+/**
+ * Strings near the edges of URL parsing: schemes in any case, missing or odd hosts, ports, userinfo,
+ * backslashes. None holds whitespace or a control character and none is long (rules checked before the parse).
+ */
+const urlLike = fc
+  .tuple(
+    fc.constantFrom("http:", "https:", "HTTP:", "hTTpS:", "http", "https:/", "ftp:", "httpx:", "ws:", "", "h:"),
+    fc.constantFrom("//", "/", "///", "\\\\", "", "//@", "//user:pw@", "//:80", "//[::1]", "//[::1", "//1.2.3.999"),
+    fc.oneof(
+      fc.constantFrom("a.example", "", ":8080", "a.example:99999", "xn--", "%zz", "a..b", "192.168.0.1", "0x7f.1"),
+      fc.domain(),
+      fc.string({ maxLength: 12 }),
+    ),
+    fc.oneof(fc.constantFrom("", "/", "/feed.xml", "?q=1", "#f", "/%", "/\u00e9"), fc.string({ maxLength: 12 })),
+  )
+  .map((parts) => parts.join(""))
+  .filter((candidate) => !/\s/.test(candidate));
+
+describe("feedUrl check", () => {
+  it("accepts exactly the http(s) URLs with a host that a URL object accepts (10 000 seeded cases)", () => {
+    let accepted = 0;
+    fc.assert(
+      fc.property(fc.oneof(urlLike, fc.webUrl()), (feedUrl) => {
+        const resource = { type: "subscription", id: "0e6f1c2a-1111-4222-8333-944445555661", attributes: { feedUrl } };
+        const ours = parseSubscriptionResource(resource, "/data").ok;
+        expect(ours).toBe(httpUrlByObject(feedUrl));
+        if (ours) accepted++;
+      }),
+      { seed: 20261123, numRuns: 10_000 },
+    );
+    expect(accepted).toBeGreaterThan(2000);
+  });
+});
