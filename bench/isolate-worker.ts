@@ -12,6 +12,14 @@
 //   different code path. The recorded result is parsed from JSON text on every call, as the
 //   deployed binding parses D1's answer in the isolate.
 // - Rate limiters: always allow (a deployed call is about 0.1 ms, mostly waiting).
+// - console: what a deployed isolate does with a console call, and no more. Deployed, workerd only
+//   adds the call to the request's trace (Workers Logs), each argument serialised to JSON. Local
+//   workerd (console mode STDOUT) also resolves its Node-style inspector module, formats the call
+//   with it, and writes and flushes the line to stdout, one write per line (Worker::handleLog in
+//   workerd's src/workerd/io/worker.c++): about 50 µs a call here whatever the line, more than the
+//   app's whole access log. The stand-in serialises the arguments as the trace does and keeps the
+//   last lines in memory. A worker bound with BENCH_CONSOLE=local keeps the real console: the
+//   harness serves the same bundle that way too and reports the difference (bench/README.md).
 import app from "../src/index";
 import {
   type D1Operation,
@@ -117,6 +125,24 @@ class ReplayDatabase {
 
 const allow: RateLimit = { limit: () => Promise.resolve({ success: true }) };
 
+/** The last console lines, as the deployed trace would hold them (bounded: the bench sends millions). */
+const trace: string[] = new Array(64);
+let traced = 0;
+
+function traceConsoleCall(...args: unknown[]): void {
+  trace[traced++ % trace.length] = `[${args.map((arg) => JSON.stringify(arg) ?? "null").join(", ")}]`;
+}
+
+let consoleChosen = false;
+
+/** Once per isolate: the trace-only console, unless this worker is bound with BENCH_CONSOLE=local. */
+function chooseConsole(env: Cloudflare.Env): void {
+  if (consoleChosen) return;
+  consoleChosen = true;
+  if ((env as unknown as Record<string, unknown>).BENCH_CONSOLE === "local") return;
+  for (const level of ["debug", "info", "log", "warn", "error"] as const) console[level] = traceConsoleCall;
+}
+
 /** Which bindings are D1 databases and which are rate limiters: found once per isolate. */
 let standIns: { d1: string[]; rateLimits: string[] } | undefined;
 
@@ -134,6 +160,7 @@ function replayEnv(env: Cloudflare.Env, tape: Tape): Cloudflare.Env {
 
 export default {
   async fetch(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
+    chooseConsole(env);
     const scenario = request.headers.get(SCENARIO_HEADER);
     if (scenario !== null) {
       const calls = recordings.get(scenario);

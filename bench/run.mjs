@@ -197,7 +197,7 @@ async function recordIsolateScenarios(urls, isolateEndpoints) {
     answers[endpoint.name] = envelope;
     served.push(endpoint);
   }
-  for (const base of [urls.isolate, urls.baseline].filter(Boolean)) {
+  for (const base of [urls.isolate, urls["isolate-console"], urls.baseline].filter(Boolean)) {
     const load = await fetch(new URL("/__bench/recordings", base), {
       method: "POST",
       body: JSON.stringify(recordings),
@@ -211,7 +211,7 @@ async function recordIsolateScenarios(urls, isolateEndpoints) {
       const same =
         maskTimes(text.replaceAll(base.origin, "")) === maskTimes(recorded.body.replaceAll(urls.probe.origin, ""));
       if (response.status !== recorded.status || !same) {
-        const which = base === urls.isolate ? "isolate" : `baseline ${options.compare}`;
+        const which = base === urls.baseline ? `baseline ${options.compare}` : "isolate";
         throw new Error(
           `${which} replay of ${endpoint.name} answered ${response.status} ${text.slice(0, 300)}; the real run answered ${recorded.status} ${recorded.body.slice(0, 300)}`,
         );
@@ -315,7 +315,12 @@ async function main() {
     stateDir: join(workDir, "state"),
     secret,
     env: options.env,
-    bundles: Object.fromEntries(Object.entries(builds).map(([name, build]) => [name, build.script])),
+    bundles: {
+      ...Object.fromEntries(Object.entries(builds).map(([name, build]) => [name, build.script])),
+      // The isolate-only bundle again, keeping local workerd's console: what that costs, reported apart.
+      "isolate-console": builds.isolate.script,
+    },
+    bindings: { "isolate-console": { BENCH_CONSOLE: "local" } },
   });
   const { urls, databases, workerdPid, logs } = server;
   const sockets = Object.entries(urls).map(([name, url]) => `${name} ${url.host}`);
@@ -429,6 +434,11 @@ async function main() {
       : {}),
     ...Object.fromEntries(loadEndpoints.map((endpoint) => [endpoint.name, { base: urls.app, endpoint }])),
     ...Object.fromEntries(isolate.served.map((endpoint) => [`isolate:${endpoint.name}`, isolateTarget(endpoint)])),
+    ...Object.fromEntries(
+      isolate.served
+        .filter((endpoint) => endpoint.name === "get-one")
+        .map((endpoint) => ["isolate-console:get-one", isolateTarget(endpoint, urls["isolate-console"])]),
+    ),
     ...(urls.baseline
       ? Object.fromEntries(
           isolate.served.map((endpoint) => [`baseline:${endpoint.name}`, isolateTarget(endpoint, urls.baseline)]),
@@ -464,6 +474,7 @@ async function main() {
     ...BULK_SIZES.map((n) => `bulk-${n}`),
     "ceiling",
     ...isolateNames.slice(0, 5).flat(),
+    "isolate-console:get-one",
     "ceiling",
     ...isolateNames.slice(5).flat(),
   ].filter(has);
@@ -511,6 +522,12 @@ async function main() {
     if (target.value === null) log(`  -   ${name}: not measured in this run`);
     else
       log(`${target.pass ? "PASS" : "MISS"}  ${name}: ${target.value} (${summary.directions[name]} ${target.limit})`);
+  }
+  const localConsole = summary.results.details.isolate_local_console;
+  if (localConsole) {
+    log(
+      `  isolate get-one keeping local workerd's console: ${fmt(localConsole.get_one_cpu_us, 0)} µs CPU (${fmt(localConsole.extra_cpu_us, 0)} µs for its one console line; see bench/README.md)`,
+    );
   }
   if (logs.byLevel.error)
     log(`bench: the workers logged ${logs.byLevel.error} error lines, e.g. ${logs.lastErrors[0]}`);

@@ -94,6 +94,12 @@ const difference = (a, b) => (a === null || a === undefined || b === null || b =
 const cpuOf = (figure) => (figure ? round(figure.cpuUsPerRequest, 0) : null);
 
 /** results.json (the fixed shape the checker reads), the target verdicts and a console table. */
+/** get-one's isolate CPU with the local console and without, and what one console call costs locally. */
+function localConsole(withoutLocal, withLocal) {
+  if (withoutLocal === null || withLocal === null || withoutLocal === undefined || withLocal === undefined) return null;
+  return { get_one_cpu_us: withLocal, extra_cpu_us: withLocal - withoutLocal };
+}
+
 export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolate, absent, skipped, env, compare }) {
   const floor = figures["d1-floor"];
   const ceiling = figures.ceiling;
@@ -243,6 +249,9 @@ export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolat
       ),
       isolate_cpu_us: Object.fromEntries(ISOLATE_NAMES.map((name) => [name, isolateCpu(name)])),
       isolate_d1_calls_replayed: isolate.calls,
+      // The same get-one on the same bundle keeping local workerd's console (bench/isolate-worker.ts):
+      // what a console call costs here on top of what a deployed isolate pays for it.
+      isolate_local_console: localConsole(isolateCpu("get-one"), cpuOf(figures["isolate-console:get-one"])),
       list_page40_rows_read: Object.fromEntries(SCALING_SIZES.map((size) => [String(size), scalingRead(size, 40)])),
       sync_since_5000_rows_read: syncRows[5000]?.rowsRead ?? null,
       not_served_by_this_build: absent,
@@ -538,6 +547,13 @@ export function renderMarkdown({
     ),
     "",
   );
+  const localConsoleCost = details.isolate_local_console;
+  if (localConsoleCost) {
+    push(
+      `Console calls are answered as a deployed isolate answers them (serialised into the trace). With local workerd's own console, which also formats each call and writes it to stdout, get-one costs ${int(localConsoleCost.get_one_cpu_us)} µs (${cell(ceilingCpu ? localConsoleCost.get_one_cpu_us / ceilingCpu : null)} × the ceiling): ${int(localConsoleCost.extra_cpu_us)} µs for its one access-log line.`,
+      "",
+    );
+  }
   if (results.opml_import) {
     const o = results.opml_import;
     push(

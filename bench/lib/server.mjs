@@ -1,4 +1,4 @@
-// Serving for the bench: one Miniflare instance (one workerd process) holding five workers, each
+// Serving for the bench: one Miniflare instance (one workerd process) holding the bench workers, each
 // reachable on its own direct socket on 127.0.0.1, so nothing but workerd's HTTP server stands in
 // front of the code: no Miniflare entry worker (which costs more than the ceiling worker itself),
 // no request logging through Node, no dev registry.
@@ -8,7 +8,8 @@
 //   floor    the bare Hono worker plus one rate-limit call and one `SELECT 1` on D1 per request
 //            (bench/d1-floor-worker.ts)
 //   isolate  the app with D1 and the rate limiters answered in the isolate (bench/isolate-worker.ts)
-// All five get the bindings wrangler.toml declares (as `wrangler dev` would; those of the wrangler
+//   isolate-console  the same bundle keeping local workerd's console (its cost is reported apart)
+// All get the bindings wrangler.toml declares (as `wrangler dev` would; those of the wrangler
 // environment `env` when one is given) plus AUTH_JWT_SECRET, and share the D1 databases, persisted
 // under the run's temporary directory. Three departures from
 // `wrangler dev`, each so that the load measures the worker's own code path:
@@ -26,9 +27,10 @@ import { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } from "wran
 const LOOPBACK = "127.0.0.1";
 
 /**
- * @param {{ root: string, stateDir: string, secret: string, env?: string, bundles: Record<string, string> }} options
+ * @param {{ root: string, stateDir: string, secret: string, env?: string, bundles: Record<string, string>,
+ *   bindings?: Record<string, Record<string, string>> }} options `bindings`: extra vars of some workers, by name
  */
-export async function startServer({ root, stateDir, secret, env, bundles }) {
+export async function startServer({ root, stateDir, secret, env, bundles, bindings = {} }) {
   // modulesRules only matter to wrangler's own bundling (and cannot be converted to Miniflare 5's options).
   const {
     modulesRules: _rules,
@@ -51,6 +53,7 @@ export async function startServer({ root, stateDir, secret, env, bundles }) {
   };
   const worker = (name, scriptPath) => ({
     ...common,
+    bindings: { ...common.bindings, ...bindings[name] },
     name,
     scriptPath,
     modulesRoot: dirname(scriptPath),
