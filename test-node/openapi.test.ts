@@ -89,7 +89,11 @@ describe("the OpenAPI document", () => {
   });
 
   it("documents every status the code can answer", () => {
-    const answered = statusesAnsweredByCode(`${ROOT}src`, ["src/openapi"]);
+    // The document's own files (src/openapi/, each route's *.openapi.ts) describe statuses; they answer none.
+    const answered = statusesAnsweredByCode(
+      `${ROOT}src`,
+      (file) => file.startsWith("src/openapi/") || file.endsWith(".openapi.ts"),
+    );
     // The scan must find what the code is known to answer; an empty scan would prove nothing.
     for (const status of [200, 201, 204, 400, 401, 404, 405, 406, 409, 413, 415, 422, 500, 503]) {
       expect(answered.has(status), `the scan finds ${status}`).toBe(true);

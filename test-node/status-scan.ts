@@ -172,14 +172,18 @@ function typescriptFiles(dir: string): string[] {
 }
 
 /**
- * Every status the worker's code under `srcDir` can answer, with where. `skip` lists directories
- * that are not part of the worker (the OpenAPI builder, which only describes statuses).
+ * Every status the worker's code under `srcDir` can answer, with where. `skip` tells the files that
+ * are not part of the worker (the OpenAPI document's, which only describe statuses), by their path
+ * from the repository root.
  */
-export function statusesAnsweredByCode(srcDir: string, skip: string[] = []): Map<number, string[]> {
+export function statusesAnsweredByCode(
+  srcDir: string,
+  skip: (file: string) => boolean = () => false,
+): Map<number, string[]> {
   const result = new Map<number, string[]>();
   for (const path of typescriptFiles(srcDir)) {
     const file = relative(join(srcDir, ".."), path);
-    if (skip.some((dir) => file.startsWith(dir))) continue;
+    if (skip(file)) continue;
     for (const { status, where } of statusesInSource(readFileSync(path, "utf8"), file)) {
       result.set(status, [...(result.get(status) ?? []), where]);
     }

@@ -1,0 +1,317 @@
+import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
+import { dataDocument, errorDocument } from "../jsonapi";
+import { MAX_BODY_BYTES } from "../limits";
+import {
+  bodyError,
+  bodyTooLargeResponse,
+  EXAMPLE_TIME,
+  errorContent,
+  example,
+  exampleErrors,
+  FEEDS,
+  headerRef,
+  JSONAPI,
+  type Json,
+  jsonApiContent,
+  MOVED_FEED_URL,
+  malformedJson,
+  media415,
+  pageError,
+  parameterRef,
+  responseRef,
+  schemaRef,
+  stored,
+  successHeaders,
+  unsupportedMediaType,
+  v1Headers,
+  v1Parameters,
+  v1Responses,
+} from "../openapi/components";
+import { changeFeedLinks, invalidSyncToken, paginationLinks } from "../pagination";
+import {
+  idMismatch,
+  invalidGuid,
+  subscriptionLimitReached,
+  toChangeResource,
+  toSubscriptionResource,
+} from "../resources/subscription";
+
+const notHttpExample = example(
+  "Not an http(s) URL",
+  exampleErrors(
+    bodyError({
+      data: { type: "subscription", id: FEEDS[0].guid, attributes: { feedUrl: "ftp://example.com/feed" } },
+    }),
+  ),
+);
+
+const subscriptionCreateExample = {
+  data: { type: "subscription", id: FEEDS[0].guid, attributes: { feedUrl: FEEDS[0].feedUrl } },
+};
+
+const listExample = dataDocument(
+  [0, 1].map((index) => toSubscriptionResource(stored(index))),
+  { links: paginationLinks("/v1/subscriptions", { number: 1, size: 2 }, 3), meta: { total: 3 } },
+);
+const pastTheEndExample = dataDocument([], {
+  links: paginationLinks("/v1/subscriptions", { number: 9, size: 25 }, 3),
+  meta: { total: 3 },
+});
+const oneExample = dataDocument(toSubscriptionResource(stored(0)));
+const movedExample = dataDocument(toSubscriptionResource({ ...stored(1), feedUrl: MOVED_FEED_URL }));
+const changeFeedExample = dataDocument(
+  [
+    toChangeResource({ ...stored(2), unsubscribedAt: null, changeSeq: 41 }),
+    toChangeResource({ ...stored(0), unsubscribedAt: EXAMPLE_TIME + 3_600_000, changeSeq: 42 }),
+  ],
+  {
+    links: changeFeedLinks("/v1/subscriptions", { since: 40, size: 2 }, 42, true),
+    meta: { syncToken: "42" },
+  },
+);
+const caughtUpExample = dataDocument([], {
+  links: changeFeedLinks("/v1/subscriptions", { since: 57, size: 25 }, 57, false),
+  meta: { syncToken: "57" },
+});
+const subscriptionLimit = exampleErrors(subscriptionLimitReached());
+const forbiddenLimit = {
+  description: `The user already stores ${MAX_STORED_SUBSCRIPTIONS} subscriptions (unsubscribed ones included). Reviving one's own unsubscription is always allowed.`,
+  headers: v1Headers,
+  content: errorContent({ limit: example("Subscription limit reached", subscriptionLimit) }),
+};
+
+/** OpenAPI: The subscriptions collection and one subscription (routes/subscriptions.ts). */
+export const subscriptionPaths: Record<string, Json> = {
+  "/v1/subscriptions": {
+    get: {
+      operationId: "listSubscriptions",
+      tags: ["Subscriptions"],
+      summary: "List subscriptions, or what changed since a sync token",
+      description: `Without \`filter[since]\`: the authenticated user's active subscriptions, page by page, oldest first (\`userSubscribedAt\`, then \`id\`; stable while new subscriptions arrive), with \`meta.total\`.
+
+With \`filter[since]=<token>\` (and optionally \`page[size]\`): the **change feed**. Every write that changes a subscription (new, revived, unsubscribed, feed moved) gives it the user's next change number; the feed returns the subscriptions changed after the token, oldest change first, each once with its current state: active ones exactly as in the list plus \`userUnsubscribedAt: null\`, unsubscribed ones as tombstones with \`userUnsubscribedAt\` and no links. Follow \`links.next\` until it is null, then store \`meta.syncToken\` and send it next time. No clocks are involved, so no change is ever skipped or lost at a boundary; a subscription that changes while you page shows up again later with its newer state. Tokens never expire.
+
+Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, \`sort\`, \`fields[...]\`, other \`filter[...]\`, other \`page[...]\` and any other all-lowercase name answer 400 with \`source.parameter\`; names with another character (camelCase) are ignored.`,
+      parameters: [
+        parameterRef("pageNumber"),
+        parameterRef("pageSize"),
+        parameterRef("since"),
+        parameterRef("ifNoneMatch"),
+        ...v1Parameters,
+      ],
+      responses: {
+        "200": {
+          description:
+            "One page of subscriptions, with pagination links and `meta.total`; or, with `filter[since]`, one page of the change feed with `meta.syncToken`.",
+          headers: { ...successHeaders, ETag: headerRef("ETag") },
+          content: jsonApiContent(
+            { anyOf: [schemaRef("SubscriptionListDocument"), schemaRef("ChangeFeedDocument")] },
+            {
+              page: example("First page of three subscriptions, two per page", listExample),
+              pastTheEnd: example("A page past the end", pastTheEndExample),
+              changes: example(
+                "Change feed: a new subscription and an unsubscription after token 40, more to follow",
+                changeFeedExample,
+              ),
+              caughtUp: example("Change feed: nothing changed since the token", caughtUpExample),
+            },
+          ),
+        },
+        "304": responseRef("NotModified"),
+        "400": {
+          description: "A query parameter is invalid or not supported.",
+          headers: v1Headers,
+          content: errorContent({
+            sizeTooBig: example("page[size] over the maximum", exampleErrors(pageError({ "page[size]": "101" }))),
+            badNumber: example("page[number] not a whole number", exampleErrors(pageError({ "page[number]": "0" }))),
+            unsupported: example("A parameter JSON:API reserves", exampleErrors(pageError({ include: "episodes" }))),
+            invalidToken: example("A sync token this server did not issue", errorDocument(invalidSyncToken().errors)),
+            numberWithSince: example(
+              "page[number] with filter[since]",
+              exampleErrors(pageError({ "filter[since]": "0", "page[number]": "2" })),
+            ),
+          }),
+        },
+        ...v1Responses,
+      },
+    },
+    post: {
+      operationId: "subscribe",
+      tags: ["Subscriptions"],
+      summary: "Subscribe to a feed",
+      description: `Adds a subscription for the authenticated user. Idempotent: subscribing again to an active subscription answers 200 with the stored resource, unchanged; after an unsubscribe it answers 201 with a fresh \`userSubscribedAt\`. Send the body as \`${JSONAPI}\` (no \`charset\`; the Atomic Operations extension is not applicable here). Checks run in this order: body UTF-8 and JSON, \`data\`, \`type\` (409 when not \`subscription\`), \`id\` (400), \`feedUrl\` (422). Bodies over ${MAX_BODY_BYTES / 1024 / 1024} MiB answer 413.`,
+      parameters: v1Parameters,
+      requestBody: {
+        required: true,
+        content: jsonApiContent(schemaRef("SubscriptionCreateDocument"), {
+          subscribe: example("Subscribe to a feed", subscriptionCreateExample),
+        }),
+      },
+      responses: {
+        "200": {
+          description: "Already subscribed: the stored subscription, unchanged.",
+          headers: successHeaders,
+          content: jsonApiContent(schemaRef("SubscriptionDocument"), {
+            existing: example("Already subscribed", oneExample),
+          }),
+        },
+        "201": {
+          description: "Subscribed.",
+          headers: { ...successHeaders, Location: headerRef("Location") },
+          content: jsonApiContent(schemaRef("SubscriptionDocument"), { created: example("Subscribed", oneExample) }),
+        },
+        "400": {
+          description: "The body is not JSON, not a document with `data`, or its `id` is missing or not a UUID.",
+          headers: v1Headers,
+          content: errorContent({
+            malformed: example("Body is not JSON", exampleErrors(malformedJson)),
+            noData: example("No data member", exampleErrors(bodyError({ meta: {} }))),
+            badId: example(
+              "id is not a UUID",
+              exampleErrors(
+                bodyError({ data: { type: "subscription", id: "42", attributes: { feedUrl: FEEDS[0].feedUrl } } }),
+              ),
+            ),
+          }),
+        },
+        "403": forbiddenLimit,
+        "409": {
+          description: "`data.type` is not `subscription`.",
+          headers: v1Headers,
+          content: errorContent({
+            typeMismatch: example(
+              "Wrong resource type",
+              exampleErrors(
+                bodyError({ data: { type: "episode", id: FEEDS[0].guid, attributes: { feedUrl: FEEDS[0].feedUrl } } }),
+              ),
+            ),
+          }),
+        },
+        "413": bodyTooLargeResponse,
+        "415": unsupportedMediaType(JSONAPI, {
+          json: example("Sent as application/json", media415(`Send the request body as ${JSONAPI}.`)),
+          charset: example(
+            "With a charset parameter",
+            media415("The JSON:API media type allows only the ext and profile parameters."),
+          ),
+          atomic: example(
+            "With the Atomic Operations extension",
+            media415(`The Atomic Operations extension applies to /v1/operations only; send ${JSONAPI}.`),
+          ),
+        }),
+        "422": {
+          description: `\`feedUrl\` is missing, not a string, not an absolute http/https URL, longer than 2048 bytes in UTF-8, or holds whitespace, a control character or a bidirectional control.`,
+          headers: v1Headers,
+          content: errorContent({
+            notHttp: notHttpExample,
+            missing: example(
+              "No feedUrl",
+              exampleErrors(bodyError({ data: { type: "subscription", id: FEEDS[0].guid, attributes: {} } })),
+            ),
+          }),
+        },
+        ...v1Responses,
+      },
+    },
+  },
+  "/v1/subscriptions/{guid}": {
+    parameters: [parameterRef("guid")],
+    get: {
+      operationId: "getSubscription",
+      tags: ["Subscriptions"],
+      summary: "Get a subscription",
+      description:
+        "One subscription of the authenticated user. The guid matches in any case. Takes no query parameters (names JSON:API reserves answer 400).",
+      parameters: [parameterRef("ifNoneMatch"), ...v1Parameters],
+      responses: {
+        "200": {
+          description: "The subscription.",
+          headers: { ...successHeaders, ETag: headerRef("ETag") },
+          content: jsonApiContent(schemaRef("SubscriptionDocument"), {
+            subscription: example("A subscription", oneExample),
+          }),
+        },
+        "304": responseRef("NotModified"),
+        "400": {
+          description: "The guid is not a UUID, or a query parameter JSON:API reserves was sent.",
+          headers: v1Headers,
+          content: errorContent({
+            invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
+            unsupported: example("A parameter JSON:API reserves", exampleErrors(pageError({ sort: "feedUrl" }))),
+          }),
+        },
+        "404": responseRef("SubscriptionNotFound"),
+        ...v1Responses,
+      },
+    },
+    patch: {
+      operationId: "moveFeed",
+      tags: ["Subscriptions"],
+      summary: "Move a feed to a new URL",
+      description: `A podcast's feed URL changed (a redirect, a new host); its guid did not. Replaces \`feedUrl\` exactly as sent; the guid and \`userSubscribedAt\` stay. A real change is a change for the change feed; the same URL as stored, or a body without \`attributes\`/\`feedUrl\`, answers 200 and records nothing. Send the body as \`${JSONAPI}\`. Checks run in this order: the path guid (400), body JSON, \`data\`, \`type\` (409), \`id\` (400 when missing or not a UUID, 409 at \`/data/id\` when it is not the path's guid), \`feedUrl\` (422).`,
+      parameters: v1Parameters,
+      requestBody: {
+        required: true,
+        content: jsonApiContent(schemaRef("SubscriptionPatchDocument"), {
+          move: example("Move a feed", {
+            data: { type: "subscription", id: FEEDS[1].guid, attributes: { feedUrl: MOVED_FEED_URL } },
+          }),
+        }),
+      },
+      responses: {
+        "200": {
+          description: "The subscription as it now is (as get-one returns it).",
+          headers: successHeaders,
+          content: jsonApiContent(schemaRef("SubscriptionDocument"), { moved: example("Moved", movedExample) }),
+        },
+        "400": {
+          description:
+            "The path guid is not a UUID, the body is not JSON or not a document with `data`, or `data.id` is missing or not a UUID.",
+          headers: v1Headers,
+          content: errorContent({
+            invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
+            malformed: example("Body is not JSON", exampleErrors(malformedJson)),
+          }),
+        },
+        "404": responseRef("SubscriptionNotFound"),
+        "409": {
+          description: "`data.type` is not `subscription`, or `data.id` is not the path's guid.",
+          headers: v1Headers,
+          content: errorContent({
+            idMismatch: example("Another guid in the body", exampleErrors(idMismatch("/data/id", FEEDS[1].guid))),
+          }),
+        },
+        "413": bodyTooLargeResponse,
+        "415": unsupportedMediaType(JSONAPI, {
+          json: example("Sent as application/json", media415(`Send the request body as ${JSONAPI}.`)),
+        }),
+        "422": {
+          description: "`feedUrl` is present but null, not a string, not an absolute http/https URL, or too long.",
+          headers: v1Headers,
+          content: errorContent({
+            notHttp: notHttpExample,
+          }),
+        },
+        ...v1Responses,
+      },
+    },
+    delete: {
+      operationId: "unsubscribe",
+      tags: ["Subscriptions"],
+      summary: "Unsubscribe",
+      description:
+        "The target of `links.unsubscribe`. The subscription disappears from list and get, and the change feed reports it as a tombstone; subscribing again later answers 201 with a fresh `userSubscribedAt`.",
+      parameters: v1Parameters,
+      responses: {
+        "204": { description: "Unsubscribed. No body.", headers: successHeaders },
+        "400": {
+          description: "The guid is not a UUID, or a query parameter JSON:API reserves was sent.",
+          headers: v1Headers,
+          content: errorContent({ invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)) }),
+        },
+        "404": responseRef("SubscriptionNotFound"),
+        ...v1Responses,
+      },
+    },
+  },
+};
