@@ -164,7 +164,6 @@ export const example = (summary: string, value: unknown, description?: string) =
   value,
 });
 
-/** The 422 of a feedUrl that is not http(s), as POST and PATCH answer it. */
 // ---------------------------------------------------------------------------------------------
 // Reusable pieces
 

@@ -36,6 +36,7 @@ import {
   toSubscriptionResource,
 } from "../resources/subscription";
 
+/** The 422 of a feedUrl that is not http(s), as POST and PATCH answer it. */
 const notHttpExample = example(
   "Not an http(s) URL",
   exampleErrors(
