@@ -98,6 +98,11 @@ const storedGuidsStatement = statement(sql`
 
 type Row = Record<string, unknown>;
 
+/** The row subscribeStatement wrote (it returns only that it wrote one). */
+function writtenRow(item: FeedItem, at: number): StoredSubscription {
+  return { guid: item.guid, feedUrl: item.feedUrl, subscribedAt: at };
+}
+
 function toStored(row: Row | undefined): StoredSubscription | undefined {
   if (!row) return undefined;
   return { guid: row.guid as string, feedUrl: row.feed_url as string, subscribedAt: row.subscribed_at as number };
@@ -175,8 +180,7 @@ export async function applyOperations<T extends WriteOperation>(
   return operations.map((operation): WriteResult<WriteOperation> => {
     const written = results[next++].results.length > 0;
     if (operation.op === "add") {
-      const subscription = { guid: operation.guid, feedUrl: operation.feedUrl, subscribedAt: at };
-      if (written) return { kind: "created", subscription };
+      if (written) return { kind: "created", subscription: writtenRow(operation, at) };
       return stored?.has(operation.guid) ? { kind: "exists" } : { kind: "limit" };
     }
     if (operation.op === "update") {
@@ -208,8 +212,7 @@ export async function subscribe(db: Database, user: string, item: FeedItem, at: 
   const [inserted, current] = await call(() =>
     db.batch<Row>([subscribeStatement.bind(db, values), findActiveStatement.bind(db, values)]),
   );
-  if (inserted.results.length > 0)
-    return { kind: "created", subscription: { guid: item.guid, feedUrl: item.feedUrl, subscribedAt: at } };
+  if (inserted.results.length > 0) return { kind: "created", subscription: writtenRow(item, at) };
   const existing = toStored(current.results[0]);
   return existing ? { kind: "exists", subscription: existing } : { kind: "limit" };
 }
