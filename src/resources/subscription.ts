@@ -189,11 +189,17 @@ const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
 function usualSubscriptionResource(resource: unknown): NewSubscription | undefined {
   if (resource === null || typeof resource !== "object") return undefined;
   const { type, id, attributes } = resource as Record<string, unknown>;
-  if (type !== SUBSCRIPTION_TYPE || typeof id !== "string" || !GUID.test(id)) return undefined;
+  const guid = usualGuid(id);
+  if (type !== SUBSCRIPTION_TYPE || guid === undefined) return undefined;
   if (attributes === null || typeof attributes !== "object" || Array.isArray(attributes)) return undefined;
   const { feedUrl } = attributes as Record<string, unknown>;
   if (typeof feedUrl !== "string" || feedUrl.length > MAX_FEED_URL_BYTES || !isValidFeedUrl(feedUrl)) return undefined;
-  return { guid: id.toLowerCase(), feedUrl };
+  return { guid, feedUrl };
+}
+
+/** A guid matching zod's pattern, lower-cased, found without zod; undefined for anything else. */
+function usualGuid(value: unknown): string | undefined {
+  return typeof value === "string" && GUID.test(value) ? value.toLowerCase() : undefined;
 }
 
 /**
@@ -201,7 +207,8 @@ function usualSubscriptionResource(resource: unknown): NewSubscription | undefin
  * is checked without zod first, as in `usualSubscriptionResource`; the schema decides the rest.
  */
 export function parseGuid(value: unknown): string | undefined {
-  if (typeof value === "string" && GUID.test(value)) return value.toLowerCase();
+  const usual = usualGuid(value);
+  if (usual !== undefined) return usual;
   const parsed = guidSchema.safeParse(value);
   return parsed.success ? parsed.data : undefined;
 }
