@@ -29,9 +29,9 @@ import {
 const OPERATIONS = "atomic:operations";
 const OPERATIONS_POINTER = pointerTo("", OPERATIONS);
 
-/** The JSON pointer of operation `index`: built per operation, so without escaping what needs none. */
+/** The JSON pointer of operation `index`. */
 function operationPointer(index: number): string {
-  return `${OPERATIONS_POINTER}/${index}`;
+  return pointerTo(OPERATIONS_POINTER, index);
 }
 
 /** The body of POST /v1/operations as the route validates it (exported for the OpenAPI document). */
