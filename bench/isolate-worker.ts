@@ -16,7 +16,7 @@
 //   adds the call to the request's trace (Workers Logs), each argument serialised to JSON. Local
 //   workerd (console mode STDOUT) also resolves its Node-style inspector module, formats the call
 //   with it, and writes and flushes the line to stdout, one write per line (Worker::handleLog in
-//   workerd's src/workerd/io/worker.c++): about 50 µs a call here whatever the line, more than the
+//   workerd's src/workerd/io/worker.c++): 50 to 90 µs a call here whatever the line, more than the
 //   app's whole access log. The stand-in serialises the arguments as the trace does and keeps the
 //   last lines in memory. A worker bound with BENCH_CONSOLE=local keeps the real console: the
 //   harness serves the same bundle that way too and reports the difference (bench/README.md).
