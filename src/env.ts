@@ -1,5 +1,5 @@
 import type { RequestIdVariables } from "hono/request-id";
-import type { Database } from "./db/subscriptions";
+import type { Database } from "./db/database";
 import type { ShardRouting } from "./shards";
 
 /** Optional tuning vars are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */

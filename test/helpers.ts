@@ -361,7 +361,7 @@ export async function meteredDatabaseOf(userId: string) {
  */
 export async function seedSubscriptions(userId: string, count: number, options: { unsubscribed?: boolean } = {}) {
   const db = await databaseFor(userId);
-  const rowsPerStatement = 16; // 6 bound parameters a row; D1 allows 100 per statement
+  const rowsPerStatement = 14; // 7 bound parameters a row; D1 allows 100 per statement
   const statements: D1PreparedStatement[] = [];
   const base = Date.now() - count;
   const stats = await db
@@ -381,12 +381,13 @@ export async function seedSubscriptions(userId: string, count: number, options: 
         base + start + i,
         options.unsubscribed ? base : null,
         firstChange + start + i,
+        firstChange + start + i,
       );
     }
     statements.push(
       db
         .prepare(
-          `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq) VALUES ${Array(rows).fill("(?, ?, ?, ?, ?, ?)").join(", ")}`,
+          `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq) VALUES ${Array(rows).fill("(?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
         )
         .bind(...values),
     );

@@ -171,3 +171,52 @@ describe("GET /v1/subscriptions", () => {
     expect((await listPage("list-ignored", "?fooBar=1&x_y=2")).response.status).toBe(200);
   });
 });
+
+describe("ties of userSubscribedAt keep the order of subscribing (docs/API.md §4)", () => {
+  it("the feeds of one bulk request list, export and page in request order, whatever their guids", async () => {
+    const user = await as("ties-bulk");
+    // Guids in descending order: the old tie-break (guid) would list them reversed.
+    const feeds = ["f", "e", "d", "c", "b", "a"].map((first, i) => ({
+      guid: `${first}0000000-0000-4000-8000-00000000000${i}`,
+      feedUrl: `https://ties.example/${first}.xml`,
+    }));
+    const bulk = await user.operations({
+      "atomic:operations": feeds.map((feed) => ({
+        op: "add",
+        data: { type: "subscription", id: feed.guid, attributes: { feedUrl: feed.feedUrl } },
+      })),
+    });
+    const results = (
+      (await bulk.json()) as { "atomic:results": { data: { attributes: { userSubscribedAt: string } } }[] }
+    )["atomic:results"];
+    // One request, one time: the order can only come from the order of subscribing.
+    expect(new Set(results.map((result) => result.data.attributes.userSubscribedAt)).size).toBe(1);
+    const pages = [];
+    for (const number of [1, 2, 3]) {
+      const { body } = await listPage("ties-bulk", `?page[number]=${number}&page[size]=2`);
+      pages.push(...body.data.map((item) => item.id));
+    }
+    expect(pages).toEqual(feeds.map((feed) => feed.guid));
+    const opml = await (await user.get("/v1/subscriptions.opml", { Accept: "text/x-opml" })).text();
+    expect([...opml.matchAll(/guid="([^"]+)"/g)].map((match) => match[1])).toEqual(feeds.map((feed) => feed.guid));
+  });
+
+  it("a revived feed moves to the end; a feed move keeps its place", async () => {
+    const user = await as("ties-revive");
+    const feeds = [newFeed(), newFeed(), newFeed()];
+    await user.operations({
+      "atomic:operations": feeds.map((feed) => ({
+        op: "add",
+        data: { type: "subscription", id: feed.guid, attributes: { feedUrl: feed.feedUrl } },
+      })),
+    });
+    await user.patch(
+      `/v1/subscriptions/${feeds[0].guid}`,
+      subscriptionDocument(feeds[0].guid, `${feeds[0].feedUrl}?moved`),
+    );
+    expect((await user.delete(`/v1/subscriptions/${feeds[1].guid}`)).status).toBe(204);
+    await user.post("/v1/subscriptions", subscriptionDocument(feeds[1].guid, feeds[1].feedUrl));
+    const { body } = await listPage("ties-revive");
+    expect(body.data.map((item) => item.id)).toEqual([feeds[0].guid, feeds[2].guid, feeds[1].guid]);
+  });
+});

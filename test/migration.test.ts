@@ -17,11 +17,11 @@ async function run(queries: string[]) {
 beforeAll(async () => {
   const index = env.TEST_MIGRATIONS.findIndex((migration) => migration.name === CHANGE_FEED);
   expect(index).toBeGreaterThan(0);
-  await run([
-    "DROP TABLE IF EXISTS subscriptions",
-    "DROP TABLE IF EXISTS user_stats",
-    "DROP TABLE IF EXISTS d1_migrations",
-  ]);
+  await run(
+    ["subscriptions", "user_stats", "episodes", "app_passwords", "gpodder_sessions", "devices", "d1_migrations"].map(
+      (table) => `DROP TABLE IF EXISTS ${table}`,
+    ),
+  );
   for (const migration of env.TEST_MIGRATIONS.slice(0, index)) await run(migration.queries);
 
   // Each user's rows go to the user's database (the two-shard configuration may hold them apart).
@@ -42,7 +42,8 @@ beforeAll(async () => {
     .prepare("UPDATE subscriptions SET unsubscribed_at = 6000 WHERE user_id = 'old-bob'")
     .run();
 
-  await run(env.TEST_MIGRATIONS[index].queries);
+  // The change-feed migration and every one after it, as `wrangler d1 migrations apply` would run them.
+  for (const migration of env.TEST_MIGRATIONS.slice(index)) await run(migration.queries);
 });
 
 describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
@@ -77,9 +78,11 @@ describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
       results.push(...(await database.prepare("SELECT * FROM user_stats").all()).results);
     }
     results.sort((a, b) => String(a.user_id).localeCompare(String(b.user_id)));
+    // Migration 0004 adds the episode counters and the stored URL bytes (every old URL here is 56 bytes).
+    const zeroEpisodes = { episode_count: 0, episode_version: 0 };
     expect(results).toEqual([
-      { user_id: "old-alice", active_count: 3, stored_count: 4, version: 4 },
-      { user_id: "old-bob", active_count: 0, stored_count: 1, version: 1 },
+      { user_id: "old-alice", active_count: 3, stored_count: 4, version: 4, ...zeroEpisodes, url_bytes: 4 * 56 },
+      { user_id: "old-bob", active_count: 0, stored_count: 1, version: 1, ...zeroEpisodes, url_bytes: 56 },
     ]);
     const bob = await as("old-bob");
     expect((await syncFrom(bob, "0")).items.map((item) => item.attributes.userUnsubscribedAt)).toEqual([
@@ -119,5 +122,31 @@ describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
     expect(results.find((row) => row.name === "subscriptions")?.sql).toMatch(/WITHOUT ROWID/);
     expect(results.find((row) => row.name === "user_stats")?.sql).toMatch(/WITHOUT ROWID/);
     expect(names.filter((name) => name.includes("_change_feed"))).toEqual([]);
+  });
+});
+
+describe("migration 0004 on subscriptions of the previous schema", () => {
+  it("keeps the list order of old rows (their change numbers break ties) and narrows every index to no URL text", async () => {
+    const { results } = await env.DB.prepare(
+      "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'subscriptions' AND sql IS NOT NULL",
+    ).all<{ name: string; sql: string }>();
+    expect(results.map((row) => row.name).sort()).toEqual([
+      "subscriptions_active_page",
+      "subscriptions_changes",
+      "subscriptions_url",
+    ]);
+    for (const row of results) expect(row.sql).not.toMatch(/feed_url/);
+    const rows = await (await databaseFor("old-alice"))
+      // a was unsubscribed by a test above (a write of today's schema); b, c and d are as migrated.
+      .prepare(
+        "SELECT guid, subscribed_seq, received_at, url_key FROM subscriptions WHERE user_id = 'old-alice' AND guid > 'b' AND guid < 'e'",
+      )
+      .all<{ guid: string; subscribed_seq: number; received_at: number; url_key: number | null }>();
+    // b (2000) and d (2000) share a time: the old order by guid is kept through their change numbers.
+    expect(rows.results.map((row) => [row.guid[0], row.subscribed_seq, row.received_at, row.url_key]).sort()).toEqual([
+      ["b", 2, 0, null],
+      ["c", 4, 0, null],
+      ["d", 3, 0, null],
+    ]);
   });
 });

@@ -2,12 +2,20 @@ import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
+ * The tables are `WITHOUT ROWID` (see the custom migrations in drizzle/; drizzle-kit cannot declare it): the
+ * primary key is the table's own b-tree, so a write touches one b-tree fewer. Indexes hold no URL text: D1
+ * counts only the rows a query's cursor walks (a table lookup from an index entry is free), so a narrow index
+ * costs nothing in rows read and keeps every URL stored once (docs/CAPACITY.md, "Storage").
+ *
+ * Times named `...At` are milliseconds since the Unix epoch (UTC) from the worker's clock, except
+ * `receivedAt`: Unix seconds from the database's own clock (`unixepoch()`), written inside the statement that
+ * records the change, so it never decreases along a user's change numbers (one primary, one clock). The
+ * gpodder API's `since` reads by it.
+ */
+
+/**
  * One row per (user, feed). Unsubscribing sets `unsubscribedAt` instead of deleting the row, so the
  * row stays as a tombstone that the change feed reports; subscribing again revives it.
- * Times are milliseconds since the Unix epoch (UTC).
- *
- * The table is `WITHOUT ROWID` (see the migration drizzle/0003_change_feed.sql; drizzle-kit cannot
- * declare it): the primary key is the table's own b-tree, so a write touches one b-tree fewer.
  */
 export const subscriptions = sqliteTable(
   "subscriptions",
@@ -23,34 +31,124 @@ export const subscriptions = sqliteTable(
      * number is never visible before its row.
      */
     changeSeq: integer("change_seq").notNull(),
+    /**
+     * The change number of the (re)subscription: breaks ties of `subscribedAt` in the order the feeds were
+     * subscribed, so the feeds of one bulk request or OPML import keep their order (docs/API.md §4).
+     */
+    subscribedSeq: integer("subscribed_seq").notNull().default(0),
+    /** When the last change reached the database (Unix seconds, the database's clock; 0 before migration 0004). */
+    receivedAt: integer("received_at").notNull().default(0),
+    /**
+     * The first 48 bits of SHA-256(feedUrl) as an integer: finds a feed by its exact URL (the gpodder API names
+     * feeds by URL) through a narrow index instead of comparing long URLs. NULL on rows written before
+     * migration 0004; lookups also check those rows by URL.
+     */
+    urlKey: integer("url_key"),
   },
   (table) => [
     primaryKey({ columns: [table.userId, table.guid] }),
-    // Serves the list order (subscribedAt, guid) per user over active rows only, and covers the columns
-    // a page returns: a page of N costs N index entries, never a table lookup, and tombstones are never read.
+    // The list order (subscribedAt, subscribedSeq) per user over active rows only: a page of N walks N
+    // entries, and tombstones are never read.
     index("subscriptions_active_page")
-      .on(table.userId, table.subscribedAt, table.guid, table.feedUrl)
+      .on(table.userId, table.subscribedAt, table.subscribedSeq)
       .where(sql`${table.unsubscribedAt} is null`),
-    // Serves the change feed: a page of changes after a token costs its own entries however long the
-    // history, and covers every column the feed returns (guid comes with the primary key).
-    index("subscriptions_changes").on(
-      table.userId,
-      table.changeSeq,
-      table.feedUrl,
-      table.subscribedAt,
-      table.unsubscribedAt,
-    ),
+    // The change feed: a page of changes after a token walks its own entries however long the history.
+    // `receivedAt` rides along so the gpodder `since` boundary is found from the index alone.
+    index("subscriptions_changes").on(table.userId, table.changeSeq, table.receivedAt),
+    index("subscriptions_url").on(table.userId, table.urlKey),
   ],
 );
 
 /**
- * Per-user summary kept in step with `subscriptions` by triggers (also `WITHOUT ROWID`, see the migration) (see the custom migrations in drizzle/):
- * `activeCount` answers `meta.total` without a count scan; `storedCount` (active and tombstones) enforces
- * the per-user quota; `version` is the user's latest change number: the sync token and the ETag.
+ * Listening state per (user, episode), merged field by field by when each change happened on the device
+ * (docs/API.md §13). Deleting forgets the state and keeps a tombstone (`deletedAt`, no URL text) for the
+ * change feed; writing the id again starts a fresh state.
+ */
+export const episodes = sqliteTable(
+  "episodes",
+  {
+    userId: text("user_id").notNull(),
+    /** The episode's UUID, chosen by the client (UUIDv5 of the item's guid in the namespace of the feed's). */
+    id: text("id").notNull(),
+    /** The feed's guid: `relationships.subscription`. The feed need not be a subscription of the user. */
+    feedGuid: text("feed_guid").notNull(),
+    /** NULL only in a tombstone. */
+    mediaUrl: text("media_url"),
+    itemGuid: text("item_guid"),
+    position: integer("position").notNull().default(0),
+    duration: integer("duration"),
+    played: integer("played", { mode: "boolean" }).notNull().default(false),
+    /** The device's time of the change that set `position` (last writer wins by it). */
+    positionChangedAt: integer("position_changed_at"),
+    playedChangedAt: integer("played_changed_at"),
+    /** The user's episode change number of this row's last change (its own sequence, not the subscriptions'). */
+    changeSeq: integer("change_seq").notNull(),
+    receivedAt: integer("received_at").notNull(),
+    deletedAt: integer("deleted_at"),
+  },
+  (table) => [
+    primaryKey({ columns: [table.userId, table.id] }),
+    index("episodes_changes").on(table.userId, table.changeSeq, table.receivedAt),
+  ],
+);
+
+/**
+ * Per-user summary kept in step by triggers (see the custom migrations in drizzle/): `activeCount` answers
+ * `meta.total` without a count scan; `storedCount` (active and tombstones) enforces the subscription quota;
+ * `version` is the user's latest subscription change number (sync token and ETag); `episodeCount`,
+ * `episodeVersion` the same for episode states; `urlBytes` the UTF-8 bytes of URL text the user stores
+ * (every stored feedUrl, tombstones included, every stored mediaUrl and itemGuid), for the storage budget.
  */
 export const userStats = sqliteTable("user_stats", {
   userId: text("user_id").primaryKey(),
   activeCount: integer("active_count").notNull().default(0),
   storedCount: integer("stored_count").notNull().default(0),
   version: integer("version").notNull().default(0),
+  episodeCount: integer("episode_count").notNull().default(0),
+  episodeVersion: integer("episode_version").notNull().default(0),
+  urlBytes: integer("url_bytes").notNull().default(0),
 });
+
+/**
+ * App passwords: what apps that speak the gpodder.net API send with HTTP Basic (docs/API.md §14). Only a
+ * SHA-256 hash of the password is stored (it holds at least 128 random bits, so no slow hash is needed).
+ * `username` is the user's gpodder username, the same on every row of the user.
+ */
+export const appPasswords = sqliteTable(
+  "app_passwords",
+  {
+    userId: text("user_id").notNull(),
+    id: text("id").notNull(),
+    username: text("username").notNull(),
+    label: text("label").notNull(),
+    passwordHash: text("password_hash").notNull(),
+    createdAt: integer("created_at").notNull(),
+    lastUsedAt: integer("last_used_at"),
+  },
+  (table) => [primaryKey({ columns: [table.userId, table.id] }), index("app_passwords_username").on(table.username)],
+);
+
+/** gpodder sessions (the `sessionid` cookie): only a hash of the session id is stored. */
+export const gpodderSessions = sqliteTable(
+  "gpodder_sessions",
+  {
+    sessionHash: text("session_hash").primaryKey(),
+    userId: text("user_id").notNull(),
+    appPasswordId: text("app_password_id").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [index("gpodder_sessions_app_password").on(table.userId, table.appPasswordId)],
+);
+
+/** gpodder devices: all devices of a user form one sync group (one subscription list per user). */
+export const devices = sqliteTable(
+  "devices",
+  {
+    userId: text("user_id").notNull(),
+    deviceId: text("device_id").notNull(),
+    caption: text("caption").notNull().default(""),
+    type: text("type").notNull().default("other"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.userId, table.deviceId] })],
+);

@@ -1,38 +1,12 @@
 import { sql } from "drizzle-orm";
+import { type Row, WriteBatch } from "./batch";
+import { call, type Database } from "./database";
 import { subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
-
-/**
- * Every function here makes exactly one D1 call (one statement or one batch), so every request
- * costs one round trip to the database. A batch is one transaction: its statements are written so
- * that none can fail on a conflict, and each returns its own result.
- */
-export type Database = D1Database | D1DatabaseSession;
-
-/** A request's database: a D1 database or one of its sessions (same prepare/batch surface). */
-export function database(d1: D1Database | D1DatabaseSession): Database {
-  return d1;
-}
+import { urlKey } from "./url-key";
 
 /** Stored subscriptions per user, tombstones included (docs/API.md §12); reviving a tombstone is not creating. */
 export const MAX_STORED_SUBSCRIPTIONS = 10_000;
-
-/** A D1 call failed (unavailable, overloaded, reset): the client may retry; a batch is all-or-nothing. */
-export class DatabaseError extends Error {
-  constructor(cause: unknown) {
-    super("database call failed", { cause });
-    this.name = "DatabaseError";
-  }
-}
-
-/** Runs one D1 call; any failure of D1 itself becomes a DatabaseError (503, safe to retry). */
-export async function call<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    throw new DatabaseError(err);
-  }
-}
 
 export type StoredSubscription = { guid: string; feedUrl: string; subscribedAt: number };
 
@@ -46,6 +20,7 @@ const userId = sql.placeholder("userId");
 const guid = sql.placeholder("guid");
 const feedUrl = sql.placeholder("feedUrl");
 const now = sql.placeholder("now");
+const feedUrlKey = sql.placeholder("urlKey");
 
 /** The user's next change number, read inside the writing statement (D1 runs one statement at a time). */
 const nextChange = sql`(SELECT coalesce(max(${stats.version}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${userId})`;
@@ -54,20 +29,22 @@ const returned = sql`${s.guid}, ${s.feedUrl}, ${s.subscribedAt}`;
 
 /**
  * Subscribes: inserts the row, or revives its tombstone with the new feedUrl and a fresh time, under
- * the next change number. For an active subscription it does nothing and returns no row, so
- * statements of one batch stay independent. A new row is inserted only while the user stores fewer
- * than the quota, checked inside the statement: concurrent writers cannot overshoot it. The row it
- * writes is exactly (guid, feedUrl, now), so it returns only that it wrote one: D1's answer is parsed
- * in the isolate, once per statement of a bulk request.
+ * the next change number (which also places it in the list among feeds subscribed in the same
+ * millisecond). For an active subscription it does nothing and returns no row, so statements of one
+ * batch stay independent. A new row is inserted only while the user stores fewer than the quota,
+ * checked inside the statement: concurrent writers cannot overshoot it. The row it writes is exactly
+ * (guid, feedUrl, now), so it returns only that it wrote one: D1's answer is parsed in the isolate,
+ * once per statement of a bulk request.
  */
 const subscribeStatement = statement(sql`
-  INSERT INTO ${s} (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq)
-  SELECT ${userId}, ${guid}, ${feedUrl}, ${now}, NULL, ${nextChange}
+  INSERT INTO ${s} (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, received_at, url_key)
+  SELECT ${userId}, ${guid}, ${feedUrl}, ${now}, NULL, ${nextChange}, ${nextChange}, unixepoch(), ${feedUrlKey}
   WHERE coalesce((SELECT ${stats.storedCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) < ${MAX_STORED_SUBSCRIPTIONS}
     OR EXISTS (SELECT 1 FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = ${guid})
   ON CONFLICT (user_id, guid) DO UPDATE SET
     feed_url = excluded.feed_url, subscribed_at = excluded.subscribed_at, unsubscribed_at = NULL,
-    change_seq = excluded.change_seq
+    change_seq = excluded.change_seq, subscribed_seq = excluded.subscribed_seq, received_at = excluded.received_at,
+    url_key = excluded.url_key
   WHERE ${s.unsubscribedAt} IS NOT NULL
   RETURNING 1 AS written`);
 
@@ -76,12 +53,12 @@ const subscribeStatement = statement(sql`
  * nothing: the read that follows it in the batch reports the row as it then is.
  */
 const moveStatement = statement(sql`
-  UPDATE ${s} SET feed_url = ${feedUrl}, change_seq = ${nextChange}
+  UPDATE ${s} SET feed_url = ${feedUrl}, url_key = ${feedUrlKey}, change_seq = ${nextChange}, received_at = unixepoch()
   WHERE ${isActive} AND ${s.feedUrl} IS NOT ${feedUrl}`);
 
 /** Unsubscribes, keeping the row as a tombstone the change feed reports. */
 const unsubscribeStatement = statement(sql`
-  UPDATE ${s} SET unsubscribed_at = ${now}, change_seq = ${nextChange}
+  UPDATE ${s} SET unsubscribed_at = ${now}, change_seq = ${nextChange}, received_at = unixepoch()
   WHERE ${isActive}
   RETURNING 1 AS written`);
 
@@ -95,8 +72,6 @@ const findActiveStatement = statement(sql`SELECT ${returned} FROM ${s} WHERE ${i
 const storedGuidsStatement = statement(sql`
   SELECT json_group_array(${s.guid}) AS guids FROM ${s}
   WHERE ${s.userId} = ${userId} AND ${s.guid} IN (SELECT value FROM json_each(${sql.placeholder("guids")}))`);
-
-type Row = Record<string, unknown>;
 
 /** The row subscribeStatement wrote (it returns only that it wrote one). */
 function writtenRow(item: FeedItem, at: number): StoredSubscription {
@@ -126,31 +101,68 @@ export type WriteResult<T extends WriteOperation> = T extends { op: "add" }
     ? UpdateResult
     : RemoveResult;
 
-/** Appends the statements of one operation; a move is followed by a read of the row as it then is. */
-function pushStatements(
-  batch: D1PreparedStatement[],
-  db: Database,
-  user: string,
-  operation: WriteOperation,
-  at: number,
-) {
-  const values = {
-    userId: user,
-    now: at,
-    guid: operation.guid,
-    feedUrl: operation.op === "remove" ? null : operation.feedUrl,
+/** Where the writes of one request go: the shared batch, the user, and the request's one time. */
+export interface WriteContext {
+  batch: WriteBatch;
+  db: Database;
+  user: string;
+  at: number;
+}
+
+async function bindWithKey(statement: Statement, context: WriteContext, item: FeedItem): Promise<D1PreparedStatement> {
+  const values = { userId: context.user, now: context.at, ...item, urlKey: await urlKey(item.feedUrl) };
+  return statement.bind(context.db, values);
+}
+
+/** Plans one subscription operation into the batch and returns the reader of its result (valid once the batch ran). */
+export type SubscriptionWriter = <T extends WriteOperation>(operation: T) => () => WriteResult<T>;
+
+/**
+ * The subscription writes of one request. Each operation's statements go into the batch in request order
+ * (a move is followed by a read of the row as it then is); the adds share one trailing check
+ * (storedGuidsStatement) that tells an existing subscription from a full quota.
+ */
+export function subscriptionWriter(context: WriteContext): SubscriptionWriter {
+  const { batch, db, user, at } = context;
+  const adds: string[] = [];
+  const check = batch.close(() =>
+    adds.length === 0 ? [] : [storedGuidsStatement.bind(db, { userId: user, guids: JSON.stringify(adds) })],
+  );
+  let stored: Set<string> | undefined;
+  const isStored = (guid: string) => {
+    stored ??= new Set(JSON.parse(check.results()[0].results[0].guids as string) as string[]);
+    return stored.has(guid);
   };
-  switch (operation.op) {
-    case "add":
-      batch.push(subscribeStatement.bind(db, values));
-      break;
-    case "update":
-      batch.push(moveStatement.bind(db, values), findActiveStatement.bind(db, values));
-      break;
-    case "remove":
-      batch.push(unsubscribeStatement.bind(db, values));
-      break;
-  }
+
+  const plan = (operation: WriteOperation): (() => WriteResult<WriteOperation>) => {
+    switch (operation.op) {
+      case "add": {
+        adds.push(operation.guid);
+        const slot = batch.push(bindWithKey(subscribeStatement, context, operation));
+        return () => {
+          if (slot.results()[0].results.length > 0) {
+            return { kind: "created", subscription: writtenRow(operation, at) };
+          }
+          return isStored(operation.guid) ? { kind: "exists" } : { kind: "limit" };
+        };
+      }
+      case "update": {
+        const slot = batch.push(
+          bindWithKey(moveStatement, context, operation),
+          findActiveStatement.bind(db, { userId: user, guid: operation.guid }),
+        );
+        return () => {
+          const current = toStored(slot.results()[1].results[0]);
+          return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
+        };
+      }
+      case "remove": {
+        const slot = batch.push(unsubscribeStatement.bind(db, { userId: user, guid: operation.guid, now: at }));
+        return () => (slot.results()[0].results.length > 0 ? { kind: "removed" } : { kind: "not-found" });
+      }
+    }
+  };
+  return plan as SubscriptionWriter;
 }
 
 /**
@@ -163,32 +175,11 @@ export async function applyOperations<T extends WriteOperation>(
   operations: readonly T[],
   at: number,
 ): Promise<WriteResult<T>[]> {
-  if (operations.length === 0) return [];
-  const batch: D1PreparedStatement[] = [];
-  const adds: string[] = [];
-  for (const operation of operations) {
-    pushStatements(batch, db, user, operation, at);
-    if (operation.op === "add") adds.push(operation.guid);
-  }
-  if (adds.length > 0) batch.push(storedGuidsStatement.bind(db, { userId: user, guids: JSON.stringify(adds) }));
-
-  const results = await call(() => db.batch<Row>(batch));
-  const stored = adds.length > 0 ? new Set(JSON.parse(results.at(-1)?.results[0]?.guids as string) as string[]) : null;
-
-  // Each operation's own results, in batch order: one statement per add or remove, two per update.
-  let next = 0;
-  return operations.map((operation): WriteResult<WriteOperation> => {
-    const written = results[next++].results.length > 0;
-    if (operation.op === "add") {
-      if (written) return { kind: "created", subscription: writtenRow(operation, at) };
-      return stored?.has(operation.guid) ? { kind: "exists" } : { kind: "limit" };
-    }
-    if (operation.op === "update") {
-      const current = toStored(results[next++].results[0]);
-      return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
-    }
-    return written ? { kind: "removed" } : { kind: "not-found" };
-  }) as WriteResult<T>[];
+  const batch = new WriteBatch();
+  const plan = subscriptionWriter({ batch, db, user, at });
+  const readers = operations.map((operation) => plan(operation));
+  await batch.run(db);
+  return readers.map((read) => read());
 }
 
 /** Subscribes to each item in order, in one batch (bulk adds, OPML import). */
@@ -208,10 +199,13 @@ export type SubscribeResult =
 
 /** Subscribes the user to one feed; an active subscription is returned unchanged. */
 export async function subscribe(db: Database, user: string, item: FeedItem, at: number): Promise<SubscribeResult> {
-  const values = { userId: user, now: at, ...item };
-  const [inserted, current] = await call(() =>
-    db.batch<Row>([subscribeStatement.bind(db, values), findActiveStatement.bind(db, values)]),
+  const context: WriteContext = { batch: new WriteBatch(), db, user, at };
+  const slot = context.batch.push(
+    bindWithKey(subscribeStatement, context, item),
+    findActiveStatement.bind(db, { userId: user, guid: item.guid }),
   );
+  await context.batch.run(db);
+  const [inserted, current] = slot.results();
   if (inserted.results.length > 0) return { kind: "created", subscription: writtenRow(item, at) };
   const existing = toStored(current.results[0]);
   return existing ? { kind: "exists", subscription: existing } : { kind: "limit" };
@@ -249,12 +243,15 @@ const unpack = ([guid, feedUrl, subscribedAt]: PackedSubscription): StoredSubscr
   subscribedAt,
 });
 
+/** A list row packed as `[guid, feedUrl, subscribedAt, subscribedSeq]`: the order's tie-break rides along. */
+type PackedListRow = [string, string, number, number];
+
 /**
  * The list order, applied again after SQLite packs the page: an aggregate does not promise to keep
  * its input order, and an ORDER BY inside it would sort in a temporary b-tree (twice the rows read).
  */
-function listOrder(a: StoredSubscription, b: StoredSubscription): number {
-  return a.subscribedAt - b.subscribedAt || (a.guid < b.guid ? -1 : a.guid > b.guid ? 1 : 0);
+function listOrder(a: PackedListRow, b: PackedListRow): number {
+  return a[2] - b[2] || a[3] - b[3];
 }
 
 /** A page past the end is answered from the stats row alone (docs/API.md §12): it reads nothing else. */
@@ -264,11 +261,12 @@ const listStatement = statement(sql`
       WHEN ${stats.version} IS ${knownVersion} THEN NULL
       WHEN ${sql.placeholder("offset")} >= ${stats.activeCount} THEN '[]'
       ELSE (
-        SELECT json_group_array(json_array(guid, feed_url, subscribed_at)) FROM (
-          SELECT ${s.guid} AS guid, ${s.feedUrl} AS feed_url, ${s.subscribedAt} AS subscribed_at
+        SELECT json_group_array(json_array(guid, feed_url, subscribed_at, subscribed_seq)) FROM (
+          SELECT ${s.guid} AS guid, ${s.feedUrl} AS feed_url, ${s.subscribedAt} AS subscribed_at,
+            ${s.subscribedSeq} AS subscribed_seq
           FROM ${s}
           WHERE ${s.userId} = ${userId} AND ${s.unsubscribedAt} IS NULL
-          ORDER BY ${s.subscribedAt}, ${s.guid}
+          ORDER BY ${s.subscribedAt}, ${s.subscribedSeq}
           LIMIT ${sql.placeholder("limit")} OFFSET ${sql.placeholder("offset")}
         )
       )
@@ -299,7 +297,14 @@ export async function listSubscriptions(
   return {
     version: row.version,
     total: row.total,
-    rows: row.page === null ? undefined : (JSON.parse(row.page) as PackedSubscription[]).map(unpack).sort(listOrder),
+    rows:
+      row.page === null
+        ? undefined
+        : (JSON.parse(row.page) as PackedListRow[]).sort(listOrder).map(([guid, feedUrl, subscribedAt]) => ({
+            guid,
+            feedUrl,
+            subscribedAt,
+          })),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { database } from "../db/subscriptions";
+import { database } from "../db/database";
 import type { AppEnv } from "../env";
 import { ApiError } from "../jsonapi";
 import { shardOfUser, shardRouting } from "../shards";
