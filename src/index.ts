@@ -5,6 +5,7 @@ import { d1Session, shardConfiguration } from "./middleware/d1-session";
 import { onError, onNotFound } from "./middleware/errors";
 import { limitPerUser } from "./middleware/rate-limit";
 import { requestFrame } from "./middleware/request-frame";
+import { episodeRoutes } from "./routes/episodes";
 import { extensionRoutes } from "./routes/extensions";
 import { operationRoutes } from "./routes/operations";
 import { opmlRoutes } from "./routes/opml";
@@ -17,6 +18,7 @@ app.use("/v1/*", shardConfiguration, authenticate, limitPerUser, d1Session);
 
 app.route("/v1/subscriptions.opml", opmlRoutes);
 app.route("/v1/subscriptions", subscriptionRoutes);
+app.route("/v1/episodes", episodeRoutes);
 app.route("/v1/operations", operationRoutes);
 app.route("/ext", extensionRoutes);
 
