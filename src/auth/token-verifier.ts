@@ -2,15 +2,22 @@ import { verify } from "hono/jwt";
 import { decodeBase64Url } from "hono/utils/encode";
 import type { SignatureAlgorithm } from "hono/utils/jwt/jwa";
 import { decodeHeader } from "hono/utils/jwt/jwt";
-import type { JWTPayload } from "hono/utils/jwt/types";
+import { type JWTPayload, JwtTokenIssuedAt, JwtTokenNotBefore } from "hono/utils/jwt/types";
 import { isAsymmetricAlgorithm, type KeySet, type KeySource } from "./key-set";
 import { type VerifiedToken, VerifiedTokens } from "./verified-tokens";
 
 export const MAX_USER_ID_LENGTH = 255;
 
-/** A token that does not authenticate anyone (`message` is the detail the 401 carries). */
+/**
+ * A token that does not authenticate anyone (`message` is the detail the 401 carries). `lasting`: the same
+ * token fails the same way on every later request (false when time or a key rotation can cure it: `nbf` or
+ * `iat` ahead of the clock, a key the set does not hold yet), so its failure may be remembered.
+ */
 export class InvalidToken extends Error {
-  constructor(detail = "The bearer token is invalid or expired.") {
+  constructor(
+    detail = "The bearer token is invalid or expired.",
+    readonly lasting = true,
+  ) {
     super(detail);
     this.name = "InvalidToken";
   }
@@ -113,7 +120,7 @@ export class TokenVerifier {
     if (!keys || !isAsymmetricAlgorithm(header.alg) || typeof header.kid !== "string") throw new InvalidToken();
     const keySet = await keys.forKid(header.kid, now);
     const key = await keySet.key(header.kid, header.alg);
-    if (!key) throw new InvalidToken();
+    if (!key) throw new InvalidToken(undefined, false);
     return this.entry(await this.check(token, key, header.alg), keySet);
   }
 
@@ -121,8 +128,8 @@ export class TokenVerifier {
   private async check(token: string, key: CryptoKey, alg: SignatureAlgorithm): Promise<JWTPayload> {
     try {
       return await verify(token, key, { alg, ...this.claims });
-    } catch {
-      throw new InvalidToken();
+    } catch (err) {
+      throw new InvalidToken(undefined, !(err instanceof JwtTokenNotBefore || err instanceof JwtTokenIssuedAt));
     }
   }
 
