@@ -37,7 +37,7 @@ describe('OPML export at the quota with 2 KB URLs full of &<>"', () => {
     // Read the body as a slow client would, one chunk at a time, keeping none: the stream makes the next
     // chunk only when asked (highWaterMark 0), so the largest chunk is the most it ever buffers.
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-    const decoder = new TextDecoder("utf-8", { fatal: true });
+    const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
     let chunks = 0;
     let totalBytes = 0;
     let largestChunk = 0;
