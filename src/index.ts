@@ -8,6 +8,7 @@ import { requestFrame } from "./middleware/request-frame";
 import { extensionRoutes } from "./routes/extensions";
 import { operationRoutes } from "./routes/operations";
 import { opmlRoutes } from "./routes/opml";
+import { statusRoutes } from "./routes/status";
 import { subscriptionRoutes } from "./routes/subscriptions";
 
 const app = new Hono<AppEnv>();
@@ -19,6 +20,7 @@ app.route("/v1/subscriptions.opml", opmlRoutes);
 app.route("/v1/subscriptions", subscriptionRoutes);
 app.route("/v1/operations", operationRoutes);
 app.route("/ext", extensionRoutes);
+app.route("/status", statusRoutes);
 
 app.notFound(onNotFound);
 app.onError(onError);
