@@ -9,6 +9,7 @@ import { episodeRoutes } from "./routes/episodes";
 import { extensionRoutes } from "./routes/extensions";
 import { operationRoutes } from "./routes/operations";
 import { opmlRoutes } from "./routes/opml";
+import { statusRoutes } from "./routes/status";
 import { subscriptionRoutes } from "./routes/subscriptions";
 
 const app = new Hono<AppEnv>();
@@ -21,6 +22,7 @@ app.route("/v1/subscriptions", subscriptionRoutes);
 app.route("/v1/episodes", episodeRoutes);
 app.route("/v1/operations", operationRoutes);
 app.route("/ext", extensionRoutes);
+app.route("/status", statusRoutes);
 
 app.notFound(onNotFound);
 app.onError(onError);
