@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ATOMIC_MEDIA_TYPE, as, countedDatabaseOf, databaseFor, meteredDatabaseOf, ORIGIN } from "./helpers";
 
-/** The feed and item of CONTRACT 13's example: UUIDv5(feed guid, "ABC-123"). */
+/** The feed and item of docs/API.md §13's example: UUIDv5(feed guid, "ABC-123"). */
 const FEED = "9b024349-ccf0-5f69-a609-6b82873eab3c";
 const OTHER_FEED = "677ea490-690e-51cb-8b43-755df6c55270";
 

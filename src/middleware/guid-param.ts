@@ -3,12 +3,19 @@ import type { AppEnv } from "../env";
 import { invalidGuid, parseGuid } from "../resources/resource-object";
 
 /**
- * The `:guid` path parameter of a resource, validated (`c.req.valid("param")`), lower-cased: a 400 before
+ * A resource's UUID path parameter `:name`, validated (`c.req.valid("param")`), lower-cased: a 400 before
  * anything else is read (docs/API.md §7, §9).
  */
-export const guidParam: MiddlewareHandler<AppEnv, "/:guid", { out: { param: { guid: string } } }> = async (c, next) => {
-  const guid = parseGuid(c.req.param("guid"));
-  if (guid === undefined) throw invalidGuid();
-  c.req.addValidatedData("param", { guid });
-  await next();
-};
+export function uuidParam<Name extends string>(
+  name: Name,
+): MiddlewareHandler<AppEnv, `/:${Name}`, { out: { param: Record<Name, string> } }> {
+  return async (c, next) => {
+    const id = parseGuid(c.req.param(name));
+    if (id === undefined) throw invalidGuid();
+    c.req.addValidatedData("param", { [name]: id } as Record<Name, string>);
+    await next();
+  };
+}
+
+/** A subscription's `:guid`. */
+export const guidParam = uuidParam("guid");

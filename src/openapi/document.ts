@@ -2,9 +2,11 @@ import pkg from "../../package.json";
 import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import { MAX_BODY_BYTES, MAX_OPERATIONS, MAX_OPML_FEEDS } from "../limits";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../pagination";
+import { episodePaths } from "../routes/episodes.openapi";
 import { extensionPaths } from "../routes/extensions.openapi";
 import { operationPaths } from "../routes/operations.openapi";
 import { opmlPaths } from "../routes/opml.openapi";
+import { statusPaths } from "../routes/status.openapi";
 import { subscriptionPaths } from "../routes/subscriptions.openapi";
 import { ATOMIC, componentSchemas, headers, JSONAPI, type Json, parameters, responses } from "./components";
 
@@ -15,12 +17,19 @@ import { ATOMIC, componentSchemas, headers, JSONAPI, type Json, parameters, resp
  * bundle nothing. Examples are produced by the service's own serialisation and error functions.
  */
 
-const paths: Record<string, Json> = { ...subscriptionPaths, ...operationPaths, ...opmlPaths, ...extensionPaths };
+const paths: Record<string, Json> = {
+  ...subscriptionPaths,
+  ...episodePaths,
+  ...operationPaths,
+  ...opmlPaths,
+  ...extensionPaths,
+  ...statusPaths,
+};
 
 // ---------------------------------------------------------------------------------------------
 // The document
 
-const DESCRIPTION = `Keeps a podcast listener's feed subscriptions in sync across apps: list them page by page, learn exactly what changed since the last sync (unsubscriptions and feed moves included), fetch one, subscribe, move a feed to a new URL, unsubscribe, do many of these in one request, and move them between apps as OPML.
+const DESCRIPTION = `Keeps a podcast listener's feed subscriptions and listening progress in sync across apps: list subscriptions page by page, learn exactly what changed since the last sync (unsubscriptions and feed moves included), fetch one, subscribe, move a feed to a new URL, unsubscribe, save where each episode was paused and whether it was finished (merged by when each change happened on the device), follow what changed, do many of these in one request, and move subscriptions between apps as OPML.
 
 The wire format is [JSON:API 1.1](https://jsonapi.org/format/1.1/): every body, errors included, is \`${JSONAPI}\` (bulk: \`${ATOMIC}\`; the OPML export and import body: OPML), and every response has \`Vary: Accept\` and an \`X-Request-Id\`.
 
@@ -67,6 +76,11 @@ export function buildOpenApiDocument(): Json {
     tags: [
       { name: "Subscriptions", description: "The authenticated user's feed subscriptions, one at a time." },
       {
+        name: "Episodes",
+        description:
+          "Listening progress across devices: the position and played state of each episode, merged by when each change happened on the device, and its change feed.",
+      },
+      {
         name: "Bulk operations",
         description: "Many subscriptions in one ordered request (JSON:API Atomic Operations).",
       },
@@ -75,6 +89,7 @@ export function buildOpenApiDocument(): Json {
         description: "Moving subscriptions between apps and services: OPML 2.0 export and merge-import.",
       },
       { name: "Extensions", description: "Documentation of the JSON:API extensions this server uses." },
+      { name: "Operations", description: "What a worker reports to the people who run it." },
     ],
     paths: sortResponses(paths),
     components: {

@@ -167,6 +167,7 @@ export const errorDocumentSchema = z.object({
 
 export const atomicResultSchema = z.union([
   z.object({ data: bulkSubscriptionSchema }),
+  z.object({ data: z.lazy(() => episodeSchema) }),
   z.object({ errors: z.array(errorObjectSchema).min(1) }),
   z.strictObject({}),
 ]);
@@ -337,3 +338,143 @@ export type ErrorDocument = z.output<typeof errorDocumentSchema>;
 export type AtomicResult = z.output<typeof atomicResultSchema>;
 export type OperationsResultDocument = z.output<typeof operationsResultDocumentSchema>;
 export type OpmlImportDocument = z.output<typeof opmlImportDocumentSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Episode states (docs/API.md §13). The route validates them in code (src/resources/episode.ts); these
+// schemas describe the same rules for the document, and the response check holds the answers to them.
+
+const episodeType = z.literal("episode");
+const feedRelationshipSchema = z.object({
+  subscription: z.object({ data: z.object({ type: z.literal(SUBSCRIPTION_TYPE), id: guidSchema }) }),
+});
+const storedFeedRelationshipSchema = z.object({
+  subscription: z.object({ data: z.object({ type: z.literal(SUBSCRIPTION_TYPE), id: lowercaseGuid }) }),
+});
+const seconds = (min: number) => z.number().int().min(min).max(2_147_483_647);
+const deviceTime = z.string();
+
+const episodeRequestAttributesSchema = z.object({
+  mediaUrl: feedUrlSchema.optional(),
+  itemGuid: z.string().nullable().optional(),
+  position: seconds(0).optional(),
+  duration: seconds(1).nullable().optional(),
+  played: z.boolean().optional(),
+  changedAt: deviceTime.optional(),
+});
+
+/** An episode resource object that creates a state or merges into it (POST, bulk `add`). */
+export const episodeResourceSchema = z.object({
+  type: episodeType,
+  id: guidSchema,
+  attributes: episodeRequestAttributesSchema.extend({ mediaUrl: feedUrlSchema }),
+  relationships: feedRelationshipSchema,
+});
+
+/** An episode resource object that merges into an existing state (PATCH, bulk `update`). */
+export const episodePatchSchema = z.object({
+  type: episodeType,
+  id: guidSchema,
+  attributes: episodeRequestAttributesSchema.optional(),
+  relationships: feedRelationshipSchema.optional(),
+});
+
+export const episodeDocumentSchema = z.object({ data: episodeResourceSchema });
+export const episodePatchDocumentSchema = z.object({ data: episodePatchSchema });
+
+const episodeAttributesSchema = z.object({
+  mediaUrl: storedFeedUrl,
+  itemGuid: z.string().nullable(),
+  position: seconds(0),
+  duration: seconds(1).nullable(),
+  played: z.boolean(),
+  positionChangedAt: isoTimestamp.nullable(),
+  playedChangedAt: isoTimestamp.nullable(),
+});
+
+/** An episode resource object in a response. */
+export const episodeSchema = z.object({
+  type: episodeType,
+  id: lowercaseGuid,
+  attributes: episodeAttributesSchema,
+  relationships: storedFeedRelationshipSchema,
+  links: z.object({ self: z.string() }),
+});
+
+export const episodeDocumentResponseSchema = z.object({ jsonapi: jsonapiObjectSchema, data: episodeSchema });
+
+export const liveEpisodeChangeSchema = episodeSchema.extend({
+  attributes: episodeAttributesSchema.extend({ deletedAt: z.null() }),
+});
+
+export const episodeTombstoneSchema = z.object({
+  type: episodeType,
+  id: lowercaseGuid,
+  attributes: z.object({ deletedAt: isoTimestamp }),
+  relationships: storedFeedRelationshipSchema,
+});
+
+export const episodeChangeFeedDocumentSchema = z.object({
+  jsonapi: jsonapiObjectSchema,
+  data: z.array(z.union([liveEpisodeChangeSchema, episodeTombstoneSchema])),
+  links: changeFeedLinksSchema,
+  meta: z.object({ syncToken: z.string().regex(/^(0|[1-9][0-9]{0,14})$/) }),
+});
+
+export const episodeAddOperationSchema = z.object({ op: z.literal("add"), data: episodeResourceSchema });
+export const episodeUpdateOperationSchema = z.object({
+  op: z.literal("update"),
+  data: episodePatchSchema,
+  ref: z.object({ type: episodeType, id: guidSchema }).optional(),
+});
+export const episodeRemoveOperationSchema = z.object({
+  op: z.literal("remove"),
+  ref: z.object({ type: episodeType, id: guidSchema }),
+});
+
+documentRegistry
+  .add(episodeResourceSchema, {
+    id: "EpisodeResourceObject",
+    description:
+      "An episode state to create or merge into. `id` is the episode's UUID (UUIDv5 of the item's `<guid>`, trimmed, case kept, or of its enclosure URL, in the namespace of the feed's guid); `relationships.subscription` names the feed. `changedAt` (RFC 3339, any offset and fraction) is when the change happened on the device, required with `position` or `played`; no earlier than 2000-01-01T00:00:00Z; more than 10 minutes ahead of the server's clock it is taken as the server's clock. `itemGuid`: at most 1024 bytes in UTF-8, or null. Read-only and unknown attributes are ignored.",
+  })
+  .add(episodePatchSchema, {
+    id: "EpisodePatchResourceObject",
+    description:
+      "What to merge into an existing state: any of the attributes; `relationships`, when present, must name the stored feed (else 409). `id` must be the path's id (else 409).",
+  })
+  .add(episodeDocumentSchema, { id: "EpisodeCreateDocument", description: "The body of `POST /v1/episodes`." })
+  .add(episodePatchDocumentSchema, {
+    id: "EpisodePatchDocument",
+    description: "The body of `PATCH /v1/episodes/{id}`.",
+  })
+  .add(episodeSchema, {
+    id: "Episode",
+    description:
+      "An episode state: `position` and `played` with the device times of their last change (`null` while never set), and the episode's `mediaUrl`, `itemGuid` and `duration`.",
+  })
+  .add(episodeDocumentResponseSchema, { id: "EpisodeDocument" })
+  .add(liveEpisodeChangeSchema, {
+    id: "EpisodeChange",
+    description: "A live episode state in the change feed: the resource plus `deletedAt: null`.",
+  })
+  .add(episodeTombstoneSchema, {
+    id: "EpisodeTombstone",
+    description: "A forgotten episode state: its id, its feed and when it was forgotten. No links.",
+  })
+  .add(episodeChangeFeedDocumentSchema, {
+    id: "EpisodeChangeFeedDocument",
+    description:
+      "What changed after the token, oldest change first, each episode once with its current state. Links have the shape `/v1/episodes?filter[since]=T&page[size]=S`.",
+  })
+  .add(episodeAddOperationSchema, {
+    id: "EpisodeAddOperation",
+    description: "Creates or merges into an episode state, as `POST /v1/episodes` does. Result: `{data}`.",
+  })
+  .add(episodeUpdateOperationSchema, {
+    id: "EpisodeUpdateOperation",
+    description: "Merges into an existing episode state, as `PATCH /v1/episodes/{id}` does; none: 404.",
+  })
+  .add(episodeRemoveOperationSchema, {
+    id: "EpisodeRemoveOperation",
+    description: "Forgets an episode state, as `DELETE /v1/episodes/{id}` does. Result: `{}`; none: 404.",
+  });

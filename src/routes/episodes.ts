@@ -14,7 +14,7 @@ import {
 import type { AppEnv } from "../env";
 import { entityTag, notModified, parseIfNoneMatch, REVALIDATE } from "../etag";
 import { ApiError, absoluteUrl, dataDocument, type ErrorObject, pointerTo, respond } from "../jsonapi";
-import { guidParam } from "../middleware/guid-param";
+import { uuidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
 import { changeFeedQuery, noQueryParameters } from "../pagination";
@@ -33,6 +33,8 @@ import {
 import { invalidDocument, type ResourceRef, type Validated } from "../resources/resource-object";
 
 const COLLECTION_PATH = "/v1/episodes";
+
+const idParam = uuidParam("id");
 
 const jsonApi = negotiate("none");
 
@@ -96,12 +98,12 @@ export const episodeRoutes = new Hono<AppEnv>()
   })
 
   // One episode state of the user.
-  .get("/:guid", jsonApi, guidParam, noQueryParameters, async (c) => {
-    const { guid } = c.req.valid("param");
+  .get("/:id", jsonApi, idParam, noQueryParameters, async (c) => {
+    const { id } = c.req.valid("param");
     const userId = c.get("userId");
-    const key = episodePath(guid);
+    const key = episodePath(id);
     const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
-    const { version, episode } = await findEpisode(c.get("db"), userId, guid);
+    const { version, episode } = await findEpisode(c.get("db"), userId, id);
     if (!episode) throw episodeNotFound();
     const etag = entityTag(userId, key, version);
     if (precondition.any || precondition.version === version) return notModified(c, etag);
@@ -110,14 +112,14 @@ export const episodeRoutes = new Hono<AppEnv>()
 
   // Merge into an existing state (docs/API.md §13).
   .patch(
-    "/:guid",
+    "/:id",
     jsonApi,
-    guidParam,
+    idParam,
     noQueryParameters,
     jsonBody(episodeDocumentSchema, episodeDocumentError),
     async (c) => {
-      const { guid } = c.req.valid("param");
-      const write = valid(parseEpisodePatch(c.req.valid("json").data, "/data", Date.now(), guid));
+      const { id } = c.req.valid("param");
+      const write = valid(parseEpisodePatch(c.req.valid("json").data, "/data", Date.now(), id));
       const result = await writeOne(c, { op: "update", ...write });
       if (result.kind === "merged") return respond(c, dataDocument(toEpisodeResource(result.episode)));
       if (result.kind === "feed-mismatch")
@@ -127,8 +129,8 @@ export const episodeRoutes = new Hono<AppEnv>()
   )
 
   // Forget a state, keeping a tombstone for the feed.
-  .delete("/:guid", jsonApi, guidParam, noQueryParameters, async (c) => {
-    const result = await writeOne(c, { op: "remove", id: c.req.valid("param").guid });
+  .delete("/:id", jsonApi, idParam, noQueryParameters, async (c) => {
+    const result = await writeOne(c, { op: "remove", id: c.req.valid("param").id });
     if (result.kind !== "removed") throw episodeNotFound();
     return c.body(null, 204);
   });
