@@ -36,7 +36,8 @@ function utf8ByteLength(value: string): number {
   return bytes;
 }
 
-function isValidFeedUrl(value: string): boolean {
+/** docs/API.md §5 and §12: what a stored feedUrl (and an episode's mediaUrl) may be. */
+export function isValidFeedUrl(value: string): boolean {
   if (value.length > MAX_FEED_URL_BYTES || FORBIDDEN_IN_FEED_URL.test(value)) return false;
   // A lone surrogate cannot be stored as UTF-8 unchanged, and feedUrl is stored exactly as sent.
   if (!value.isWellFormed()) return false;

@@ -1,0 +1,152 @@
+import { sql } from "drizzle-orm";
+import { WriteBatch } from "./batch";
+import { call, type Database } from "./database";
+import { subscriptions as s } from "./schema";
+import { type Statement, statement } from "./statements";
+import { subscriptionWriter, type WriteOperation, type WriteResult } from "./subscriptions";
+import { urlKey } from "./url-key";
+
+/**
+ * What the gpodder.net API needs of the subscription table beyond the JSON:API's reads: changes since a
+ * Unix second (by `received_at`, the database's clock) and feeds found by their exact URL (by `url_key`).
+ * Writes go through the subscription writer (db/subscriptions.ts), like every other subscribe.
+ */
+
+const userId = sql.placeholder("userId");
+
+/**
+ * The change number before the first change received at or after `since`: the change index is walked from
+ * the newest change down while `received_at` >= since (it never decreases along the change numbers), so the
+ * walk reads the changes it returns plus one.
+ */
+const boundary = sql`coalesce((
+  SELECT ${s.changeSeq} FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.receivedAt} < ${sql.placeholder("since")}
+  ORDER BY ${s.changeSeq} DESC LIMIT 1), 0)`;
+
+/** An active subscription of the user with exactly this row's URL (rows from before 0004 have no url_key). */
+const activeWithSameUrl = sql`(
+  EXISTS (SELECT 1 FROM ${s} AS a WHERE a.user_id = ${userId} AND a.url_key = t.url_key AND a.feed_url = t.feed_url
+    AND a.unsubscribed_at IS NULL)
+  OR EXISTS (SELECT 1 FROM ${s} AS a WHERE a.user_id = ${userId} AND a.url_key IS NULL AND a.feed_url = t.feed_url
+    AND a.unsubscribed_at IS NULL))`;
+
+const changesSinceStatement = statement(sql`
+  SELECT unixepoch() AS now, (
+    SELECT json_group_array(json_array(change_seq, feed_url, active, has_active)) FROM (
+      SELECT t.change_seq AS change_seq, t.feed_url AS feed_url, t.unsubscribed_at IS NULL AS active,
+        CASE WHEN t.unsubscribed_at IS NULL THEN 1 ELSE ${activeWithSameUrl} END AS has_active
+      FROM ${s} AS t WHERE t.user_id = ${userId} AND t.change_seq > ${boundary}
+    )
+  ) AS changes`);
+
+export interface SubscriptionChange {
+  feedUrl: string;
+  active: boolean;
+  /** For a tombstone: whether an active subscription of the user has the same URL. */
+  urlActive: boolean;
+}
+
+/** Subscriptions whose last change reached the database at or after Unix second `since`, oldest change first. */
+export async function subscriptionChangesSince(
+  db: Database,
+  user: string,
+  since: number,
+): Promise<{ now: number; changes: SubscriptionChange[] }> {
+  const row = await call(() =>
+    changesSinceStatement.bind(db, { userId: user, since }).first<{ now: number; changes: string }>(),
+  );
+  const { now, changes } = row as { now: number; changes: string };
+  const packed = JSON.parse(changes) as [number, string, number, number][];
+  packed.sort((a, b) => a[0] - b[0]);
+  return {
+    now,
+    changes: packed.map(([, feedUrl, active, urlActive]) => ({
+      feedUrl,
+      active: active === 1,
+      urlActive: urlActive === 1,
+    })),
+  };
+}
+
+/** The user's subscriptions (active or tombstones) with one of these URLs or guids. */
+const feedsStatement = statement(sql`
+  SELECT ${s.guid} AS guid, ${s.feedUrl} AS feedUrl, ${s.unsubscribedAt} IS NULL AS active, ${s.changeSeq} AS changeSeq
+  FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.urlKey} IN (SELECT value FROM json_each(${sql.placeholder("keys")}))
+  UNION
+  SELECT ${s.guid}, ${s.feedUrl}, ${s.unsubscribedAt} IS NULL, ${s.changeSeq}
+  FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.urlKey} IS NULL
+    AND ${s.feedUrl} IN (SELECT value FROM json_each(${sql.placeholder("urls")}))
+  UNION
+  SELECT ${s.guid}, ${s.feedUrl}, ${s.unsubscribedAt} IS NULL, ${s.changeSeq}
+  FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} IN (SELECT value FROM json_each(${sql.placeholder("guids")}))`);
+
+/** Every active subscription's URL and guid in list order (the simple API's list, and what PUT replaces). */
+const activeStatement = statement(sql`
+  SELECT ${s.guid} AS guid, ${s.feedUrl} AS feedUrl, 1 AS active, ${s.changeSeq} AS changeSeq FROM ${s}
+  WHERE ${s.userId} = ${userId} AND ${s.unsubscribedAt} IS NULL
+  ORDER BY ${s.subscribedAt}, ${s.subscribedSeq}`);
+
+export interface KnownFeed {
+  guid: string;
+  feedUrl: string;
+  active: boolean;
+  changeSeq: number;
+}
+
+function toKnown(row: Record<string, unknown>): KnownFeed {
+  return {
+    guid: row.guid as string,
+    feedUrl: row.feedUrl as string,
+    active: row.active === 1,
+    changeSeq: row.changeSeq as number,
+  };
+}
+
+/**
+ * The stored feeds a gpodder write must know of (one round trip): those with one of `urls` (exact text) or one
+ * of `guids`, and with `active`, every active subscription too.
+ */
+export async function findFeeds(
+  db: Database,
+  user: string,
+  lookup: { urls: readonly string[]; guids: readonly string[]; active: boolean },
+): Promise<{ matching: KnownFeed[]; active: KnownFeed[] }> {
+  const keys = await Promise.all(lookup.urls.map(urlKey));
+  const batch = new WriteBatch();
+  const slot = batch.push(
+    feedsStatement.bind(db, {
+      userId: user,
+      keys: JSON.stringify(keys),
+      urls: JSON.stringify(lookup.urls),
+      guids: JSON.stringify(lookup.guids),
+    }),
+    ...(lookup.active ? [activeStatement.bind(db, { userId: user })] : []),
+  );
+  await batch.run(db);
+  const [matching, active] = slot.results();
+  return { matching: matching.results.map(toKnown), active: active ? active.results.map(toKnown) : [] };
+}
+
+const clockStatement = statement(sql`SELECT unixepoch() AS now`);
+
+/** Runs subscription operations in order in one batch, with the database's clock read after them. */
+export async function writeSubscriptions<T extends WriteOperation>(
+  db: Database,
+  user: string,
+  operations: readonly T[],
+  at: number,
+): Promise<{ now: number; results: WriteResult<T>[] }> {
+  const batch = new WriteBatch();
+  const plan = subscriptionWriter({ batch, db, user, at });
+  const readers = operations.map((operation) => plan(operation));
+  const clock = batch.push(clockStatement.bind(db, {}));
+  await batch.run(db);
+  return { now: clock.results()[0].results[0].now as number, results: readers.map((read) => read()) };
+}
+
+export const gpodderSubscriptionStatements: Record<string, Statement> = {
+  changesSince: changesSinceStatement,
+  feeds: feedsStatement,
+  active: activeStatement,
+  clock: clockStatement,
+};
