@@ -26,8 +26,13 @@ export interface AppVariables extends RequestIdVariables {
   userId: string;
   /** The bucket map and its databases (see src/shards.ts), read before authentication. */
   shards: ShardRouting;
-  /** Drizzle over this request's D1 session on the user's database (see middleware/d1-session.ts). */
+  /** This request's D1 session on the user's database (see middleware/d1-session.ts). */
   db: Database;
+  /**
+   * A session on the primary of the user's database, opened on first use: for a read that must not be
+   * answered by a lagging replica (a sync token newer than the replica's data, docs/API.md §15).
+   */
+  primaryDb: () => Database;
   /** The access log's name for the route, where one path pattern serves two operations (list and change feed). */
   routeName?: string;
   /** Extension URIs the response Content-Type names (the bulk endpoint sets them). */

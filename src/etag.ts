@@ -1,3 +1,5 @@
+import type { Context } from "hono";
+
 /**
  * Entity tags for user data. A tag is `"<key hash>-<version>"`: the version is the user's write
  * counter (user_stats.version, bumped by every write), and the key hash binds the tag to one user and
@@ -37,4 +39,12 @@ export function parseIfNoneMatch(header: string | undefined, userId: string, res
     if (/^[0-9]{1,15}$/.test(version)) return { any: false, version: Number(version) };
   }
   return { any: false, version: null };
+}
+
+/** User data may be kept by the client, but must be revalidated (ETag) before each use. */
+export const REVALIDATE = "private, no-cache";
+
+/** The 304 for a client whose copy is current: the tag again, and the caching rule. */
+export function notModified(c: Context, etag: string): Response {
+  return c.body(null, 304, { ETag: etag, "Cache-Control": REVALIDATE });
 }

@@ -6,6 +6,7 @@ import { onError, onNotFound } from "./middleware/errors";
 import { limitPerUser } from "./middleware/rate-limit";
 import { requestFrame } from "./middleware/request-frame";
 import { appPasswordRoutes } from "./routes/app-passwords";
+import { episodeRoutes } from "./routes/episodes";
 import { extensionRoutes } from "./routes/extensions";
 import { gpodderRoutes } from "./routes/gpodder";
 import { operationRoutes } from "./routes/operations";
@@ -19,6 +20,7 @@ app.use("/v1/*", shardConfiguration, authenticate, limitPerUser, d1Session);
 
 app.route("/v1/subscriptions.opml", opmlRoutes);
 app.route("/v1/subscriptions", subscriptionRoutes);
+app.route("/v1/episodes", episodeRoutes);
 app.route("/v1/operations", operationRoutes);
 app.route("/v1/app-passwords", appPasswordRoutes);
 app.route("/ext", extensionRoutes);

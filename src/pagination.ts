@@ -74,6 +74,32 @@ export const pageQuerySchema = z
   });
 
 /**
+ * Query parameters of a collection that is only a change feed (docs/API.md §13: `GET /v1/episodes`):
+ * `filter[since]` (default `0`, the whole history) and `page[size]`; `page[number]` is refused with the other
+ * reserved names.
+ */
+export const changeFeedQuerySchema = z
+  .object({
+    [PAGE_SIZE]: decimal.pipe(z.number().int().min(1).max(MAX_PAGE_SIZE)).optional(),
+    [SINCE]: syncTokenSchema.optional(),
+  })
+  .catchall(z.unknown())
+  .superRefine((query, ctx) => {
+    for (const name of Object.keys(query)) {
+      if (name === PAGE_SIZE || name === SINCE) continue;
+      if (isReservedParameter(name)) ctx.addIssue({ code: "custom", path: [name], message: "reserved" });
+    }
+  })
+  .transform((query): ChangeParams => ({ since: query[SINCE] ?? 0, size: query[PAGE_SIZE] ?? DEFAULT_PAGE_SIZE }));
+
+/** A change feed's query, validated (`c.req.valid("query")`): the usual one without zod, as `collectionQuery`. */
+export const changeFeedQuery: MiddlewareHandler<AppEnv, string, { out: { query: ChangeParams } }> = async (c, next) => {
+  const usual = usualCollectionQuery(c.req.url);
+  c.req.addValidatedData("query", usual?.kind === "changes" ? usual : validatedQuery(c, changeFeedQuerySchema));
+  await next();
+};
+
+/**
  * The collection's query, validated (`c.req.valid("query")`): the usual one recognised by
  * `usualCollectionQuery`, anything else by `pageQuerySchema`, which stays the authority and words errors.
  */
@@ -81,16 +107,16 @@ export const collectionQuery: MiddlewareHandler<AppEnv, string, { out: { query: 
   c,
   next,
 ) => {
-  c.req.addValidatedData("query", usualCollectionQuery(c.req.url) ?? validatedQuery(c));
+  c.req.addValidatedData("query", usualCollectionQuery(c.req.url) ?? validatedQuery(c, pageQuerySchema));
   await next();
 };
 
-function validatedQuery(c: Context<AppEnv>): CollectionQuery {
+function validatedQuery<T>(c: Context<AppEnv>, schema: z.ZodType<T>): T {
   // The query as Hono's validators present it: a name given once maps to its value, a repeated one to all.
   const query = Object.fromEntries(
     Object.entries(c.req.queries()).map(([name, values]) => [name, values.length === 1 ? values[0] : values]),
   );
-  const result = pageQuerySchema.safeParse(query);
+  const result = schema.safeParse(query);
   if (!result.success) throw pageQueryError(result.error);
   return result.data;
 }

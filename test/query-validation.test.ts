@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { HonoRequest } from "hono/request";
 import { describe, expect, it } from "vitest";
 import { MAX_PAGE_NUMBER, pageQuerySchema, usualCollectionQuery } from "../src/pagination";
-import { guidSchema, parseGuid } from "../src/resources/subscription";
+import { guidSchema, parseGuid } from "../src/resources/resource-object";
 
 /** Names and values near and far from the usual query: the quick path must agree with the schema on all of them. */
 const knownName = fc.constantFrom(

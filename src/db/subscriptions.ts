@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { type Row, WriteBatch } from "./batch";
+import { changeFeedReader } from "./change-feed";
 import { call, type Database } from "./database";
 import { subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -333,61 +334,21 @@ export async function findSubscription(db: Database, user: string, feed: string)
   return { version: row.version, subscription };
 }
 
-/** A changed subscription packed by SQLite as `[guid, feedUrl, subscribedAt, unsubscribedAt, changeSeq]`. */
-type PackedChange = [string, string, number, number | null, number];
-
-/**
- * The change feed: subscriptions changed after `since`, oldest change first, at most `limit`. It walks
- * the change index from `since`, so a page reads its own rows plus the stats row however long the
- * history is.
- */
-const changesStatement = statement(sql`
-  SELECT ${stats.version} AS version,
-    CASE WHEN ${stats.version} IS ${knownVersion} THEN NULL ELSE (
-      SELECT json_group_array(json_array(guid, feed_url, subscribed_at, unsubscribed_at, change_seq)) FROM (
-        SELECT ${s.guid} AS guid, ${s.feedUrl} AS feed_url, ${s.subscribedAt} AS subscribed_at,
-          ${s.unsubscribedAt} AS unsubscribed_at, ${s.changeSeq} AS change_seq
-        FROM ${s}
-        WHERE ${s.userId} = ${userId} AND ${s.changeSeq} > ${sql.placeholder("since")}
-        ORDER BY ${s.changeSeq}
-        LIMIT ${sql.placeholder("limit")}
-      )
-    ) END AS changes
-  FROM ${stats} WHERE ${stats.userId} = ${userId}`);
-
-export interface ChangePage {
-  /** The user's latest change number. */
-  version: number;
-  /** Undefined when `knownVersion` was current: nothing but the version was read. */
-  changes?: ChangedSubscription[];
-}
-
-/** Up to `limit` changes after `since`, in change order, with the user's latest change number. */
-export async function listChanges(
-  db: Database,
-  user: string,
-  since: number,
-  limit: number,
-  known: number | null = null,
-): Promise<ChangePage> {
-  const row = await call(() =>
-    changesStatement
-      .bind(db, { userId: user, since, limit, knownVersion: known })
-      .first<{ version: number; changes: string | null }>(),
-  );
-  if (!row) return { version: 0, changes: known === 0 ? undefined : [] };
-  if (row.changes === null) return { version: row.version };
-  const changes = (JSON.parse(row.changes) as PackedChange[])
-    .map(([guid, feedUrl, subscribedAt, unsubscribedAt, changeSeq]) => ({
-      guid,
-      feedUrl,
-      subscribedAt,
-      unsubscribedAt,
-      changeSeq,
-    }))
-    .sort((a, b) => a.changeSeq - b.changeSeq);
-  return { version: row.version, changes };
-}
+/** The subscription change feed (docs/API.md §8). */
+export const listChanges = changeFeedReader<ChangedSubscription>({
+  version: stats.version,
+  from: sql`${s}`,
+  userId: s.userId,
+  changeSeq: s.changeSeq,
+  columns: sql`${s.guid}, ${s.feedUrl}, ${s.subscribedAt}, ${s.unsubscribedAt}, ${s.changeSeq}`,
+  unpack: ([guid, feedUrl, subscribedAt, unsubscribedAt, changeSeq]) => ({
+    guid: guid as string,
+    feedUrl: feedUrl as string,
+    subscribedAt: subscribedAt as number,
+    unsubscribedAt: unsubscribedAt as number | null,
+    changeSeq: changeSeq as number,
+  }),
+});
 
 /** Every statement this module runs, for the test that proves none scans a table. */
 export const allStatements: Record<string, Statement> = {
@@ -398,5 +359,5 @@ export const allStatements: Record<string, Statement> = {
   storedGuids: storedGuidsStatement,
   list: listStatement,
   findOne: findOneStatement,
-  changes: changesStatement,
+  changes: listChanges.statement,
 };

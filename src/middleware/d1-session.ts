@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { database } from "../db/database";
+import { type Database, database } from "../db/database";
 import type { AppEnv } from "../env";
 import { ApiError } from "../jsonapi";
 import { shardOfUser, shardRouting } from "../shards";
@@ -89,6 +89,11 @@ export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
     throw invalidBookmark();
   }
   c.set("db", database(session));
+  let primary: Database | undefined;
+  c.set("primaryDb", () => {
+    primary ??= isRead && !shard.frozen ? database(shard.database.withSession("first-primary")) : database(session);
+    return primary;
+  });
   await next();
   const latest = session.getBookmark();
   // Straight into the finished response (this worker built it, so its headers are mutable): Hono's

@@ -2,8 +2,8 @@ import * as z from "zod";
 import { ATOMIC_EXT_URI, JSONAPI_VERSION } from "../jsonapi";
 import { MAX_OPERATIONS } from "../limits";
 import { pageQuerySchema } from "../pagination";
+import { guidSchema } from "../resources/resource-object";
 import {
-  guidSchema,
   MAX_FEED_URL_BYTES,
   SUBSCRIPTION_TYPE,
   subscriptionDocumentSchema,

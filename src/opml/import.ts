@@ -1,6 +1,6 @@
 import { podcastGuid } from "../podcast-guid";
+import { guidSchema } from "../resources/resource-object";
 import {
-  guidSchema,
   type NewSubscription,
   parseSubscriptionResource,
   SUBSCRIPTION_TYPE,

@@ -2,13 +2,21 @@ import * as z from "zod";
 import { type ChangedSubscription, MAX_STORED_SUBSCRIPTIONS, type StoredSubscription } from "../db/subscriptions";
 import { ApiError, type ErrorObject, pointerTo, toErrorObject } from "../jsonapi";
 import { toRfc3339 } from "../timestamps";
+import {
+  guidSchema,
+  idMismatch,
+  invalidAttribute,
+  invalidDocument,
+  invalidResourceIdentifier,
+  invalidResourceObject,
+  typeMismatch,
+  usualGuid,
+  type Validated,
+} from "./resource-object";
 
 export const SUBSCRIPTION_TYPE = "subscription";
 /** docs/API.md §12: measured in UTF-8 bytes, as stored, not in characters (one character may take 4 bytes). */
 export const MAX_FEED_URL_BYTES = 2048;
-
-/** RFC 9562 syntax, any version: the guid is the feed's identity, chosen by the client. */
-export const guidSchema = z.guid().transform((guid) => guid.toLowerCase());
 
 /**
  * Characters a stored feedUrl never holds: whitespace and C0/DEL/C1 controls (the URL parser would quietly
@@ -24,7 +32,7 @@ const FORBIDDEN_IN_FEED_URL = /[\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\
 const HTTP_SCHEME = /^https?:/i;
 
 /** UTF-8 length of a well-formed string, without encoding it. */
-function utf8ByteLength(value: string): number {
+export function utf8ByteLength(value: string): number {
   let bytes = value.length; // one per UTF-16 code unit, plus the extra ones below
   for (let i = 0; i < value.length; i++) {
     const unit = value.charCodeAt(i);
@@ -36,7 +44,7 @@ function utf8ByteLength(value: string): number {
   return bytes;
 }
 
-/** docs/API.md §5 and §12: what a stored feedUrl (and an episode's mediaUrl) may be. */
+/** The feedUrl rules (docs/API.md §5, 12): also what an episode's `mediaUrl` must satisfy (§13). */
 export function isValidFeedUrl(value: string): boolean {
   if (value.length > MAX_FEED_URL_BYTES || FORBIDDEN_IN_FEED_URL.test(value)) return false;
   // A lone surrogate cannot be stored as UTF-8 unchanged, and feedUrl is stored exactly as sent.
@@ -79,8 +87,6 @@ export type NewSubscription = { guid: string; feedUrl: string };
 /** A feed move: the guid, and the new URL unless the request had none (nothing to change). */
 export type FeedMove = { guid: string; feedUrl?: string };
 
-export type Validated<T> = { ok: true; value: T } | { ok: false; error: ErrorObject };
-
 type Issue = z.core.$ZodIssue;
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
@@ -111,54 +117,35 @@ function validationError(issue: Issue, input: unknown, base: string): ErrorObjec
   switch (member) {
     case undefined:
     case "data":
-      return toErrorObject({
-        status: 400,
-        title: "Invalid document",
-        detail: missing ? "The document has no data member." : `${member ?? nameOf(base)} must be a JSON object.`,
-        source: { pointer: at },
-      });
+      return invalidDocument(
+        at,
+        missing ? "The document has no data member." : `${member ?? nameOf(base)} must be a JSON object.`,
+      );
     case "type":
-      if (typeof value === "string") {
-        return toErrorObject({
-          status: 409,
-          title: "Type mismatch",
-          detail: `This endpoint takes resources of type "${SUBSCRIPTION_TYPE}", not "${value}".`,
-          source: { pointer: at },
-        });
-      }
-      return toErrorObject({
-        status: 400,
-        title: "Invalid resource object",
-        detail: missing ? "The resource object has no type." : `type must be the string "${SUBSCRIPTION_TYPE}".`,
-        source: { pointer: at },
-      });
+      if (typeof value === "string") return typeMismatch(at, [SUBSCRIPTION_TYPE], value);
+      return invalidResourceObject(
+        at,
+        missing ? "The resource object has no type." : `type must be the string "${SUBSCRIPTION_TYPE}".`,
+      );
     case "id":
-      return toErrorObject({
-        status: 400,
-        title: "Invalid resource identifier",
-        detail: missing
+      return invalidResourceIdentifier(
+        at,
+        missing
           ? "The resource object has no id: send the feed's GUID (a UUID)."
           : "id must be a UUID (8-4-4-4-12 hexadecimal digits).",
-        source: { pointer: at },
-      });
+      );
     case "attributes":
-      return toErrorObject({
-        status: 422,
-        title: "Invalid attribute",
-        detail: missing
-          ? "The resource object has no attributes: feedUrl is required."
-          : "attributes must be an object.",
-        source: { pointer: at },
-      });
+      return invalidAttribute(
+        at,
+        missing ? "The resource object has no attributes: feedUrl is required." : "attributes must be an object.",
+      );
     default:
-      return toErrorObject({
-        status: 422,
-        title: "Invalid attribute",
-        detail: missing
+      return invalidAttribute(
+        at,
+        missing
           ? "feedUrl is required."
           : `feedUrl must be an absolute http or https URL of at most ${MAX_FEED_URL_BYTES} bytes in UTF-8, without whitespace, control characters or bidirectional controls.`,
-        source: { pointer: at },
-      });
+      );
   }
 }
 
@@ -178,9 +165,6 @@ export function parseSubscriptionResource(resource: unknown, base: string): Vali
   return { ok: true, value: toNewSubscription(parsed.data) };
 }
 
-/** zod's own guid pattern (RFC 9562 syntax, any version), for the check below. */
-const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-
 /**
  * The well-formed resource almost every add sends, recognised without zod: in Workers, where `eval` is
  * not allowed, zod parses without its compiled fast path, and that was the largest per-operation cost of
@@ -196,22 +180,6 @@ function usualSubscriptionResource(resource: unknown): NewSubscription | undefin
   const { feedUrl } = attributes as Record<string, unknown>;
   if (typeof feedUrl !== "string" || feedUrl.length > MAX_FEED_URL_BYTES || !isValidFeedUrl(feedUrl)) return undefined;
   return { guid, feedUrl };
-}
-
-/** A guid matching zod's pattern, lower-cased, found without zod; undefined for anything else. */
-function usualGuid(value: unknown): string | undefined {
-  return typeof value === "string" && GUID.test(value) ? value.toLowerCase() : undefined;
-}
-
-/**
- * A guid as the API takes it (path, `id`, `ref.id`), lower-cased; undefined when it is not one. The pattern
- * is checked without zod first, as in `usualSubscriptionResource`; the schema decides the rest.
- */
-export function parseGuid(value: unknown): string | undefined {
-  const usual = usualGuid(value);
-  if (usual !== undefined) return usual;
-  const parsed = guidSchema.safeParse(value);
-  return parsed.success ? parsed.data : undefined;
 }
 
 /** A resource identifier of a subscription: what a feed move checks first, and the shape of a bulk `ref`. */
@@ -237,61 +205,6 @@ export function parseFeedMove(
   const parsed = schema.safeParse(resource);
   if (!parsed.success) return { ok: false, error: validationError(parsed.error.issues[0], resource, base) };
   return { ok: true, value: { guid: parsed.data.id, feedUrl: parsed.data.attributes?.feedUrl } };
-}
-
-function invalidRef(status: 400 | 409, title: string, detail: string, pointer: string): Validated<string> {
-  return { ok: false, error: toErrorObject({ status, title, detail, source: { pointer } }) };
-}
-
-/**
- * Validates a bulk `remove`'s target in docs/API.md §10's order, with its pointers: `href` is not
- * supported, `ref` must be a resource identifier of a subscription. `base` is the operation's pointer.
- */
-export function parseSubscriptionRef(operation: Record<string, unknown>, base: string): Validated<string> {
-  const { href, ref } = operation;
-  if (href !== undefined) {
-    return invalidRef(
-      400,
-      "Invalid operation",
-      "Operations name their target by ref; href is not supported.",
-      `${base}/href`,
-    );
-  }
-  if (ref === null || typeof ref !== "object" || Array.isArray(ref)) {
-    return invalidRef(400, "Invalid operation", "A remove operation needs a ref object: {type, id}.", base);
-  }
-  const { type, id } = ref as Record<string, unknown>;
-  if (typeof type !== "string") {
-    return invalidRef(400, "Invalid resource identifier", `ref.type must be "${SUBSCRIPTION_TYPE}".`, `${base}/ref`);
-  }
-  if (type !== SUBSCRIPTION_TYPE) {
-    return invalidRef(
-      409,
-      "Type mismatch",
-      `This server removes resources of type "${SUBSCRIPTION_TYPE}", not "${type}".`,
-      `${base}/ref/type`,
-    );
-  }
-  const guid = parseGuid(id);
-  if (guid === undefined) {
-    return invalidRef(
-      400,
-      "Invalid resource identifier",
-      "ref.id must be the subscription's guid (a UUID).",
-      `${base}/ref/id`,
-    );
-  }
-  return { ok: true, value: guid };
-}
-
-/** The 409 for a resource whose `id` differs from the one its URL or `ref` names. */
-export function idMismatch(pointer: string, expected: string): ErrorObject {
-  return toErrorObject({
-    status: 409,
-    title: "Identifier mismatch",
-    detail: `The resource's id must be the subscription's guid, ${expected}.`,
-    source: { pointer },
-  });
 }
 
 /** The body of POST /v1/subscriptions: a document whose primary data is one subscription resource. */
@@ -357,15 +270,6 @@ export function toChangeResource(row: ChangedSubscription) {
 
 // ---------------------------------------------------------------------------------------------
 // Errors whose wording the API fixes (docs/API.md §7)
-
-export function invalidGuid(): ApiError {
-  return new ApiError({
-    status: 400,
-    title: "Invalid GUID in request",
-    detail: "The requested GUID is not a UUID value",
-    source: { parameter: "guid" },
-  });
-}
 
 export function subscriptionNotFound(): ApiError {
   return new ApiError({

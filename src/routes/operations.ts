@@ -1,6 +1,8 @@
 import { Hono } from "hono";
 import * as z from "zod";
-import { applyOperations, type WriteOperation, type WriteResult } from "../db/subscriptions";
+import type { AtomicResult, OperationKind, OperationName } from "../atomic-operations";
+import { WriteBatch } from "../db/batch";
+import type { WriteContext } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import {
   ApiError,
@@ -15,16 +17,17 @@ import {
 import { MAX_OPERATIONS } from "../limits";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
-import {
-  alreadySubscribed,
-  parseFeedMove,
-  parseSubscriptionRef,
-  parseSubscriptionResource,
-  subscriptionLimitReached,
-  subscriptionNotFoundAt,
-  toSubscriptionResource,
-  type Validated,
-} from "../resources/subscription";
+import { noQueryParameters } from "../pagination";
+import { isObject, parseRemoveRef, typeMismatch, type Validated } from "../resources/resource-object";
+import { episodeOperations } from "./episodes";
+import { subscriptionOperations } from "./subscriptions";
+
+/** The resource types bulk requests take; the first also words the errors of a `data` without a usable type. */
+const KINDS: readonly OperationKind<unknown>[] = [
+  subscriptionOperations as OperationKind<unknown>,
+  episodeOperations as OperationKind<unknown>,
+];
+const TYPES = KINDS.map((kind) => kind.type);
 
 const OPERATIONS = "atomic:operations";
 const OPERATIONS_POINTER = pointerTo("", OPERATIONS);
@@ -67,14 +70,47 @@ function invalidOperation(pointer: string, title: string, detail: string): { ok:
   return { ok: false, error: toErrorObject({ status: 400, title, detail, source: { pointer } }) };
 }
 
-/** A bulk `update`'s optional `ref` must name the resource its `data` names (docs/API.md §10). */
-function refMatches(ref: unknown, guid: string): boolean {
-  if (ref === null || typeof ref !== "object") return false;
-  const { type, id } = ref as Record<string, unknown>;
-  return type === "subscription" && typeof id === "string" && id.toLowerCase() === guid;
+/** An operation that passed validation: its type's kind and the value it writes. */
+type ValidOperation = { kind: OperationKind<unknown>; value: unknown };
+
+/** The kind that validates a `data` member: its type's, or the first's for a `data` without a usable type. */
+function kindOfData(data: unknown, at: string): Validated<OperationKind<unknown>> {
+  const type = isObject(data) ? data.type : undefined;
+  if (typeof type !== "string") return { ok: true, value: KINDS[0] };
+  const kind = KINDS.find((candidate) => candidate.type === type);
+  return kind
+    ? { ok: true, value: kind }
+    : { ok: false, error: typeMismatch(pointerTo(at, "data", "type"), TYPES, type) };
 }
 
-function withData(operation: Record<string, unknown>, at: string, op: string): Validated<unknown> {
+/** A bulk `update`'s optional `ref` must name the resource its `data` names (docs/API.md §10). */
+function refMatches(ref: unknown, type: string, id: string): boolean {
+  if (!isObject(ref)) return false;
+  return ref.type === type && typeof ref.id === "string" && ref.id.toLowerCase() === id;
+}
+
+/** Validates operation `index` on its own (docs/API.md §6, 10, 13), dispatching by the type it names. */
+function parseOperation(operation: unknown, index: number): Validated<ValidOperation> {
+  const at = operationPointer(index);
+  if (!isObject(operation)) return invalidOperation(at, "Invalid operation", "An operation must be a JSON object.");
+  const { op } = operation;
+  if (typeof op !== "string") {
+    return invalidOperation(at, "Invalid operation", 'An operation needs an op member: "add", "update" or "remove".');
+  }
+  if (op === "remove") {
+    const ref = parseRemoveRef(operation, at, TYPES);
+    if (!ref.ok) return ref;
+    const kind = KINDS.find((candidate) => candidate.type === ref.value.type) as OperationKind<unknown>;
+    const parsed = kind.parse(op, operation, at, ref.value);
+    return parsed.ok ? { ok: true, value: { kind, value: parsed.value } } : parsed;
+  }
+  if (op !== "add" && op !== "update") {
+    return invalidOperation(
+      pointerTo(at, "op"),
+      "Invalid operation",
+      `Unknown op "${op}": use "add", "update" or "remove".`,
+    );
+  }
   if (operation.data === undefined) {
     return invalidOperation(
       at,
@@ -82,99 +118,46 @@ function withData(operation: Record<string, unknown>, at: string, op: string): V
       `An ${op} operation needs a data member: one resource object.`,
     );
   }
-  return { ok: true, value: operation.data };
-}
-
-/**
- * Validates operation `index` on its own (docs/API.md §6 and 10), with the validators the single-resource
- * endpoints use: `add` as POST, `update` as PATCH, `remove` by its ref as DELETE by its path.
- */
-function parseOperation(operation: unknown, index: number): Validated<WriteOperation> {
-  const at = operationPointer(index);
-  if (operation === null || typeof operation !== "object" || Array.isArray(operation)) {
-    return invalidOperation(at, "Invalid operation", "An operation must be a JSON object.");
-  }
-  const members = operation as Record<string, unknown>;
-  const { op } = members;
-  if (typeof op !== "string") {
-    return invalidOperation(at, "Invalid operation", 'An operation needs an op member: "add", "update" or "remove".');
-  }
-  switch (op) {
-    case "add": {
-      const data = withData(members, at, op);
-      if (!data.ok) return data;
-      const item = parseSubscriptionResource(data.value, pointerTo(at, "data"));
-      return item.ok ? { ok: true, value: { op, ...item.value } } : item;
+  const kind = kindOfData(operation.data, at);
+  if (!kind.ok) return kind;
+  const parsed = kind.value.parse(op as OperationName, operation, at);
+  if (!parsed.ok) return parsed;
+  if (op === "update" && operation.ref !== undefined) {
+    if (!refMatches(operation.ref, kind.value.type, kind.value.idOf(parsed.value))) {
+      return invalidOperation(pointerTo(at, "ref"), "Invalid operation", "ref must name the same resource as data.");
     }
-    case "update": {
-      const data = withData(members, at, op);
-      if (!data.ok) return data;
-      const move = parseFeedMove(data.value, pointerTo(at, "data"), "required");
-      if (!move.ok) return move;
-      const { guid, feedUrl } = move.value;
-      if (members.ref !== undefined && !refMatches(members.ref, guid)) {
-        return invalidOperation(
-          pointerTo(at, "ref"),
-          "Invalid operation",
-          "ref must name the same subscription as data.",
-        );
-      }
-      return { ok: true, value: { op, guid, feedUrl: feedUrl as string } };
-    }
-    case "remove": {
-      const ref = parseSubscriptionRef(members, at);
-      return ref.ok ? { ok: true, value: { op, guid: ref.value } } : ref;
-    }
-    default:
-      return invalidOperation(
-        pointerTo(at, "op"),
-        "Invalid operation",
-        `Unknown op "${op}": use "add", "update" or "remove".`,
-      );
   }
-}
-
-type AtomicResult =
-  | { data: ReturnType<typeof toSubscriptionResource> }
-  | Record<string, never>
-  | { errors: ErrorObject[] };
-
-/** The `atomic:results` element of operation `index`, which reached the database. */
-function toAtomicResult(operation: WriteOperation, result: WriteResult<WriteOperation>, index: number): AtomicResult {
-  switch (result.kind) {
-    case "created":
-    case "updated":
-      return { data: toSubscriptionResource(result.subscription, "self") };
-    case "removed":
-      return {};
-    case "exists":
-      return { errors: [alreadySubscribed(operationPointer(index), operation as { guid: string; feedUrl: string })] };
-    case "limit":
-      return { errors: [subscriptionLimitReached(operationPointer(index))] };
-    case "not-found":
-      return { errors: [subscriptionNotFoundAt(operationPointer(index))] };
-  }
+  return { ok: true, value: { kind: kind.value, value: parsed.value } };
 }
 
 /**
  * POST /v1/operations: Atomic Operations, except that operations are independent (docs/API.md §6):
- * each succeeds or fails on its own, and failures are reported inline in `atomic:results`.
+ * each succeeds or fails on its own, and failures are reported inline in `atomic:results`. Every valid
+ * operation, whatever its type, goes into one batch in request order: one D1 round trip.
  */
 export const operationRoutes = new Hono<AppEnv>().post(
   "/",
   negotiate("atomic"),
+  noQueryParameters,
   jsonBody(operationsDocumentSchema, operationsDocumentError),
   async (c) => {
     const parsed = c.req.valid("json")[OPERATIONS].map(parseOperation);
-    const valid = parsed.flatMap((result) => (result.ok ? [result.value] : []));
-    // Invalid operations never reach the database; the valid ones go as one batch, in order.
-    const outcomes = await applyOperations(c.get("db"), c.get("userId"), valid, Date.now());
-
-    let next = 0;
-    const results = parsed.map((result, index): AtomicResult => {
-      if (!result.ok) return { errors: [result.error] };
-      return toAtomicResult(result.value, outcomes[next++], index);
+    const db = c.get("db");
+    const context: WriteContext = { batch: new WriteBatch(), db, user: c.get("userId"), at: Date.now() };
+    const writers = new Map<OperationKind<unknown>, ReturnType<OperationKind<unknown>["writer"]>>();
+    // Invalid operations never reach the database.
+    const readers = parsed.map((result, index): (() => AtomicResult) => {
+      if (!result.ok) return () => ({ errors: [result.error] });
+      const { kind, value } = result.value;
+      let write = writers.get(kind);
+      if (!write) {
+        write = kind.writer(context);
+        writers.set(kind, write);
+      }
+      return write(value, operationPointer(index));
     });
+    await context.batch.run(db);
+    const results = readers.map((read) => read());
     const failed = results.filter((result) => "errors" in result).length;
 
     return respond(c, {

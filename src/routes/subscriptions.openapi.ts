@@ -28,13 +28,8 @@ import {
   v1Responses,
 } from "../openapi/components";
 import { changeFeedLinks, invalidSyncToken, paginationLinks } from "../pagination";
-import {
-  idMismatch,
-  invalidGuid,
-  subscriptionLimitReached,
-  toChangeResource,
-  toSubscriptionResource,
-} from "../resources/subscription";
+import { idMismatch, invalidGuid } from "../resources/resource-object";
+import { subscriptionLimitReached, toChangeResource, toSubscriptionResource } from "../resources/subscription";
 
 /** The 422 of a feedUrl that is not http(s), as POST and PATCH answer it. */
 const notHttpExample = example(

@@ -1,38 +1,38 @@
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context } from "hono";
 import { Hono } from "hono";
 import * as z from "zod";
+import type { AtomicResult, OperationKind } from "../atomic-operations";
+import { type ChangeFeed, changeFeedPage } from "../change-feed";
 import {
+  type ChangedSubscription,
+  type FeedItem,
   findSubscription,
   listChanges,
   listSubscriptions,
   moveFeed,
   subscribe,
+  subscriptionWriter,
   unsubscribe,
+  type WriteOperation,
 } from "../db/subscriptions";
 import type { AppEnv } from "../env";
-import { entityTag, parseIfNoneMatch } from "../etag";
-import { ApiError, absoluteUrl, dataDocument, respond } from "../jsonapi";
+import { entityTag, notModified, parseIfNoneMatch, REVALIDATE } from "../etag";
+import { ApiError, absoluteUrl, dataDocument, pointerTo, respond } from "../jsonapi";
+import { guidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
+import { collectionQuery, noQueryParameters, type PageParams, pageLink, paginationLinks } from "../pagination";
+import type { ResourceRef } from "../resources/resource-object";
 import {
-  type ChangeParams,
-  changeFeedLinks,
-  changesLink,
-  collectionQuery,
-  invalidSyncToken,
-  noQueryParameters,
-  type PageParams,
-  pageLink,
-  paginationLinks,
-} from "../pagination";
-import {
-  invalidGuid,
+  alreadySubscribed,
   parseFeedMove,
-  parseGuid,
+  parseSubscriptionResource,
+  SUBSCRIPTION_TYPE,
   subscriptionDocumentError,
   subscriptionDocumentSchema,
   subscriptionLimitReached,
   subscriptionNotFound,
+  subscriptionNotFoundAt,
   subscriptionPath,
   toChangeResource,
   toSubscriptionResource,
@@ -40,22 +40,14 @@ import {
 
 const COLLECTION_PATH = "/v1/subscriptions";
 
-/** The `:guid` path parameter, validated (`c.req.valid("param")`): a 400 before anything else is read. */
-const guidParam: MiddlewareHandler<AppEnv, "/:guid", { out: { param: { guid: string } } }> = async (c, next) => {
-  const guid = parseGuid(c.req.param("guid"));
-  if (guid === undefined) throw invalidGuid();
-  c.req.addValidatedData("param", { guid });
-  await next();
-};
-
 const jsonApi = negotiate("none");
 
-/** User data may be kept by the client, but must be revalidated (ETag) before each use. */
-const REVALIDATE = "private, no-cache";
-
-function notModified(c: Context<AppEnv>, etag: string): Response {
-  return c.body(null, 304, { ETag: etag, "Cache-Control": REVALIDATE });
-}
+/** The subscription change feed (docs/API.md §8). */
+const subscriptionChanges: ChangeFeed<ChangedSubscription> = {
+  path: COLLECTION_PATH,
+  read: listChanges,
+  toResource: toChangeResource,
+};
 
 /** One page of the user's subscriptions in list order (docs/API.md §4). */
 async function listPage(c: Context<AppEnv>, page: PageParams): Promise<Response> {
@@ -76,32 +68,6 @@ async function listPage(c: Context<AppEnv>, page: PageParams): Promise<Response>
   );
 }
 
-/**
- * One page of the change feed (docs/API.md §8): what changed after the client's token, oldest change
- * first, deletions included. One more change than the page holds is read to know whether `next` exists.
- */
-async function changesPage(c: Context<AppEnv>, page: ChangeParams): Promise<Response> {
-  c.set("routeName", `${COLLECTION_PATH}?filter[since]`);
-  const userId = c.get("userId");
-  const key = changesLink(COLLECTION_PATH, page.since, page.size);
-  const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
-  const { version, changes } = await listChanges(c.get("db"), userId, page.since, page.size + 1, precondition.version);
-  if (page.since > version) throw invalidSyncToken();
-  const etag = entityTag(userId, key, version);
-  if (!changes || precondition.any) return notModified(c, etag);
-  const items = changes.slice(0, page.size);
-  const syncToken = items.at(-1)?.changeSeq ?? page.since;
-  return respond(
-    c,
-    dataDocument(items.map(toChangeResource), {
-      links: changeFeedLinks(COLLECTION_PATH, page, syncToken, changes.length > page.size),
-      meta: { syncToken: String(syncToken) },
-    }),
-    200,
-    { ETag: etag, "Cache-Control": REVALIDATE },
-  );
-}
-
 /** The body of PATCH: a document whose data is the subscription with its new feedUrl (docs/API.md §9). */
 const feedMoveDocumentSchema = z.object({ data: z.record(z.string(), z.unknown()) });
 
@@ -110,7 +76,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   // List subscriptions page by page, or what changed since a sync token (GET /v1/subscriptions).
   .get("/", jsonApi, collectionQuery, (c) => {
     const query = c.req.valid("query");
-    return query.kind === "changes" ? changesPage(c, query) : listPage(c, query);
+    return query.kind === "changes" ? changeFeedPage(c, subscriptionChanges, query) : listPage(c, query);
   })
 
   // Add a subscription; idempotent (docs/API.md §5).
@@ -161,3 +127,47 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     if (!removed) throw subscriptionNotFound();
     return c.body(null, 204);
   });
+
+/** Subscription operations in `POST /v1/operations` (docs/API.md §6, 10): validated as POST, PATCH and DELETE. */
+export const subscriptionOperations: OperationKind<WriteOperation> = {
+  type: SUBSCRIPTION_TYPE,
+  parse(op, operation, pointer, ref) {
+    const data = pointerTo(pointer, "data");
+    switch (op) {
+      case "add": {
+        const item = parseSubscriptionResource(operation.data, data);
+        return item.ok ? { ok: true, value: { op, ...item.value } } : item;
+      }
+      case "update": {
+        const move = parseFeedMove(operation.data, data, "required");
+        if (!move.ok) return move;
+        return { ok: true, value: { op, guid: move.value.guid, feedUrl: move.value.feedUrl as string } };
+      }
+      case "remove":
+        return { ok: true, value: { op, guid: (ref as ResourceRef).id } };
+    }
+  },
+  idOf: (operation) => operation.guid,
+  writer(context) {
+    const plan = subscriptionWriter(context);
+    return (operation, pointer) => {
+      const read = plan(operation);
+      return (): AtomicResult => {
+        const result = read();
+        switch (result.kind) {
+          case "created":
+          case "updated":
+            return { data: toSubscriptionResource(result.subscription, "self") };
+          case "removed":
+            return {};
+          case "exists":
+            return { errors: [alreadySubscribed(pointer, operation as FeedItem)] };
+          case "limit":
+            return { errors: [subscriptionLimitReached(pointer)] };
+          case "not-found":
+            return { errors: [subscriptionNotFoundAt(pointer)] };
+        }
+      };
+    };
+  },
+};
