@@ -36,13 +36,13 @@ const listStatement = statement(sql`
     coalesce((SELECT ${stats.activeCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) AS subscriptions
   FROM ${d} WHERE ${d.userId} = ${userId} ORDER BY ${d.createdAt}, ${d.deviceId}`);
 
-/** Creates or updates a device; false when it is new and the user already has the most devices. */
-export async function saveDevice(
+/** The statement that creates or updates a device (for a batch that creates the devices it names). */
+export function deviceStatement(
   db: Database,
   user: string,
   device: { id: string; caption?: string; type?: string },
   at: number,
-): Promise<boolean> {
+): D1PreparedStatement {
   const values = {
     userId: user,
     deviceId: device.id,
@@ -50,7 +50,17 @@ export async function saveDevice(
     type: device.type ?? null,
     now: at,
   };
-  return (await call(() => upsertStatement.bind(db, values).first())) !== null;
+  return upsertStatement.bind(db, values);
+}
+
+/** Creates or updates a device; false when it is new and the user already has the most devices. */
+export async function saveDevice(
+  db: Database,
+  user: string,
+  device: { id: string; caption?: string; type?: string },
+  at: number,
+): Promise<boolean> {
+  return (await call(() => deviceStatement(db, user, device, at).first())) !== null;
 }
 
 /** The user's devices, oldest first. */

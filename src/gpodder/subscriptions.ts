@@ -1,4 +1,4 @@
-import type { KnownFeed } from "../db/gpodder-subscriptions";
+import type { KnownFeed } from "../db/gpodder";
 import type { WriteOperation, WriteResult } from "../db/subscriptions";
 import { podcastGuid } from "../podcast-guid";
 import { isValidFeedUrl } from "../resources/subscription";

@@ -3,18 +3,28 @@ import { Hono } from "hono";
 import { verifiedCredentials } from "../auth/verified-credentials";
 import { endSession } from "../db/app-passwords";
 import { listDevices, saveDevice } from "../db/devices";
-import { findFeeds, subscriptionChangesSince, writeSubscriptions } from "../db/gpodder-subscriptions";
+import {
+  episodeChangesSince,
+  findFeeds,
+  type KnownFeed,
+  subscriptionChangesSince,
+  writeEpisodes,
+  writeSubscriptions,
+} from "../db/gpodder";
 import { listActiveFeeds } from "../db/opml";
 import type { AppEnv } from "../env";
 import { deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
+import { parseEpisodeAction, toEpisodeAction, toEpisodeOperation } from "../gpodder/episode-actions";
 import {
   badRequest,
   DEVICE_ID,
   DEVICE_TYPES,
   fileSegment,
   jsonRequestBody,
+  MAX_GPODDER_ITEMS,
   sinceParameter,
   textRequestBody,
+  tooMany,
   urlList,
 } from "../gpodder/protocol";
 import {
@@ -29,6 +39,7 @@ import { checkPathUsername, gpodderAuth, sessionCookieHeader } from "../middlewa
 import { limitPerUser } from "../middleware/rate-limit";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { serialiseOpml } from "../opml/serialise";
+import { podcastGuid } from "../podcast-guid";
 
 /**
  * The gpodder.net API v2 and its simple API (docs/API.md §14), on the same data as /v1: what gPodder,
@@ -88,6 +99,16 @@ async function simpleList(c: Context<AppEnv>, format: "json" | "txt" | "opml"): 
     });
   }
   return c.body(serialiseOpml(feeds, new Date()), 200, { "Content-Type": OPML_CONTENT_TYPE });
+}
+
+/**
+ * The guid of the feed an episode action names by URL: the user's subscription with exactly that URL (the
+ * active one, else the one changed last), else the feed's podcast:guid.
+ */
+function feedGuidOf(url: string, known: readonly KnownFeed[]): Promise<string> | string {
+  const matching = known.filter((feed) => feed.feedUrl === url);
+  const best = matching.find((feed) => feed.active) ?? matching.sort((a, b) => b.changeSeq - a.changeSeq)[0];
+  return best?.guid ?? podcastGuid(url);
 }
 
 const SIMPLE_FORMATS = ["json", "txt", "opml"] as const;
@@ -203,4 +224,56 @@ export const gpodderRoutes = new Hono<AppEnv>()
     await ensurePathDevice(c, file.name);
     await applySubscriptionChanges(c, adds, [], true);
     return empty(c);
+  })
+
+  // Episode actions in: each applies to its episode state (one round trip to find the feeds, one to write).
+  .post("/api/2/episodes/:file", signedIn, async (c) => {
+    checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
+    const body = await jsonRequestBody(c);
+    if (!Array.isArray(body)) throw badRequest("Send a JSON array of episode actions.");
+    if (body.length > MAX_GPODDER_ITEMS) throw tooMany("episode actions");
+    const db = c.get("db");
+    const userId = c.get("userId");
+    const now = Date.now();
+    const actions = body.map(parseEpisodeAction);
+    const skipped = actions.filter((action) => action === undefined).length;
+    const valid = actions.filter((action) => action !== undefined);
+    const { matching } = await findFeeds(db, userId, {
+      urls: [...new Set(valid.map((action) => action.podcast))],
+      guids: [],
+      active: false,
+    });
+    const operations = [];
+    for (const action of valid) {
+      const operation = await toEpisodeOperation(action, await feedGuidOf(action.podcast, matching), now);
+      if (operation) operations.push(operation);
+    }
+    const devices = [...new Set(valid.flatMap((action) => (action.device === undefined ? [] : [action.device])))];
+    const invalid = skipped + valid.length - operations.length;
+    if (invalid > 0) {
+      console.warn(
+        JSON.stringify({
+          level: "warn",
+          requestId: c.get("requestId"),
+          event: "episode_actions_skipped",
+          count: invalid,
+        }),
+      );
+    }
+    const { now: timestamp } = await writeEpisodes(db, userId, operations, devices, now);
+    return json(c, { timestamp, update_urls: [] });
+  })
+
+  // Episode actions out: the latest state of each episode changed since a Unix second (inclusive).
+  .get("/api/2/episodes/:file", signedIn, async (c) => {
+    checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
+    const since = sinceParameter(c);
+    const podcast = c.req.query("podcast");
+    const { now, states } = await episodeChangesSince(c.get("db"), c.get("userId"), since);
+    const actions = states.flatMap((state) => {
+      if (podcast !== undefined && state.podcast !== podcast) return [];
+      const action = toEpisodeAction(state.podcast, state.episode);
+      return action ? [action] : [];
+    });
+    return json(c, { actions, timestamp: now });
   });
