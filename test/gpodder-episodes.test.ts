@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { EpisodeState } from "../src/db/gpodder";
 import {
   actionTime,
   gpodderTime,
@@ -21,7 +22,7 @@ function must<T>(value: T | undefined): T {
 
 const FEED = "9b024349-ccf0-5f69-a609-6b82873eab3c";
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
-const state = {
+const state: EpisodeState = {
   mediaUrl: "https://cdn.example.com/1.mp3",
   itemGuid: null,
   position: 0,
@@ -110,7 +111,7 @@ describe("episode actions to episode states", () => {
 
   it("tells a state as the one action clients apply", () => {
     const at = Date.UTC(2026, 0, 2, 3, 4, 5);
-    const tell = (change: Partial<typeof state>) => toEpisodeAction("https://ex.com/feed", { ...state, ...change });
+    const tell = (change: Partial<EpisodeState>) => toEpisodeAction("https://ex.com/feed", { ...state, ...change });
     expect(tell({ played: true, duration: 60, playedChangedAt: at })).toMatchObject({
       action: "play",
       started: 60,
