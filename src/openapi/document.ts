@@ -2,7 +2,9 @@ import pkg from "../../package.json";
 import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import { MAX_BODY_BYTES, MAX_OPERATIONS, MAX_OPML_FEEDS } from "../limits";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../pagination";
+import { appPasswordPaths } from "../routes/app-passwords.openapi";
 import { extensionPaths } from "../routes/extensions.openapi";
+import { gpodderPaths, gpodderSecuritySchemes, gpodderTag } from "../routes/gpodder.openapi";
 import { operationPaths } from "../routes/operations.openapi";
 import { opmlPaths } from "../routes/opml.openapi";
 import { subscriptionPaths } from "../routes/subscriptions.openapi";
@@ -15,7 +17,14 @@ import { ATOMIC, componentSchemas, headers, JSONAPI, type Json, parameters, resp
  * bundle nothing. Examples are produced by the service's own serialisation and error functions.
  */
 
-const paths: Record<string, Json> = { ...subscriptionPaths, ...operationPaths, ...opmlPaths, ...extensionPaths };
+const paths: Record<string, Json> = {
+  ...subscriptionPaths,
+  ...operationPaths,
+  ...opmlPaths,
+  ...appPasswordPaths,
+  ...extensionPaths,
+  ...gpodderPaths,
+};
 
 // ---------------------------------------------------------------------------------------------
 // The document
@@ -74,11 +83,17 @@ export function buildOpenApiDocument(): Json {
         name: "OPML",
         description: "Moving subscriptions between apps and services: OPML 2.0 export and merge-import.",
       },
+      {
+        name: "App passwords",
+        description: "Passwords for apps that speak the gpodder.net API, minted with a bearer token.",
+      },
       { name: "Extensions", description: "Documentation of the JSON:API extensions this server uses." },
+      gpodderTag,
     ],
     paths: sortResponses(paths),
     components: {
       securitySchemes: {
+        ...gpodderSecuritySchemes,
         bearerAuth: {
           type: "http",
           scheme: "bearer",
