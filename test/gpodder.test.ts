@@ -1,9 +1,23 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { bucketOfUsername, gpodderUsername } from "../src/auth/gpodder-username";
+import { appPasswordStatements } from "../src/db/app-passwords";
+import { deviceStatements } from "../src/db/devices";
+import { gpodderStatements } from "../src/db/gpodder";
 import { podcastGuid } from "../src/podcast-guid";
 import { bucketOf } from "../src/shards";
-import { as, type Caller, countedDatabaseOf, JSONAPI, newFeed, ORIGIN, send, subscriptionDocument } from "./helpers";
+import {
+  as,
+  type Caller,
+  countedDatabaseOf,
+  databaseFor,
+  JSONAPI,
+  meteredDatabaseOf,
+  newFeed,
+  ORIGIN,
+  send,
+  subscriptionDocument,
+} from "./helpers";
 
 /** An app password minted through the JSON:API for `userId`. */
 async function mint(user: Caller, label = "phone") {
@@ -378,6 +392,72 @@ describe("gpodder simple API", () => {
       const response = await client.get(path);
       expect(response.status, path).toBe(404);
       expect(await response.json()).toEqual({ error: expect.any(String) });
+    }
+  });
+});
+
+describe("gpodder statements", () => {
+  it("none scans a table; only the bounded lists (50 app passwords, 100 devices) sort", async () => {
+    const userId = "gp-plans";
+    const meter = await meteredDatabaseOf(userId);
+    const user = await as(userId, meter.bindings);
+    const credentials = await mint(user);
+    const client = gpodder(credentials, meter.bindings);
+    const u = credentials.username;
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    await user.get("/v1/app-passwords");
+    await user.get(`/v1/app-passwords/${credentials.id}`);
+    const cookie = sessionCookie(await client.post(`/api/2/auth/${u}/login.json`));
+    await withCookie(`/api/2/devices/${u}.json`, cookie, "GET", meter.bindings);
+    await client.post(`/api/2/devices/${u}/dev.json`, { caption: "x" });
+    await client.post(`/api/2/subscriptions/${u}/dev.json`, {
+      add: ["https://plans.example.com/a"],
+      remove: [feed.feedUrl],
+    });
+    await client.get(`/api/2/subscriptions/${u}/dev.json?since=0`);
+    await client.put(`/subscriptions/${u}/dev.json`, ["https://plans.example.com/b"]);
+    await client.post(`/api/2/episodes/${u}.json`, [
+      {
+        podcast: "https://plans.example.com/b",
+        episode: "https://plans.example.com/1.mp3",
+        action: "play",
+        position: 1,
+        total: 2,
+        device: "other",
+      },
+    ]);
+    await client.get(`/api/2/episodes/${u}.json?since=0`);
+    await withCookie(`/api/2/auth/${u}/logout.json`, cookie, "POST", meter.bindings);
+    await user.delete(`/v1/app-passwords/${credentials.id}`);
+
+    const distinct = new Map(meter.totals.statements.map((statement) => [statement.sql, statement]));
+    const mine = { ...appPasswordStatements, ...deviceStatements, ...gpodderStatements };
+    for (const [name, statement] of Object.entries(mine)) {
+      expect(distinct.has(statement.sql), `statement ${name} not exercised`).toBe(true);
+    }
+    for (const statement of Object.values(mine)) {
+      const { params } = distinct.get(statement.sql) as { params: unknown[] };
+      const { results } = await (await databaseFor(userId))
+        .prepare(`EXPLAIN QUERY PLAN ${statement.sql}`)
+        .bind(...params)
+        .all<{ detail: string }>();
+      const details = results.map((row) => row.detail);
+      // A table scan, or a walk of all of a user's subscriptions or episodes by the primary key's user prefix.
+      const scans = details.filter(
+        (detail) =>
+          /^SCAN (subscriptions|episodes|user_stats|app_passwords|devices|gpodder_sessions|[a-z])\b/.test(detail) ||
+          /^SEARCH (subscriptions|episodes|[a-z]) USING PRIMARY KEY \(user_id=\?\)/.test(detail),
+      );
+      expect(scans, `${statement.sql}\n${details.join("\n")}`).toEqual([]);
+      const bounded = /FROM "(app_passwords|devices)" WHERE "(app_passwords|devices)"."user_id" = \? ORDER BY/.test(
+        statement.sql,
+      );
+      if (!bounded)
+        expect(
+          details.filter((detail) => /TEMP B-TREE/.test(detail)),
+          statement.sql,
+        ).toEqual([]);
     }
   });
 });
