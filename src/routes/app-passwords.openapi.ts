@@ -36,15 +36,6 @@ const document = (data: Json): Json => ({
   [JSONAPI]: { schema: { type: "object", required: ["data"], properties: { data } } },
 });
 
-const shared = {
-  "401": responseRef("Unauthorized"),
-  "405": responseRef("MethodNotAllowed"),
-  "406": responseRef("NotAcceptable"),
-  "429": responseRef("TooManyRequests"),
-  "500": responseRef("InternalError"),
-  "503": responseRef("ServiceUnavailable"),
-};
-
 const notFound = {
   description: "Not one of the user's app passwords.",
   content: { [JSONAPI]: { schema: { type: "object" } } },
@@ -88,7 +79,7 @@ export const appPasswordPaths: Record<string, Json> = {
         "413": bodyTooLargeResponse,
         "415": { description: "Not sent as the JSON:API media type.", content: document({}) },
         "422": { description: "A missing or bad `label`.", content: document({}) },
-        ...shared,
+        ...v1Responses,
       },
     },
     get: {
@@ -106,7 +97,7 @@ export const appPasswordPaths: Record<string, Json> = {
           },
         },
         "400": { description: "A query parameter this endpoint does not take.", content: document({}) },
-        ...shared,
+        ...v1Responses,
       },
     },
   },
@@ -123,7 +114,7 @@ export const appPasswordPaths: Record<string, Json> = {
           content: document(appPassword),
         },
         "404": notFound,
-        ...shared,
+        ...v1Responses,
       },
     },
     delete: {
@@ -133,7 +124,7 @@ export const appPasswordPaths: Record<string, Json> = {
       description:
         "The password, and every gpodder session opened with it, stop working (within 60 seconds everywhere).",
       parameters: [idParameter],
-      responses: { "204": { description: "Revoked.", headers: successHeaders }, "404": notFound, ...shared },
+      responses: { "204": { description: "Revoked.", headers: successHeaders }, "404": notFound, ...v1Responses },
     },
   },
 };
