@@ -4,8 +4,8 @@ import {
   headerRef,
   JSONAPI,
   type Json,
-  responseRef,
   successHeaders,
+  v1Responses,
 } from "../openapi/components";
 import { APP_PASSWORD_TYPE, MAX_LABEL_CHARACTERS } from "../resources/app-password";
 
