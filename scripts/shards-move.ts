@@ -5,7 +5,10 @@
 //
 // Options: --config FILE (default wrangler.toml), --persist-to DIR (local state as `wrangler dev --persist-to`),
 // --settle-seconds N (wait after the switch, still frozen; default 0 locally, 30 remotely),
-// --propagation-seconds N (remote: wait after each deploy of the settings; default 30).
+// --propagation-seconds N (remote: wait after each deploy of the settings; default 30),
+// --worker-url URL (the running worker: each settings change is waited for until it reports them at
+// /status/shard-config; default http://127.0.0.1:8787 locally, none remotely), --no-worker (local: no worker
+// runs on this configuration, nothing to wait for).
 // The target database gets the migrations first. The steps are in scripts/shards/move.ts.
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -27,6 +30,8 @@ const { values } = parseArgs({
     "persist-to": { type: "string" },
     "settle-seconds": { type: "string" },
     "propagation-seconds": { type: "string", default: "30" },
+    "worker-url": { type: "string" },
+    "no-worker": { type: "boolean", default: false },
   },
 });
 if (!values.buckets || !values.from || !values.to) {
@@ -43,6 +48,8 @@ const target: Target = {
   persistTo: values["persist-to"] && resolve(values["persist-to"]),
 };
 const buckets = parseBucketRange(values.buckets, "--buckets");
+/** Where `wrangler dev` (npm run dev:shards) serves by default. */
+const LOCAL_WORKER = "http://127.0.0.1:8787";
 const seconds = (text: string | undefined, fallback: number) => (text === undefined ? fallback : Number(text)) * 1000;
 
 console.log(`== migrations on ${values.to}`);
@@ -64,13 +71,22 @@ if (target.remote) {
   dispose = () => proxy.dispose();
 }
 
+const workerUrl = values["no-worker"]
+  ? undefined
+  : (values["worker-url"] ?? (target.remote ? undefined : LOCAL_WORKER));
+const config = wranglerTomlStore(target, {
+  propagationMs: seconds(values["propagation-seconds"], 30),
+  worker: workerUrl === undefined ? undefined : { url: workerUrl },
+});
+
 try {
+  await config.checkWorker();
   const report = await moveBuckets({
     buckets,
     from: values.from,
     to: values.to,
     executor,
-    config: wranglerTomlStore(target, { propagationMs: seconds(values["propagation-seconds"], 30) }),
+    config,
     settleMs: seconds(values["settle-seconds"], target.remote ? 30 : 0),
     log: (line) => console.log(`== ${line}`),
   });

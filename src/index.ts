@@ -11,6 +11,7 @@ import { extensionRoutes } from "./routes/extensions";
 import { gpodderRoutes } from "./routes/gpodder";
 import { operationRoutes } from "./routes/operations";
 import { opmlRoutes } from "./routes/opml";
+import { statusRoutes } from "./routes/status";
 import { subscriptionRoutes } from "./routes/subscriptions";
 
 const app = new Hono<AppEnv>();
@@ -24,6 +25,7 @@ app.route("/v1/episodes", episodeRoutes);
 app.route("/v1/operations", operationRoutes);
 app.route("/v1/app-passwords", appPasswordRoutes);
 app.route("/ext", extensionRoutes);
+app.route("/status", statusRoutes);
 // The gpodder.net API (docs/API.md §14): its own authentication (app passwords), per route.
 app.route("/", gpodderRoutes);
 

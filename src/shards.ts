@@ -199,3 +199,18 @@ export function shardOfBucket(routing: ShardRouting, bucket: number): UserShard 
   const name = routing.map.owners[bucket];
   return { bucket, name, database: routing.databases.get(name) as D1Database, frozen: routing.frozen.has(bucket) };
 }
+
+/** Where a worker reports the version below (routes/status.ts). */
+export const SHARD_CONFIG_PATH = "/status/shard-config";
+
+/**
+ * A short digest of the routing settings a worker runs with (docs/API.md, "Shard configuration version"):
+ * `npm run shards:move` computes it for the settings it wrote and waits until the running worker reports
+ * the same, so that it never copies before the freeze is in effect nor exits before the unfreeze is. The
+ * settings are not secret, and the digest reveals nothing of them besides whether they changed.
+ */
+export async function shardConfigVersion(settings: ShardEnv): Promise<string> {
+  const text = `${settings.SHARD_MAP ?? ""}\n${settings.SHARD_FROZEN ?? ""}`;
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  return [...digest.slice(0, 8)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}

@@ -1,16 +1,37 @@
-import { spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { sign } from "hono/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getPlatformProxy } from "wrangler";
-import { setVar } from "../scripts/shards/config-store";
+import { runningVersion, setVar } from "../scripts/shards/config-store";
 import { inline } from "../scripts/shards/wrangler-executor";
-import { bucketOf } from "../src/shards";
+import { bucketOf, shardConfigVersion } from "../src/shards";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const TSX = join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
+const WRANGLER = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
+const SECRET = "shards-cli-secret-0123456789abcdef0123456789";
+
+/** Runs a tsx entry point without blocking this process (so requests can run beside it). */
+function runAsync(script: string, args: string[]): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [TSX, join(ROOT, script), ...args], {
+      cwd: ROOT,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    });
+    let output = "";
+    child.stdout.on("data", (data) => {
+      output += data;
+    });
+    child.stderr.on("data", (data) => {
+      output += data;
+    });
+    child.on("close", (status) => resolve({ status, output }));
+  });
+}
 
 /** Runs one of the npm scripts' tsx entry points as a user would, and returns its output. */
 function run(script: string, args: string[]): string {
@@ -89,7 +110,7 @@ describe("npm run shards:move on local databases (the CLI over wrangler)", () =>
 
     const output = run("scripts/shards-move.ts", [
       ...["--env", "shards", "--config", config, "--persist-to", state],
-      ...["--buckets", "512-767", "--from", "DB_1", "--to", "DB_2"],
+      ...["--buckets", "512-767", "--from", "DB_1", "--to", "DB_2", "--no-worker"],
     ]);
     expect(output).toContain("6/6 deleting the moved rows from DB_1");
     const toml = readFileSync(config, "utf8");
@@ -111,6 +132,139 @@ describe("npm run shards:move on local databases (the CLI over wrangler)", () =>
       );
     } finally {
       await check.dispose();
+    }
+  });
+});
+
+describe("npm run shards:move against a running wrangler dev --env shards", () => {
+  const dir = mkdtempSync(join(tmpdir(), "shards-dev-"));
+  const config = join(dir, "wrangler.toml");
+  const state = join(dir, "state");
+  const port = 18_787 + Math.floor(Math.random() * 1000);
+  const url = `http://127.0.0.1:${port}`;
+  let dev: ChildProcess | undefined;
+  let devLog = "";
+
+  beforeAll(async () => {
+    const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8")
+      .replace('main = "src/index.ts"', `main = "${join(ROOT, "src/index.ts")}"`)
+      .replaceAll('migrations_dir = "drizzle"', `migrations_dir = "${join(ROOT, "drizzle")}"`)
+      .replace('directory = "./public"', `directory = "${join(ROOT, "public")}"`);
+    writeFileSync(config, toml);
+    writeFileSync(join(dir, ".dev.vars"), `AUTH_JWT_SECRET=${SECRET}\n`);
+    run("scripts/migrate.ts", ["--local", "--env", "shards", "--config", config, "--persist-to", state]);
+    dev = spawn(
+      process.execPath,
+      [
+        WRANGLER,
+        "dev",
+        "--config",
+        config,
+        "--env",
+        "shards",
+        "--persist-to",
+        state,
+        "--port",
+        String(port),
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        "0",
+      ],
+      {
+        cwd: dir,
+        env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true" },
+      },
+    );
+    dev.stdout?.on("data", (data) => {
+      devLog += data;
+    });
+    dev.stderr?.on("data", (data) => {
+      devLog += data;
+    });
+    for (let i = 0; i < 600 && (await runningVersion(url)) === undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(await runningVersion(url), devLog).toBeDefined();
+  }, 180_000);
+  afterAll(() => {
+    dev?.kill("SIGTERM");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("returns only once the worker routes by the final settings, unfrozen; brand-new users writing throughout lose nothing", {
+    timeout: 300_000,
+  }, async () => {
+    const token = async (userId: string) => {
+      const now = Math.floor(Date.now() / 1000);
+      return sign({ sub: userId, iat: now, exp: now + 3600 }, SECRET, "HS256");
+    };
+    const subscribe = async (userId: string) => {
+      const guid = crypto.randomUUID();
+      const response = await fetch(`${url}/v1/subscriptions`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${await token(userId)}`, "Content-Type": "application/vnd.api+json" },
+        body: JSON.stringify({
+          data: { type: "subscription", id: guid, attributes: { feedUrl: `https://dev.example/${guid}` } },
+        }),
+      });
+      return { guid, status: response.status };
+    };
+    const newcomers: string[] = [];
+    for (let i = 0; newcomers.length < 400; i++) {
+      const bucket = await bucketOf(`dev-newcomer-${i}`);
+      if (bucket >= 512 && bucket <= 767) newcomers.push(`dev-newcomer-${i}`);
+    }
+    // Some users exist before the move.
+    const acknowledged = new Map<string, string>();
+    for (const userId of newcomers.slice(0, 5)) {
+      const { guid, status } = await subscribe(userId);
+      expect(status).toBe(201);
+      acknowledged.set(userId, guid);
+    }
+    // Brand-new users write for the first time, one after the other, during the whole move; a 503 is retried.
+    let running = true;
+    const statuses: number[] = [];
+    const writer = (async () => {
+      for (const userId of newcomers.slice(5)) {
+        if (!running) break;
+        for (;;) {
+          const { guid, status } = await subscribe(userId);
+          statuses.push(status);
+          if (status === 201) {
+            acknowledged.set(userId, guid);
+            break;
+          }
+          expect(status).toBe(503);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
+    })();
+    const moved = await runAsync("scripts/shards-move.ts", [
+      ...["--env", "shards", "--config", config, "--persist-to", state, "--worker-url", url],
+      ...["--buckets", "512-767", "--from", "DB_1", "--to", "DB_2"],
+    ]);
+    // The move has returned: the worker already routes by the final settings, before any further request.
+    const finalVersion = await shardConfigVersion({
+      SHARD_MAP: "DB:0-511,DB_2:512-767,DB_1:768-1023",
+      SHARD_FROZEN: "",
+    });
+    expect(moved.status, `${moved.output}\n${devLog.slice(-3000)}`).toBe(0);
+    expect(await runningVersion(url)).toBe(finalVersion);
+    running = false;
+    await writer;
+    expect(moved.output).toContain("routes by them");
+    expect(statuses).toContain(201);
+    expect(devLog).not.toMatch(/Error: .*wrangler\.toml|Failed to parse/);
+
+    // Unfrozen: a write of a moved user is accepted at once.
+    expect((await subscribe(newcomers[0])).status).toBe(201);
+    // Every acknowledged first write is there, read through the worker (which reads DB_2 now).
+    for (const [userId, guid] of acknowledged) {
+      const response = await fetch(`${url}/v1/subscriptions/${guid}`, {
+        headers: { Authorization: `Bearer ${await token(userId)}` },
+      });
+      expect(response.status, userId).toBe(200);
     }
   });
 });

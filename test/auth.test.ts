@@ -26,6 +26,27 @@ function base64url(value: string): string {
   return btoa(value).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
+function base64urlBytes(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
+}
+
+/** An HS256 token over exactly these header and payload bytes, whatever they hold. */
+async function signedRaw(header: Uint8Array, payload: Uint8Array, secret: string): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const input = `${base64urlBytes(header)}.${base64urlBytes(payload)}`;
+  const signature = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(input));
+  return `${input}.${base64urlBytes(new Uint8Array(signature))}`;
+}
+
 async function expectRejected(response: Response, tokenPresented = true) {
   expect(response.status).toBe(401);
   expect(response.headers.get("Content-Type")).toBe(JSONAPI);
@@ -96,6 +117,51 @@ describe("bearer tokens (HS256 secret)", () => {
       await expectRejected(await list(`Bearer ${await sign(payload as JWTPayload, secret, "HS256")}`));
     }
     expect((await list(`Bearer ${await tokenFor("u".repeat(255))}`)).status).toBe(200);
+  });
+
+  it("rejects a signed token whose header or payload is not valid UTF-8, or has a BOM (docs/API.md §15)", async () => {
+    const exp = now() + 3600;
+    const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+    // `sub` "caf" followed by one byte: 0xFF and 0xFE are both malformed and both decode leniently to U+FFFD,
+    // so accepting either would make two different signed payloads one user.
+    const withByte = (byte: number) => {
+      const text = JSON.stringify({ sub: "caf#", exp });
+      const bytes = new TextEncoder().encode(text);
+      bytes[bytes.indexOf(0x23)] = byte;
+      return bytes;
+    };
+    const header = json({ alg: "HS256", typ: "JWT" });
+    const bom = (bytes: Uint8Array) => new Uint8Array([0xef, 0xbb, 0xbf, ...bytes]);
+    const cases: [string, Uint8Array, Uint8Array][] = [
+      ["payload byte 0xFF", header, withByte(0xff)],
+      ["payload byte 0xFE", header, withByte(0xfe)],
+      ["payload truncated sequence", header, withByte(0xc3)],
+      [
+        "payload surrogate encoded in UTF-8",
+        header,
+        new Uint8Array([...withByte(0xed)].flatMap((b) => (b === 0xed ? [0xed, 0xa0, 0x80] : [b]))),
+      ],
+      ["payload with a BOM", header, bom(json({ sub: "cafe", exp }))],
+      ["header byte 0xFF", new Uint8Array([...header.slice(0, -1), 0x20, 0xff, 0x7d]), json({ sub: "cafe", exp })],
+      ["header with a BOM", bom(header), json({ sub: "cafe", exp })],
+    ];
+    for (const [name, headerBytes, payloadBytes] of cases) {
+      const token = await signedRaw(headerBytes, payloadBytes, env.AUTH_JWT_SECRET as string);
+      const response = await list(`Bearer ${token}`);
+      expect(response.status, name).toBe(401);
+      await expectRejected(response);
+    }
+    // The same construction with valid UTF-8 is accepted: the refusals above are about the bytes alone.
+    expect(
+      (await list(`Bearer ${await signedRaw(header, json({ sub: "caf\u00e9", exp }), env.AUTH_JWT_SECRET as string)}`))
+        .status,
+    ).toBe(200);
+  });
+
+  it("rejects a sub holding a lone surrogate (a JSON escape D1 would store as U+FFFD)", async () => {
+    const payload = new TextEncoder().encode(`{"sub":"caf\\ud800","exp":${now() + 3600}}`);
+    const header = new TextEncoder().encode('{"alg":"HS256","typ":"JWT"}');
+    await expectRejected(await list(`Bearer ${await signedRaw(header, payload, env.AUTH_JWT_SECRET as string)}`));
   });
 
   it("checks iss and aud when they are configured", async () => {

@@ -263,10 +263,17 @@ function wrapD1(real: D1Database, onCall: () => void): D1Database {
  * through `raw()`, which has no meta, so `raw()` is served by `all()` here (same rows, as arrays).
  */
 export function meteredD1(real: D1Database) {
-  const totals = { rowsRead: 0, rowsWritten: 0, statements: [] as { sql: string; params: unknown[] }[] };
+  const totals = {
+    rowsRead: 0,
+    rowsWritten: 0,
+    statements: [] as { sql: string; params: unknown[] }[],
+    /** D1's own measure of each call's SQL time (`meta.duration`, ms). */
+    sqlMs: [] as number[],
+  };
   const account = (meta: D1Meta | undefined) => {
     totals.rowsRead += meta?.rows_read ?? 0;
     totals.rowsWritten += meta?.rows_written ?? 0;
+    totals.sqlMs.push(meta?.duration ?? 0);
   };
   const statementSql = new WeakMap<D1PreparedStatement, { sql: string; params: unknown[] }>();
   const wrap = (statement: D1PreparedStatement, sql: string, params: unknown[]): D1PreparedStatement => {
@@ -337,6 +344,7 @@ export function meteredD1(real: D1Database) {
       totals.rowsRead = 0;
       totals.rowsWritten = 0;
       totals.statements.length = 0;
+      totals.sqlMs.length = 0;
     },
   };
 }
@@ -359,7 +367,11 @@ export async function meteredDatabaseOf(userId: string) {
  * Stores `count` subscriptions for `userId` straight into D1 (fast seeding for size tests), each with
  * the user's next change number, as the app's writes would number them.
  */
-export async function seedSubscriptions(userId: string, count: number, options: { unsubscribed?: boolean } = {}) {
+export async function seedSubscriptions(
+  userId: string,
+  count: number,
+  options: { unsubscribed?: boolean; feedUrl?: (guid: string, index: number) => string } = {},
+) {
   const db = await databaseFor(userId);
   const rowsPerStatement = 14; // 7 bound parameters a row; D1 allows 100 per statement
   const statements: D1PreparedStatement[] = [];
@@ -377,7 +389,7 @@ export async function seedSubscriptions(userId: string, count: number, options: 
       values.push(
         userId,
         guid,
-        `https://feeds.example.com/${guid}.xml`,
+        options.feedUrl?.(guid, start + i) ?? `https://feeds.example.com/${guid}.xml`,
         base + start + i,
         options.unsubscribed ? base : null,
         firstChange + start + i,

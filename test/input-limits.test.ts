@@ -119,9 +119,10 @@ describe("feedUrl limits (UTF-8 bytes, control and bidi characters)", () => {
 
   it("accepts the characters just outside the refused ranges, stored exactly as sent", async () => {
     const user = await as("limits-neighbours");
-    // U+00A1 follows C1; U+200D precedes the marks; U+2030 follows the embeddings (U+202F is a space);
-    // U+2065 and U+2070 surround the isolates; U+FFFD precedes the noncharacters, U+10000 follows them.
-    const feedUrls = ["\u00a1", "\u200d", "\u2030", "\u2065", "\u2070", "\ufffd", "\u{10000}"].map(
+    // U+00A1 follows C1; U+2010 follows the format characters U+200B-U+200F; U+2030 follows the embeddings
+    // (U+202F is a space); U+2070 follows the isolates and U+2060-U+2064 (format); U+FFFD precedes the
+    // noncharacters, U+10000 follows them.
+    const feedUrls = ["\u00a1", "\u2010", "\u2030", "\u2070", "\ufffd", "\u{10000}"].map(
       (ch) => `${PREFIX}show/${ch}.xml`,
     );
     for (const feedUrl of feedUrls) {

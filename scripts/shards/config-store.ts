@@ -1,7 +1,10 @@
 // Where `npm run shards:move` keeps SHARD_MAP and SHARD_FROZEN: the vars of one environment in a
 // wrangler config file. Locally, `wrangler dev` reloads when the file changes; remotely, each change is
-// deployed (`wrangler deploy`) and given time to reach every location before the move goes on.
-import { readFileSync, writeFileSync } from "node:fs";
+// deployed (`wrangler deploy`). Either way a write returns only once the running worker reports the new
+// settings (GET /status/shard-config), so the move never copies before its freeze is in effect and never
+// exits before its unfreeze is.
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { SHARD_CONFIG_PATH, shardConfigVersion } from "../../src/shards";
 import type { ShardConfigStore, ShardSettings } from "./move";
 import { environmentVars, type Target, wrangler } from "./wrangler";
 
@@ -30,23 +33,115 @@ export function setVar(toml: string, env: string | undefined, name: string, valu
   return lines.join("\n");
 }
 
-export function wranglerTomlStore(target: Target, options: { propagationMs?: number } = {}): ShardConfigStore {
+/**
+ * Replaces the file in one step (a temporary file beside it, then a rename): a reader, `wrangler dev`'s
+ * watcher included, sees the old file or the new one, never half of one (a half-written config once made
+ * the dev server exit).
+ */
+export function writeFileAtomically(path: string, text: string): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, text);
+  renameSync(temporary, path);
+}
+
+/** How long the worker may take to report new settings; a watcher event may be lost, so the file is rewritten. */
+export interface WorkerWait {
+  /** The running worker, e.g. http://127.0.0.1:8787 (`wrangler dev`) or the deployed worker's URL. */
+  url: string;
+  timeoutMs?: number;
+  /** Locally: rewrite the file when the worker has not reloaded after this long. */
+  retouchMs?: number;
+  pollMs?: number;
+}
+
+/** The version the worker at `url` runs with; undefined when nothing answers there (yet). */
+export async function runningVersion(url: string): Promise<string | undefined> {
+  try {
+    const response = await fetch(new URL(SHARD_CONFIG_PATH, url), { headers: { "Cache-Control": "no-cache" } });
+    if (!response.ok) return undefined;
+    const body = (await response.json()) as { shardConfigVersion?: unknown };
+    return typeof body.shardConfigVersion === "string" ? body.shardConfigVersion : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function versionOf(settings: ShardSettings): Promise<string> {
+  return shardConfigVersion({ SHARD_MAP: settings.map, SHARD_FROZEN: settings.frozen });
+}
+
+/** Waits until the worker reports `settings`; `retouch` runs when it takes long (a reload that did not happen). */
+export async function waitForWorker(wait: WorkerWait, settings: ShardSettings, retouch?: () => void): Promise<void> {
+  const expected = await versionOf(settings);
+  const started = Date.now();
+  let touched = started;
+  for (;;) {
+    if ((await runningVersion(wait.url)) === expected) return;
+    const now = Date.now();
+    if (now - started > (wait.timeoutMs ?? 120_000)) {
+      throw new Error(
+        `the worker at ${wait.url} did not report SHARD_MAP="${settings.map}" SHARD_FROZEN="${settings.frozen}" ` +
+          `within ${Math.round((now - started) / 1000)} s; the config file holds them: check the worker, then run the move again.`,
+      );
+    }
+    if (retouch && now - touched > (wait.retouchMs ?? 10_000)) {
+      retouch();
+      touched = now;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait.pollMs ?? 200));
+  }
+}
+
+/**
+ * The settings in a wrangler config file. `worker`: the running worker to wait for after each write (none: no
+ * worker runs on this config, as when the move runs against stopped local state).
+ */
+export function wranglerTomlStore(
+  target: Target,
+  options: { propagationMs?: number; worker?: WorkerWait } = {},
+): ShardConfigStore & { checkWorker(): Promise<void> } {
+  const read = async (): Promise<ShardSettings> => {
+    const vars = environmentVars(target);
+    const text = (name: string) => (typeof vars[name] === "string" ? (vars[name] as string) : "");
+    return { map: text(SETTINGS.map), frozen: text(SETTINGS.frozen) };
+  };
   return {
-    async read(): Promise<ShardSettings> {
-      const vars = environmentVars(target);
-      const text = (name: string) => (typeof vars[name] === "string" ? (vars[name] as string) : "");
-      return { map: text(SETTINGS.map), frozen: text(SETTINGS.frozen) };
+    read,
+    /** Before anything changes: the worker answers and runs with the file's current settings. */
+    async checkWorker() {
+      const { worker } = options;
+      if (!worker) return;
+      const settings = await read();
+      const expected = await versionOf(settings);
+      const running = await runningVersion(worker.url);
+      if (running !== expected) {
+        throw new Error(
+          running === undefined
+            ? `no worker answers ${SHARD_CONFIG_PATH} at ${worker.url}: start it (npm run dev:shards), give its URL ` +
+                "with --worker-url, or pass --no-worker when no worker runs on this configuration."
+            : `the worker at ${worker.url} runs with other settings than ${target.config} holds: is it another configuration?`,
+        );
+      }
     },
     async write(settings: ShardSettings): Promise<void> {
       let toml = readFileSync(target.config, "utf8");
       toml = setVar(toml, target.env, SETTINGS.map, settings.map);
       toml = setVar(toml, target.env, SETTINGS.frozen, settings.frozen);
-      writeFileSync(target.config, toml);
+      writeFileAtomically(target.config, toml);
       console.log(`   ${target.config}: SHARD_MAP="${settings.map}" SHARD_FROZEN="${settings.frozen}"`);
-      if (!target.remote) return;
-      wrangler(["deploy", "--config", target.config, ...(target.env ? ["--env", target.env] : [])], { quiet: true });
-      // A deployment reaches every location within seconds; requests already running finish on the old one.
-      await new Promise((resolve) => setTimeout(resolve, options.propagationMs ?? 30_000));
+      if (target.remote) {
+        wrangler(["deploy", "--config", target.config, ...(target.env ? ["--env", target.env] : [])], { quiet: true });
+        // A deployment reaches every location within seconds; requests already running finish on the old one.
+        await new Promise((resolve) => setTimeout(resolve, options.propagationMs ?? 30_000));
+      }
+      if (options.worker) {
+        await waitForWorker(
+          options.worker,
+          settings,
+          target.remote ? undefined : () => writeFileAtomically(target.config, toml),
+        );
+        console.log(`   the worker at ${options.worker.url} routes by them`);
+      }
     },
   };
 }

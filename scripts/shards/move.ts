@@ -71,11 +71,30 @@ export interface MoveReport {
 }
 
 /**
- * The tables that hold user rows, in copy order. Inserting subscriptions fires the triggers that keep
- * user_stats, so user_stats is copied after them and overwrites what the triggers wrote with the source's
- * exact values (counts, versions and change numbers stay what clients have seen).
+ * Every table that holds rows of one user, with the column naming the user, in copy order: adding a per-user
+ * table is one line here. A listed table the database does not have (yet) is skipped; a table the database
+ * has with a `user_id` column that is not listed stops the move before anything changes, so no user's rows
+ * are ever left behind. Inserting rows fires the triggers that keep user_stats, so user_stats comes last and
+ * overwrites what the triggers wrote with the source's exact values (counts, versions and change numbers
+ * stay what clients have seen); deletes run in the same order, so no trigger recreates a user_stats row.
  */
-export const USER_TABLES = ["subscriptions", "user_stats"] as const;
+export const USER_TABLES: readonly UserTable[] = [
+  { table: "subscriptions", userKey: "user_id" },
+  { table: "episodes", userKey: "user_id" },
+  { table: "app_passwords", userKey: "user_id" },
+  { table: "gpodder_sessions", userKey: "user_id" },
+  { table: "devices", userKey: "user_id" },
+  { table: "user_stats", userKey: "user_id" },
+];
+
+export interface UserTable {
+  table: string;
+  /** The column that holds the user id. */
+  userKey: string;
+}
+
+/** The column that makes an unlisted table a per-user one (see USER_TABLES). */
+const USER_COLUMN = "user_id";
 
 /** Users per copy step: a user holds at most a few thousand rows, so a step stays a few MB. */
 const USERS_PER_STEP = 20;
@@ -97,22 +116,55 @@ async function columnsOf(executor: ShardExecutor, database: string, table: strin
   return rows.map((row) => ({ name: String(row.name), pk: Number(row.pk) }));
 }
 
-/** The columns of every user table, read from the source, and checked to be the same in the target. */
-async function tableColumns(request: MoveRequest): Promise<Map<string, Column[]>> {
-  const tables = new Map<string, Column[]>();
-  for (const table of USER_TABLES) {
-    const source = await columnsOf(request.executor, request.from, table);
-    const target = await columnsOf(request.executor, request.to, table);
-    if (source.length === 0) throw new Error(`${request.from} has no table ${table}.`);
+/** A user table of this database, with its columns read from the source. */
+interface PresentTable extends UserTable {
+  columns: Column[];
+}
+
+/** The tables of `database` that are neither SQLite's, D1's nor Cloudflare's own (migration tracking included). */
+async function applicationTables(executor: ShardExecutor, database: string): Promise<string[]> {
+  const rows = await executor.all(database, {
+    sql:
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' " +
+      "AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' AND name NOT LIKE 'd1\\_%' ESCAPE '\\' ORDER BY name",
+    params: [],
+  });
+  return rows.map((row) => String(row.name));
+}
+
+/**
+ * The user tables the source has, in USER_TABLES order, with their columns, checked to be the same in the
+ * target. Refuses a per-user table (one with a user_id column) that USER_TABLES does not list.
+ */
+async function tableColumns(request: MoveRequest): Promise<PresentTable[]> {
+  const present: PresentTable[] = [];
+  const existing = await applicationTables(request.executor, request.from);
+  for (const table of existing) {
+    if (USER_TABLES.some((listed) => listed.table === table)) continue;
+    const columns = await columnsOf(request.executor, request.from, table);
+    if (columns.some((column) => column.name === USER_COLUMN)) {
+      throw new Error(
+        `${request.from} has a table ${table} with a ${USER_COLUMN} column that the move does not know: ` +
+          "add it to USER_TABLES in scripts/shards/move.ts.",
+      );
+    }
+  }
+  for (const listed of USER_TABLES) {
+    if (!existing.includes(listed.table)) continue;
+    const source = await columnsOf(request.executor, request.from, listed.table);
+    const target = await columnsOf(request.executor, request.to, listed.table);
     if (JSON.stringify(source) !== JSON.stringify(target)) {
       throw new Error(
-        `${request.to}'s ${table} differs from ${request.from}'s: apply the migrations to ${request.to} first ` +
+        `${request.to}'s ${listed.table} differs from ${request.from}'s: apply the migrations to ${request.to} first ` +
           `(npm run db:migrate:local -- --database ${request.to}, or :remote).`,
       );
     }
-    tables.set(table, source);
+    present.push({ ...listed, columns: source });
   }
-  return tables;
+  if (!present.some((table) => table.table === USER_TABLES[0].table)) {
+    throw new Error(`${request.from} has no table ${USER_TABLES[0].table}: is it a database of this service?`);
+  }
+  return present;
 }
 
 function primaryKey(columns: Column[]): string[] {
@@ -130,15 +182,17 @@ function placeholders(count: number): string {
 async function usersInBuckets(
   executor: ShardExecutor,
   database: string,
+  tables: readonly PresentTable[],
   buckets: ReadonlySet<number>,
 ): Promise<string[]> {
   const ids = new Set<string>();
   const page = 1000;
-  for (const table of USER_TABLES) {
+  for (const { table, userKey } of tables) {
+    const key = quoteIdentifier(userKey);
     let after = "";
     for (;;) {
       const rows = await executor.all(database, {
-        sql: `SELECT DISTINCT user_id FROM ${quoteIdentifier(table)} WHERE user_id > ? ORDER BY user_id LIMIT ${page}`,
+        sql: `SELECT DISTINCT ${key} AS user_id FROM ${quoteIdentifier(table)} WHERE ${key} > ? ORDER BY ${key} LIMIT ${page}`,
         params: [after],
       });
       for (const row of rows) ids.add(String(row.user_id));
@@ -161,8 +215,7 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 async function readRows(
   executor: ShardExecutor,
   database: string,
-  table: string,
-  columns: Column[],
+  { table, userKey, columns }: PresentTable,
   users: string[],
 ): Promise<Row[]> {
   const rows: Row[] = [];
@@ -171,7 +224,7 @@ async function readRows(
       ...(await executor.all(database, {
         sql:
           `SELECT ${columns.map((c) => quoteIdentifier(c.name)).join(", ")} FROM ${quoteIdentifier(table)} ` +
-          `WHERE user_id IN (${placeholders(group.length)}) ORDER BY ${primaryKey(columns).map(quoteIdentifier).join(", ")}`,
+          `WHERE ${quoteIdentifier(userKey)} IN (${placeholders(group.length)}) ORDER BY ${primaryKey(columns).map(quoteIdentifier).join(", ")}`,
         params: group,
       })),
     );
@@ -179,7 +232,7 @@ async function readRows(
   return rows;
 }
 
-function insertStatements(table: string, columns: Column[], rows: Row[]): Statement[] {
+function insertStatements({ table, columns }: PresentTable, rows: Row[]): Statement[] {
   const perStatement = Math.max(1, Math.floor(MAX_PARAMS / columns.length));
   const names = columns.map((c) => quoteIdentifier(c.name)).join(", ");
   const tuple = `(${placeholders(columns.length)})`;
@@ -190,10 +243,10 @@ function insertStatements(table: string, columns: Column[], rows: Row[]): Statem
   }));
 }
 
-function deleteStatements(users: string[]): Statement[] {
-  return USER_TABLES.flatMap((table) =>
+function deleteStatements(tables: readonly PresentTable[], users: string[]): Statement[] {
+  return tables.flatMap(({ table, userKey }) =>
     chunks(users, MAX_PARAMS).map((group) => ({
-      sql: `DELETE FROM ${quoteIdentifier(table)} WHERE user_id IN (${placeholders(group.length)})`,
+      sql: `DELETE FROM ${quoteIdentifier(table)} WHERE ${quoteIdentifier(userKey)} IN (${placeholders(group.length)})`,
       params: group,
     })),
   );
@@ -207,30 +260,29 @@ async function runBatches(executor: ShardExecutor, database: string, statements:
 async function tableDigest(
   executor: ShardExecutor,
   database: string,
-  table: string,
-  columns: Column[],
+  table: PresentTable,
   users: string[],
 ): Promise<TableReport> {
   let rows = 0;
   const parts: string[] = [];
   for (const group of chunks(users, USERS_PER_STEP)) {
-    const read = await readRows(executor, database, table, columns, group);
+    const read = await readRows(executor, database, table, group);
     rows += read.length;
-    for (const row of read) parts.push(JSON.stringify(columns.map((c) => row[c.name] ?? null)));
+    for (const row of read) parts.push(JSON.stringify(table.columns.map((c) => row[c.name] ?? null)));
   }
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(parts.join("\n")));
   const checksum = [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
-  return { table, rows, checksum };
+  return { table: table.table, rows, checksum };
 }
 
 async function digests(
   executor: ShardExecutor,
   database: string,
-  tables: Map<string, Column[]>,
+  tables: readonly PresentTable[],
   users: string[],
 ): Promise<TableReport[]> {
   const reports: TableReport[] = [];
-  for (const [table, columns] of tables) reports.push(await tableDigest(executor, database, table, columns, users));
+  for (const table of tables) reports.push(await tableDigest(executor, database, table, users));
   return reports;
 }
 
@@ -270,8 +322,8 @@ export async function moveBuckets(request: MoveRequest): Promise<MoveReport> {
     // Already switched by an earlier run that stopped before the end: finish it.
     log(`buckets ${range} already map to ${to}: unfreezing and deleting what is left in ${from}`);
     await config.write({ map: initial.map, frozen: withBuckets(initial.frozen, buckets, false) });
-    const users = await usersInBuckets(executor, from, bucketSet);
-    await runBatches(executor, from, deleteStatements(users));
+    const users = await usersInBuckets(executor, from, tables, bucketSet);
+    await runBatches(executor, from, deleteStatements(tables, users));
     return { users: users.length, tables: [], resumed: true };
   }
   if (current.size !== 1 || !current.has(from)) {
@@ -282,14 +334,16 @@ export async function moveBuckets(request: MoveRequest): Promise<MoveReport> {
   const frozen = withBuckets(initial.frozen, buckets, true);
   await config.write({ map: initial.map, frozen });
 
-  const users = await usersInBuckets(executor, from, bucketSet);
+  // The store returned once the worker routes by the freeze: from here on, no user of these buckets can
+  // write to `from`, a brand-new one included, so the users listed now are all there will be.
+  const users = await usersInBuckets(executor, from, tables, bucketSet);
   log(`2/6 copying ${users.length} users from ${from} to ${to}`);
   // Rows of these users in `to` are leftovers of an earlier, unfinished run: the map never sent them there.
-  await runBatches(executor, to, deleteStatements(users));
+  await runBatches(executor, to, deleteStatements(tables, users));
   for (const group of chunks(users, USERS_PER_STEP)) {
     const statements: Statement[] = [];
-    for (const [table, columns] of tables) {
-      statements.push(...insertStatements(table, columns, await readRows(executor, from, table, columns, group)));
+    for (const table of tables) {
+      statements.push(...insertStatements(table, await readRows(executor, from, table, group)));
     }
     await runBatches(executor, to, statements);
   }
@@ -299,7 +353,7 @@ export async function moveBuckets(request: MoveRequest): Promise<MoveReport> {
   const target = await digests(executor, to, tables, users);
   if (JSON.stringify(source) !== JSON.stringify(target)) {
     log("verification failed: removing the copies and unfreezing; the map is unchanged");
-    await runBatches(executor, to, deleteStatements(users));
+    await runBatches(executor, to, deleteStatements(tables, users));
     await config.write({ map: initial.map, frozen: initial.frozen });
     throw new Error(`copy of buckets ${range} differs: ${JSON.stringify({ [from]: source, [to]: target })}`);
   }
@@ -314,11 +368,15 @@ export async function moveBuckets(request: MoveRequest): Promise<MoveReport> {
 
   log(`6/6 deleting the moved rows from ${from}`);
   const leftover = await digests(executor, from, tables, users);
-  if (JSON.stringify(leftover) !== JSON.stringify(source)) {
-    // Something wrote to the old rows after the freeze (a worker on an old configuration): keep them for a human.
-    throw new Error(`rows of buckets ${range} changed in ${from} during the move; they were kept for inspection.`);
+  const stragglers = (await usersInBuckets(executor, from, tables, bucketSet)).filter((user) => !users.includes(user));
+  if (JSON.stringify(leftover) !== JSON.stringify(source) || stragglers.length > 0) {
+    // Something wrote to `from` after the freeze (a worker on an old configuration): keep the rows for a human.
+    throw new Error(
+      `rows of buckets ${range} changed in ${from} during the move${stragglers.length > 0 ? ` (new users: ${stragglers.join(", ")})` : ""}; ` +
+        "they were kept for inspection.",
+    );
   }
-  await runBatches(executor, from, deleteStatements(users));
+  await runBatches(executor, from, deleteStatements(tables, users));
   return { users: users.length, tables: source, resumed: false };
 }
 

@@ -1,15 +1,23 @@
 import { verify } from "hono/jwt";
+import { decodeBase64Url } from "hono/utils/encode";
 import type { SignatureAlgorithm } from "hono/utils/jwt/jwa";
 import { decodeHeader } from "hono/utils/jwt/jwt";
-import type { JWTPayload } from "hono/utils/jwt/types";
+import { type JWTPayload, JwtTokenIssuedAt, JwtTokenNotBefore } from "hono/utils/jwt/types";
 import { isAsymmetricAlgorithm, type KeySet, type KeySource } from "./key-set";
 import { type VerifiedToken, VerifiedTokens } from "./verified-tokens";
 
 export const MAX_USER_ID_LENGTH = 255;
 
-/** A token that does not authenticate anyone (`message` is the detail the 401 carries). */
+/**
+ * A token that does not authenticate anyone (`message` is the detail the 401 carries). `lasting`: the same
+ * token fails the same way on every later request (false when time or a key rotation can cure it: `nbf` or
+ * `iat` ahead of the clock, a key the set does not hold yet), so its failure may be remembered.
+ */
 export class InvalidToken extends Error {
-  constructor(detail = "The bearer token is invalid or expired.") {
+  constructor(
+    detail = "The bearer token is invalid or expired.",
+    readonly lasting = true,
+  ) {
     super(detail);
     this.name = "InvalidToken";
   }
@@ -34,6 +42,34 @@ export function importHmacKey(secret: string): Promise<CryptoKey> {
   ]);
 }
 
+/** Refuses malformed UTF-8 (`fatal`) and keeps a byte order mark in the text (`ignoreBOM`) so that it can be refused. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * The header and payload segments must be base64url of valid UTF-8 without a byte order mark (docs/API.md §15).
+ * Hono decodes them leniently (a malformed byte becomes U+FFFD, a leading BOM is dropped), so two different
+ * signed byte strings could otherwise read as the same claims, and so as the same user.
+ */
+function requireUtf8Segments(token: string): void {
+  const segments = token.split(".");
+  if (segments.length !== 3) throw new InvalidToken();
+  for (const segment of segments.slice(0, 2)) {
+    let bytes: Uint8Array;
+    try {
+      bytes = decodeBase64Url(segment);
+    } catch {
+      throw new InvalidToken();
+    }
+    let text: string;
+    try {
+      text = strictUtf8.decode(bytes);
+    } catch {
+      throw new InvalidToken("The bearer token's header or payload is not valid UTF-8.");
+    }
+    if (text.startsWith("\ufeff")) throw new InvalidToken("The bearer token's header or payload starts with a BOM.");
+  }
+}
+
 function userIdOf(payload: JWTPayload): string {
   const { sub } = payload;
   if (typeof sub !== "string" || sub.length === 0 || sub.length > MAX_USER_ID_LENGTH) {
@@ -41,6 +77,8 @@ function userIdOf(payload: JWTPayload): string {
       `The bearer token's sub must be a non-empty string of at most ${MAX_USER_ID_LENGTH} characters.`,
     );
   }
+  // A JSON escape can name a lone surrogate (`"\ud800"`), which D1 would store as U+FFFD: two subs, one user.
+  if (!sub.isWellFormed()) throw new InvalidToken("The bearer token's sub holds a lone surrogate.");
   return sub;
 }
 
@@ -70,6 +108,7 @@ export class TokenVerifier {
   }
 
   private async verify(token: string, now: number): Promise<VerifiedToken> {
+    requireUtf8Segments(token);
     let header: { alg?: unknown; kid?: unknown };
     try {
       header = decodeHeader(token);
@@ -81,7 +120,7 @@ export class TokenVerifier {
     if (!keys || !isAsymmetricAlgorithm(header.alg) || typeof header.kid !== "string") throw new InvalidToken();
     const keySet = await keys.forKid(header.kid, now);
     const key = await keySet.key(header.kid, header.alg);
-    if (!key) throw new InvalidToken();
+    if (!key) throw new InvalidToken(undefined, false);
     return this.entry(await this.check(token, key, header.alg), keySet);
   }
 
@@ -89,8 +128,8 @@ export class TokenVerifier {
   private async check(token: string, key: CryptoKey, alg: SignatureAlgorithm): Promise<JWTPayload> {
     try {
       return await verify(token, key, { alg, ...this.claims });
-    } catch {
-      throw new InvalidToken();
+    } catch (err) {
+      throw new InvalidToken(undefined, !(err instanceof JwtTokenNotBefore || err instanceof JwtTokenIssuedAt));
     }
   }
 

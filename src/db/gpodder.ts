@@ -135,6 +135,12 @@ export async function findFeeds(
   return { matching: matching.results.map(toKnown), active: active ? active.results.map(toKnown) : [] };
 }
 
+/** Every active subscription in list order, in one statement (the simple API's list). */
+export async function activeFeeds(db: Database, user: string): Promise<KnownFeed[]> {
+  const { results } = await call(() => activeStatement.bind(db, { userId: user }).all());
+  return results.map(toKnown);
+}
+
 const clockStatement = statement(sql`SELECT unixepoch() AS now`);
 
 /** Runs subscription operations in order in one batch, with the database's clock read after them. */

@@ -3,7 +3,7 @@ import { InlineKeySource, KEY_SET_FETCH_TIMEOUT_MS, KeySet, KeySetUnavailable, R
 import { InvalidToken, importHmacKey, TokenVerifier } from "../auth/token-verifier";
 import { type AppBindings, type AppEnv, configured } from "../env";
 import { ApiError } from "../jsonapi";
-import { authFailureLimit } from "./rate-limit";
+import { knownFailure, recordFailure } from "./auth-failures";
 
 const REALM = "subscriptions";
 
@@ -17,11 +17,6 @@ function unauthorized(c: Context<AppEnv>, detail: string): ApiError {
       "WWW-Authenticate": tokenPresented ? `Bearer realm="${REALM}", error="invalid_token"` : `Bearer realm="${REALM}"`,
     },
   });
-}
-
-/** A 401, or a 429 once the client's address has failed too often (token guessing). */
-async function rejected(c: Context<AppEnv>, detail: string): Promise<ApiError> {
-  return (await authFailureLimit(c)) ?? unauthorized(c, detail);
 }
 
 function misconfigured(detail: string): ApiError {
@@ -101,21 +96,28 @@ function bearerToken(c: Context<AppEnv>): string | undefined {
 }
 
 /**
- * Bearer-token authentication (docs/API.md §1): sets `userId` from the token's `sub`, or answers 401 (429 for
- * an address that fails too often). When the identity provider's keys cannot be loaded the answer is 503,
- * which is not a failed authentication and never counts against the address.
+ * Bearer-token authentication (docs/API.md §1, §15): sets `userId` from the token's `sub`, or answers 401,
+ * never 429 (a client must learn that its token needs refreshing). Each failure counts against the client's
+ * address (auth-failures.ts); once the address is over the limit, a token that already failed is answered
+ * from the cache without verifying it again. A request without credentials is no guess and is not counted.
+ * When the identity provider's keys cannot be loaded the answer is 503, which is not a failed
+ * authentication and never counts against the address.
  */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const verifier = await verifierFor(c.env);
-  const token = bearerToken(c);
-  if (!token) {
-    const presented = c.req.header("Authorization") !== undefined;
-    throw await rejected(c, presented ? new InvalidToken().message : "A bearer token is required.");
-  }
+  const authorization = c.req.header("Authorization");
+  if (authorization === undefined) throw unauthorized(c, "A bearer token is required.");
+  const known = knownFailure(c, authorization);
+  if (known !== undefined) throw unauthorized(c, known);
   try {
+    const token = bearerToken(c);
+    if (!token) throw new InvalidToken();
     c.set("userId", await verifier.userId(token));
   } catch (err) {
-    if (err instanceof InvalidToken) throw await rejected(c, err.message);
+    if (err instanceof InvalidToken) {
+      await recordFailure(c, authorization, { detail: err.message, lasting: err.lasting });
+      throw unauthorized(c, err.message);
+    }
     if (err instanceof KeySetUnavailable) throw authenticationUnavailable(err, c);
     throw err;
   }

@@ -7,7 +7,7 @@ import { database } from "../db/database";
 import type { AppEnv, GpodderCaller } from "../env";
 import { ApiError } from "../jsonapi";
 import { type ShardRouting, shardOfBucket, shardRouting } from "../shards";
-import { authFailureLimit } from "./rate-limit";
+import { knownFailure, recordFailure } from "./auth-failures";
 
 /**
  * Authentication of the gpodder paths (docs/API.md §14): HTTP Basic with the user's gpodder username and
@@ -33,13 +33,13 @@ export function gpodderUnauthorized(detail: string): ApiError {
 }
 
 /**
- * Wrong credentials count against the client's address (one call into the rate-limit module, which decides
- * what an address over its limit is answered). Its answer is kept unless it is a 401, which must carry this
- * realm's challenge.
+ * Wrong credentials count against the client's address (auth-failures.ts, shared with /v1) and are answered
+ * 401 with this realm's challenge. They fail the same way next time (a wrong password stays wrong, an ended
+ * session stays ended), so an address over the limit may have them answered from the cache.
  */
-async function rejected(c: Context<AppEnv>, detail: string): Promise<ApiError> {
-  const limited = await authFailureLimit(c);
-  return limited && limited.status !== 401 ? limited : gpodderUnauthorized(detail);
+async function rejected(c: Context<AppEnv>, credentials: string, detail: string): Promise<ApiError> {
+  await recordFailure(c, credentials, { detail, lasting: true });
+  return gpodderUnauthorized(detail);
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
@@ -157,16 +157,19 @@ export const gpodderAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
   const now = Date.now();
   const authorization = c.req.header("Authorization");
   let caller: (GpodderCaller & { userId: string }) | undefined;
+  const cookie = authorization === undefined ? sessionCookieOf(c) : undefined;
+  const presented = authorization ?? (cookie === undefined ? undefined : `${SESSION_COOKIE}=${cookie}`);
+  if (presented === undefined) throw gpodderUnauthorized("Sign in with your gpodder username and an app password.");
+  const known = knownFailure(c, presented);
+  if (known !== undefined) throw gpodderUnauthorized(known);
   if (authorization !== undefined) {
     const credentials = basicCredentials(authorization);
     const verified = credentials && (await verifyBasic(routing, credentials, now));
-    if (!verified) throw await rejected(c, "The username or app password is wrong.");
+    if (!verified) throw await rejected(c, presented, "The username or app password is wrong.");
     caller = toCaller(verified, true);
   } else {
-    const cookie = sessionCookieOf(c);
-    if (cookie === undefined) throw gpodderUnauthorized("Sign in with your gpodder username and an app password.");
-    const verified = await verifySession(routing, cookie, now);
-    if (!verified) throw await rejected(c, "The session has ended; sign in again.");
+    const verified = await verifySession(routing, cookie as string, now);
+    if (!verified) throw await rejected(c, presented, "The session has ended; sign in again.");
     caller = toCaller(verified, false);
   }
   const { userId, ...gpodder } = caller;

@@ -218,7 +218,7 @@ documentRegistry
   })
   .add(feedUrlSchema, {
     format: "uri",
-    description: `Absolute http or https URL of the feed, at most ${MAX_FEED_URL_BYTES} bytes in UTF-8 (so at most ${feedUrlSchema.maxLength} characters), without whitespace, control characters (C0, DEL, C1) or bidirectional controls. Stored and returned exactly as sent.`,
+    description: `Absolute http or https URL of the feed, at most ${MAX_FEED_URL_BYTES} bytes in UTF-8 (so at most ${feedUrlSchema.maxLength} characters), without whitespace and without any character of Unicode general category Cc, Cf (bidi controls, zero-width characters, U+FEFF, tag characters), Co, Cs (lone surrogates), Zl or Zp, or any noncharacter (U+FDD0-U+FDEF, U+xFFFE, U+xFFFF). Stored and returned exactly as sent.`,
   })
   .add(subscriptionDocumentSchema, {
     id: "SubscriptionCreateDocument",

@@ -25,12 +25,8 @@ export function escapeXml(value: string): string {
 
 export const OPML_TITLE = "Podcast subscriptions";
 
-/** One `<outline type="rss">` per feed, in the order given; `dateCreated` in RFC 822 form (GMT). */
-export function serialiseOpml(feeds: readonly OpmlFeed[], created: Date): string {
-  const outlines = feeds.map(({ guid, feedUrl }) => {
-    const url = escapeXml(feedUrl);
-    return `    <outline type="rss" text="${url}" xmlUrl="${url}" guid="${escapeXml(guid)}"/>\n`;
-  });
+/** Everything before the first outline; `dateCreated` in RFC 822 form (GMT). */
+function opmlHead(created: Date): string {
   return (
     '<?xml version="1.0" encoding="UTF-8"?>\n' +
     '<opml version="2.0">\n' +
@@ -38,9 +34,66 @@ export function serialiseOpml(feeds: readonly OpmlFeed[], created: Date): string
     `    <title>${escapeXml(OPML_TITLE)}</title>\n` +
     `    <dateCreated>${created.toUTCString()}</dateCreated>\n` +
     "  </head>\n" +
-    "  <body>\n" +
-    outlines.join("") +
-    "  </body>\n" +
-    "</opml>\n"
+    "  <body>\n"
+  );
+}
+
+/** One `<outline type="rss">` per feed, in the order given. */
+function opmlOutlines(feeds: readonly OpmlFeed[]): string {
+  let text = "";
+  for (const { guid, feedUrl } of feeds) {
+    const url = escapeXml(feedUrl);
+    text += `    <outline type="rss" text="${url}" xmlUrl="${url}" guid="${escapeXml(guid)}"/>\n`;
+  }
+  return text;
+}
+
+const OPML_TAIL = "  </body>\n</opml>\n";
+
+/** The whole document at once, for a few feeds (the OpenAPI example); the export streams (opmlStream). */
+export function serialiseOpml(feeds: readonly OpmlFeed[], created: Date): string {
+  return opmlHead(created) + opmlOutlines(feeds) + OPML_TAIL;
+}
+
+/**
+ * The document as a byte stream over pages of feeds, read one page at a time and only when the reader asks
+ * for more (`highWaterMark: 0`): what the export holds in memory is one page of rows and its text, however
+ * many feeds the account has. `onError` sees a failure after the response started (the stream then ends
+ * early, without the closing tags, so the reader never takes a cut document for a whole one).
+ */
+export function opmlStream(
+  pages: AsyncIterator<readonly OpmlFeed[]>,
+  created: Date,
+  onError: (err: unknown) => void,
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let headWritten = false;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (!headWritten) {
+          headWritten = true;
+          controller.enqueue(encoder.encode(opmlHead(created)));
+          return;
+        }
+        let page: IteratorResult<readonly OpmlFeed[]>;
+        try {
+          page = await pages.next();
+        } catch (err) {
+          onError(err);
+          throw err;
+        }
+        if (page.done) {
+          controller.enqueue(encoder.encode(OPML_TAIL));
+          controller.close();
+        } else {
+          controller.enqueue(encoder.encode(opmlOutlines(page.value)));
+        }
+      },
+      async cancel() {
+        await pages.return?.();
+      },
+    },
+    { highWaterMark: 0 },
   );
 }

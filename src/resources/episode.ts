@@ -1,6 +1,7 @@
 import { type ChangedEpisode, type EpisodeWrite, MAX_STORED_EPISODES, type StoredEpisode } from "../db/episodes";
 import { ApiError, type ErrorObject, pointerTo, toErrorObject } from "../jsonapi";
 import { toRfc3339 } from "../timestamps";
+import { hasForbiddenUrlCharacter } from "../url-text";
 import {
   idMismatch,
   invalid,
@@ -13,13 +14,7 @@ import {
   typeMismatch,
   type Validated,
 } from "./resource-object";
-import {
-  isValidFeedUrl,
-  MAX_FEED_URL_BYTES,
-  SUBSCRIPTION_TYPE,
-  subscriptionPath,
-  utf8ByteLength,
-} from "./subscription";
+import { isValidFeedUrl, SUBSCRIPTION_TYPE, subscriptionPath, urlRulesDetail, utf8ByteLength } from "./subscription";
 
 export const EPISODE_TYPE = "episode";
 
@@ -31,10 +26,6 @@ export const MAX_SECONDS = 2_147_483_647;
 export const EARLIEST_CHANGE = Date.UTC(2000, 0, 1);
 /** A `changedAt` further ahead of the server's clock is taken as the server's clock. */
 export const MAX_CLOCK_AHEAD_MS = 10 * 60 * 1000;
-
-/** Control and bidirectional characters (docs/API.md §12), which an itemGuid may not hold. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses.
-const FORBIDDEN_IN_ITEM_GUID = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 /**
  * RFC 3339 date-time: full date, `T` (or `t`, or a space as RFC 3339 §5.6 allows), time with an optional
@@ -91,12 +82,7 @@ function parseAttributes(
     if (mediaUrl === "required")
       return invalid(invalidAttribute(at, "mediaUrl is required to create an episode state."));
   } else if (typeof attributes.mediaUrl !== "string" || !isValidFeedUrl(attributes.mediaUrl)) {
-    return invalid(
-      invalidAttribute(
-        pointer("mediaUrl"),
-        `mediaUrl must be an absolute http or https URL of at most ${MAX_FEED_URL_BYTES} bytes in UTF-8, without whitespace, control characters or bidirectional controls.`,
-      ),
-    );
+    return invalid(invalidAttribute(pointer("mediaUrl"), urlRulesDetail("mediaUrl")));
   } else {
     value.mediaUrl = attributes.mediaUrl;
   }
@@ -105,14 +91,13 @@ function parseAttributes(
     if (
       itemGuid !== null &&
       (typeof itemGuid !== "string" ||
-        !itemGuid.isWellFormed() ||
-        FORBIDDEN_IN_ITEM_GUID.test(itemGuid) ||
+        hasForbiddenUrlCharacter(itemGuid) ||
         utf8ByteLength(itemGuid) > MAX_ITEM_GUID_BYTES)
     ) {
       return invalid(
         invalidAttribute(
           pointer("itemGuid"),
-          `itemGuid must be null or a string of at most ${MAX_ITEM_GUID_BYTES} bytes in UTF-8 without control or bidirectional characters.`,
+          `itemGuid must be null or a string of at most ${MAX_ITEM_GUID_BYTES} bytes in UTF-8 without control, format, private-use or noncharacter code points.`,
         ),
       );
     }

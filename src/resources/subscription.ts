@@ -2,6 +2,7 @@ import * as z from "zod";
 import { type ChangedSubscription, MAX_STORED_SUBSCRIPTIONS, type StoredSubscription } from "../db/subscriptions";
 import { ApiError, type ErrorObject, pointerTo, toErrorObject } from "../jsonapi";
 import { toRfc3339 } from "../timestamps";
+import { hasForbiddenUrlCharacter } from "../url-text";
 import {
   guidSchema,
   idMismatch,
@@ -19,14 +20,10 @@ export const SUBSCRIPTION_TYPE = "subscription";
 export const MAX_FEED_URL_BYTES = 2048;
 
 /**
- * Characters a stored feedUrl never holds: whitespace and C0/DEL/C1 controls (the URL parser would quietly
- * strip or rewrite them, and feedUrl is stored exactly as sent), and bidirectional controls (U+200E, U+200F,
- * U+202A-U+202E, U+2066-U+2069), which make a URL display as something else (`/\u202egpj.exe` as `exe.jpg`),
- * and the noncharacters U+FFFE and U+FFFF, which XML 1.0 cannot carry at all: the OPML export could not
- * write them.
+ * Whitespace, which a stored feedUrl never holds besides the characters no stored URL text holds
+ * (url-text.ts): the URL parser would quietly strip or rewrite it, and feedUrl is stored exactly as sent.
  */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses.
-const FORBIDDEN_IN_FEED_URL = /[\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffe\uffff]/;
+const WHITESPACE = /\s/;
 
 /** The schemes a feedUrl may have, in any case. */
 const HTTP_SCHEME = /^https?:/i;
@@ -44,11 +41,15 @@ export function utf8ByteLength(value: string): number {
   return bytes;
 }
 
-/** The feedUrl rules (docs/API.md §5, 12): also what an episode's `mediaUrl` must satisfy (§13). */
+/** What a URL attribute must be, as error details say it. */
+export function urlRulesDetail(name: string): string {
+  return `${name} must be an absolute http or https URL of at most ${MAX_FEED_URL_BYTES} bytes in UTF-8, without whitespace, control or format characters (bidi controls, zero-width characters), private-use characters, lone surrogates, line or paragraph separators, or noncharacters.`;
+}
+
+/** The feedUrl rules (docs/API.md §5, 12, 15): also what an episode's `mediaUrl` must satisfy (§13). */
 export function isValidFeedUrl(value: string): boolean {
-  if (value.length > MAX_FEED_URL_BYTES || FORBIDDEN_IN_FEED_URL.test(value)) return false;
-  // A lone surrogate cannot be stored as UTF-8 unchanged, and feedUrl is stored exactly as sent.
-  if (!value.isWellFormed()) return false;
+  if (value.length > MAX_FEED_URL_BYTES || WHITESPACE.test(value) || hasForbiddenUrlCharacter(value)) return false;
+  // Lone surrogates are forbidden characters: what remains is well-formed, so its UTF-8 length can be counted.
   // Each code unit is at least one byte, so only strings with non-ASCII characters need counting.
   if (value.length * 3 > MAX_FEED_URL_BYTES && utf8ByteLength(value) > MAX_FEED_URL_BYTES) return false;
   // The one parse of this URL, without building a URL object (in Workers the object and its getters cost
@@ -140,12 +141,7 @@ function validationError(issue: Issue, input: unknown, base: string): ErrorObjec
         missing ? "The resource object has no attributes: feedUrl is required." : "attributes must be an object.",
       );
     default:
-      return invalidAttribute(
-        at,
-        missing
-          ? "feedUrl is required."
-          : `feedUrl must be an absolute http or https URL of at most ${MAX_FEED_URL_BYTES} bytes in UTF-8, without whitespace, control characters or bidirectional controls.`,
-      );
+      return invalidAttribute(at, missing ? "feedUrl is required." : urlRulesDetail("feedUrl"));
   }
 }
 

@@ -4,6 +4,7 @@ import { verifiedCredentials } from "../auth/verified-credentials";
 import { endSession } from "../db/app-passwords";
 import { listDevices, saveDevice } from "../db/devices";
 import {
+  activeFeeds,
   episodeChangesSince,
   findFeeds,
   type KnownFeed,
@@ -11,7 +12,6 @@ import {
   writeEpisodes,
   writeSubscriptions,
 } from "../db/gpodder";
-import { listActiveFeeds } from "../db/opml";
 import type { AppEnv } from "../env";
 import { deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
 import { parseEpisodeAction, toEpisodeAction, toEpisodeOperation } from "../gpodder/episode-actions";
@@ -87,7 +87,7 @@ async function applySubscriptionChanges(c: Context<AppEnv>, add: SentUrl[], remo
 
 /** The simple API's list in one of its formats. */
 async function simpleList(c: Context<AppEnv>, format: "json" | "txt" | "opml"): Promise<Response> {
-  const feeds = await listActiveFeeds(c.get("db"), c.get("userId"));
+  const feeds = await activeFeeds(c.get("db"), c.get("userId"));
   if (format === "json")
     return json(
       c,

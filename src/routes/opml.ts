@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { listActiveFeeds } from "../db/opml";
+import { activeFeedPages } from "../db/opml";
 import { subscribeMany } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { JSONAPI_VERSION, respond } from "../jsonapi";
@@ -8,7 +8,7 @@ import { negotiateOpmlExport, negotiateOpmlImport } from "../middleware/negotiat
 import { planImport, summariseImport } from "../opml/import";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { parseOpml } from "../opml/parse";
-import { serialiseOpml } from "../opml/serialise";
+import { opmlStream } from "../opml/serialise";
 import { noQueryParameters } from "../pagination";
 import { readBody } from "../request-body";
 
@@ -16,9 +16,16 @@ import { readBody } from "../request-body";
 export const opmlRoutes = new Hono<AppEnv>()
 
   // Export: every active subscription, in list order, with its guid so a re-import maps to the same resources.
+  // Streamed page by page (docs/API.md §15): memory does not grow with the account. The first page is read
+  // before the response starts, so an unreachable database is still a 503 from onError.
   .get("/", negotiateOpmlExport, noQueryParameters, async (c) => {
-    const feeds = await listActiveFeeds(c.get("db"), c.get("userId"));
-    return c.body(serialiseOpml(feeds, new Date()), 200, {
+    const pages = activeFeedPages(c.get("db"), c.get("userId"));
+    const first = await pages.next();
+    const requestId = c.get("requestId");
+    const stream = opmlStream(withFirst(first, pages), new Date(), (err) =>
+      console.error(JSON.stringify({ level: "error", requestId, event: "opml_export_failed", error: String(err) })),
+    );
+    return c.body(stream, 200, {
       "Content-Type": OPML_CONTENT_TYPE,
       "Content-Disposition": 'attachment; filename="subscriptions.opml"',
     });
@@ -34,3 +41,10 @@ export const opmlRoutes = new Hono<AppEnv>()
     );
     return respond(c, { jsonapi: { version: JSONAPI_VERSION }, meta });
   });
+
+/** The pages again from the start, with the first one already read. */
+async function* withFirst<T>(first: IteratorResult<T, void>, rest: AsyncGenerator<T, void>): AsyncGenerator<T, void> {
+  if (first.done) return;
+  yield first.value;
+  yield* rest;
+}

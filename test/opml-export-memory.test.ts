@@ -1,0 +1,85 @@
+import { describe, expect, it } from "vitest";
+import { OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
+import { MAX_STORED_SUBSCRIPTIONS } from "../src/db/subscriptions";
+import { MAX_FEED_URL_BYTES } from "../src/resources/subscription";
+import { as, meteredDatabaseOf, ORIGIN, seedSubscriptions, send } from "./helpers";
+
+// docs/API.md §15: the OPML export streams. What it holds at once is one page of rows and its text, whatever
+// the account holds: here the worst account, at the quota, every URL 2 KB of characters XML must escape.
+
+/** A 2048-byte URL that is all `&<>"` after its prefix: 4.75 bytes of XML per byte of URL. */
+function hostileUrl(index: number): string {
+  const prefix = `https://escape.example/${index}?`;
+  return prefix + '&<>"'.repeat(MAX_FEED_URL_BYTES).slice(0, MAX_FEED_URL_BYTES - prefix.length);
+}
+
+const escaped = (url: string) =>
+  url.replace(/[&<>"]/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[ch] as string);
+
+describe('OPML export at the quota with 2 KB URLs full of &<>"', () => {
+  it("streams page by page: the most bytes held at once is one page's text, each D1 call short", {
+    timeout: 300_000,
+  }, async () => {
+    const userId = `opml-memory-${crypto.randomUUID()}`;
+    await seedSubscriptions(userId, MAX_STORED_SUBSCRIPTIONS, { feedUrl: (_guid, index) => hostileUrl(index) });
+    expect(hostileUrl(9999)).toHaveLength(MAX_FEED_URL_BYTES);
+
+    const meter = await meteredDatabaseOf(userId);
+    const token = (await as(userId)).token;
+    const response = await send(
+      new Request(`${ORIGIN}/v1/subscriptions.opml`, { headers: { Authorization: `Bearer ${token}` } }),
+      meter.bindings,
+    );
+    expect(response.status).toBe(200);
+    // The first page was read before the response started; the rest are read as the body is.
+    expect(meter.totals.statements).toHaveLength(1);
+
+    // Read the body as a slow client would, one chunk at a time, keeping none: the stream makes the next
+    // chunk only when asked (highWaterMark 0), so the largest chunk is the most it ever buffers.
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+    let chunks = 0;
+    let totalBytes = 0;
+    let largestChunk = 0;
+    let outlines = 0;
+    let tail = "";
+    let firstOutline = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks++;
+      totalBytes += value.byteLength;
+      largestChunk = Math.max(largestChunk, value.byteLength);
+      const text = decoder.decode(value, { stream: true });
+      outlines += text.split("<outline ").length - 1;
+      if (!firstOutline) firstOutline = /<outline [^\n]*\/>/.exec(text)?.[0] ?? "";
+      tail = text.slice(-40);
+    }
+    expect(outlines).toBe(MAX_STORED_SUBSCRIPTIONS);
+    expect(tail.endsWith("</body>\n</opml>\n")).toBe(true);
+    expect(firstOutline).toContain(`xmlUrl="${escaped(hostileUrl(0))}"`);
+
+    const pages = Math.ceil(MAX_STORED_SUBSCRIPTIONS / OPML_EXPORT_PAGE_ROWS);
+    const outlineBytes = 2 * escaped(hostileUrl(0)).length + 100;
+    console.log(
+      JSON.stringify({
+        event: "opml_export_measure",
+        subscriptions: MAX_STORED_SUBSCRIPTIONS,
+        documentMB: +(totalBytes / 1e6).toFixed(1),
+        chunks,
+        largestChunkMB: +(largestChunk / 1e6).toFixed(2),
+        d1Calls: meter.totals.statements.length,
+        sqlMsMax: Math.max(...meter.totals.sqlMs),
+        sqlMsTotal: +meter.totals.sqlMs.reduce((a, b) => a + b, 0).toFixed(1),
+      }),
+    );
+    // The whole document is ~200 MB; what is held at once is one page: under 3 MB.
+    expect(totalBytes).toBeGreaterThan(MAX_STORED_SUBSCRIPTIONS * outlineBytes * 0.9);
+    expect(largestChunk).toBeLessThanOrEqual(OPML_EXPORT_PAGE_ROWS * outlineBytes);
+    expect(largestChunk).toBeLessThan(3_000_000);
+    // One D1 call per page (plus one that finds the end), each reading a page of index entries only.
+    expect(meter.totals.statements.length).toBeLessThanOrEqual(pages + 1);
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(MAX_STORED_SUBSCRIPTIONS + pages + 1);
+    expect(Math.max(...meter.totals.sqlMs)).toBeLessThan(100);
+  });
+});
