@@ -37,6 +37,18 @@ export interface AppVariables extends RequestIdVariables {
   routeName?: string;
   /** Extension URIs the response Content-Type names (the bulk endpoint sets them). */
   responseExtensions: string[];
+  /** gpodder paths: who signed in, with which app password, and the session (see middleware/gpodder-auth.ts). */
+  gpodder: GpodderCaller;
+}
+
+/** The authenticated caller of a gpodder path. */
+export interface GpodderCaller {
+  username: string;
+  appPasswordId: string;
+  /** SHA-256 of the session id the request came with or was handed (logout ends it). */
+  sessionHash: string;
+  /** The cookie value to set on the response: present when Basic authenticated the request. */
+  issuedSession?: string;
 }
 
 export interface AppEnv {

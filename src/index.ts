@@ -5,8 +5,10 @@ import { d1Session, shardConfiguration } from "./middleware/d1-session";
 import { onError, onNotFound } from "./middleware/errors";
 import { limitPerUser } from "./middleware/rate-limit";
 import { requestFrame } from "./middleware/request-frame";
+import { appPasswordRoutes } from "./routes/app-passwords";
 import { episodeRoutes } from "./routes/episodes";
 import { extensionRoutes } from "./routes/extensions";
+import { gpodderRoutes } from "./routes/gpodder";
 import { operationRoutes } from "./routes/operations";
 import { opmlRoutes } from "./routes/opml";
 import { statusRoutes } from "./routes/status";
@@ -21,8 +23,11 @@ app.route("/v1/subscriptions.opml", opmlRoutes);
 app.route("/v1/subscriptions", subscriptionRoutes);
 app.route("/v1/episodes", episodeRoutes);
 app.route("/v1/operations", operationRoutes);
+app.route("/v1/app-passwords", appPasswordRoutes);
 app.route("/ext", extensionRoutes);
 app.route("/status", statusRoutes);
+// The gpodder.net API (docs/API.md §14): its own authentication (app passwords), per route.
+app.route("/", gpodderRoutes);
 
 app.notFound(onNotFound);
 app.onError(onError);

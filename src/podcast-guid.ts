@@ -30,11 +30,21 @@ export function podcastGuidName(feedUrl: string): string {
 }
 
 /** `https://example.com/feed1` -> `677ea490-690e-51cb-8b43-755df6c55270` (lowercase). */
-export async function podcastGuid(feedUrl: string): Promise<string> {
-  const name = encoder.encode(podcastGuidName(feedUrl));
-  const input = new Uint8Array(NAMESPACE_BYTES.length + name.length);
-  input.set(NAMESPACE_BYTES);
-  input.set(name, NAMESPACE_BYTES.length);
+export function podcastGuid(feedUrl: string): Promise<string> {
+  return uuidV5(PODCAST_GUID_NAMESPACE, podcastGuidName(feedUrl));
+}
+
+/**
+ * A UUIDv5 (RFC 9562: SHA-1 of the namespace's 16 bytes and the name's UTF-8), lowercase. Also how apps name
+ * an episode: in the namespace of its feed's guid, of the item's `<guid>` (docs/API.md §13).
+ */
+export async function uuidV5(namespace: string, name: string): Promise<string> {
+  const namespaceBytes =
+    namespace === PODCAST_GUID_NAMESPACE ? NAMESPACE_BYTES : hexToBytes(namespace.replaceAll("-", ""));
+  const nameBytes = encoder.encode(name);
+  const input = new Uint8Array(namespaceBytes.length + nameBytes.length);
+  input.set(namespaceBytes);
+  input.set(nameBytes, namespaceBytes.length);
   const bytes = new Uint8Array(await crypto.subtle.digest("SHA-1", input)).slice(0, 16);
   bytes[6] = (bytes[6] & 0x0f) | 0x50; // version 5
   bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant

@@ -191,7 +191,11 @@ export interface UserShard {
 }
 
 export async function shardOfUser(routing: ShardRouting, userId: string): Promise<UserShard> {
-  const bucket = await bucketOf(userId);
+  return shardOfBucket(routing, await bucketOf(userId));
+}
+
+/** The database that holds a bucket (a gpodder username names its user's bucket: auth/gpodder-username.ts). */
+export function shardOfBucket(routing: ShardRouting, bucket: number): UserShard {
   const name = routing.map.owners[bucket];
   return { bucket, name, database: routing.databases.get(name) as D1Database, frozen: routing.frozen.has(bucket) };
 }

@@ -46,6 +46,25 @@ export const shardConfiguration: MiddlewareHandler<AppEnv> = async (c, next) => 
   await next();
 };
 
+/** The user's shard; a write to a frozen bucket is refused (503) before anything is read. */
+async function userShard(c: Context<AppEnv>) {
+  const shard = await shardOfUser(c.get("shards"), c.get("userId"));
+  const isRead = c.req.method === "GET" || c.req.method === "HEAD";
+  if (!isRead && shard.frozen) throw frozenForMove();
+  return { shard, isRead };
+}
+
+/**
+ * The gpodder paths read and write the user's primary database, never a lagging replica (docs/API.md §14):
+ * their `since` is a time, and a client that just uploaded must read what it uploaded. No bookmark is
+ * taken or given.
+ */
+export const d1PrimarySession: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const { shard } = await userShard(c);
+  c.set("db", database(shard.database.withSession("first-primary")));
+  await next();
+};
+
 /**
  * Picks the one database of the request (the user's shard, from the token's user) and opens a D1
  * session on it (read replication, Sessions API). Reads start at the client's bookmark, or anywhere
@@ -61,9 +80,7 @@ export const shardConfiguration: MiddlewareHandler<AppEnv> = async (c, next) => 
  */
 export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
   const bookmark = clientBookmark(c);
-  const shard = await shardOfUser(c.get("shards"), c.get("userId"));
-  const isRead = c.req.method === "GET" || c.req.method === "HEAD";
-  if (!isRead && shard.frozen) throw frozenForMove();
+  const { shard, isRead } = await userShard(c);
   const constraint = !isRead || shard.frozen ? "first-primary" : (bookmark ?? "first-unconstrained");
   let session: D1DatabaseSession;
   try {

@@ -10,12 +10,24 @@ import { ShardConfigError } from "../shards";
 /** Statuses Hono's own middleware raise (body limit, JSON validator), as the same JSON:API errors as ours. */
 const httpExceptionProblems: Record<number, ProblemInit> = { 400: MALFORMED_JSON, 413: BODY_TOO_LARGE };
 
+/** The gpodder.net API's paths (docs/API.md §14): their errors are `{"error": <text>}`, not JSON:API documents. */
+export function isGpodderPath(path: string): boolean {
+  return path.startsWith("/api/") || path.startsWith("/subscriptions/");
+}
+
 export function errorResponse(
   c: Context<AppEnv>,
   status: number,
   errors: ErrorObject[],
   headers: Record<string, string> = {},
 ): Response {
+  if (isGpodderPath(c.req.path)) {
+    const error = errors.map((e) => e.detail).join(" ");
+    return c.body(JSON.stringify({ error }), status as ContentfulStatusCode, {
+      ...headers,
+      "Content-Type": "application/json",
+    });
+  }
   return respond(c, errorDocument(errors), status as ContentfulStatusCode, headers);
 }
 

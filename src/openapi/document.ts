@@ -2,8 +2,10 @@ import pkg from "../../package.json";
 import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import { MAX_BODY_BYTES, MAX_OPERATIONS, MAX_OPML_FEEDS } from "../limits";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../pagination";
+import { appPasswordPaths } from "../routes/app-passwords.openapi";
 import { episodePaths } from "../routes/episodes.openapi";
 import { extensionPaths } from "../routes/extensions.openapi";
+import { gpodderPaths, gpodderSecuritySchemes, gpodderTag } from "../routes/gpodder.openapi";
 import { operationPaths } from "../routes/operations.openapi";
 import { opmlPaths } from "../routes/opml.openapi";
 import { statusPaths } from "../routes/status.openapi";
@@ -22,7 +24,9 @@ const paths: Record<string, Json> = {
   ...episodePaths,
   ...operationPaths,
   ...opmlPaths,
+  ...appPasswordPaths,
   ...extensionPaths,
+  ...gpodderPaths,
   ...statusPaths,
 };
 
@@ -88,12 +92,18 @@ export function buildOpenApiDocument(): Json {
         name: "OPML",
         description: "Moving subscriptions between apps and services: OPML 2.0 export and merge-import.",
       },
+      {
+        name: "App passwords",
+        description: "Passwords for apps that speak the gpodder.net API, minted with a bearer token.",
+      },
       { name: "Extensions", description: "Documentation of the JSON:API extensions this server uses." },
+      gpodderTag,
       { name: "Operations", description: "What a worker reports to the people who run it." },
     ],
     paths: sortResponses(paths),
     components: {
       securitySchemes: {
+        ...gpodderSecuritySchemes,
         bearerAuth: {
           type: "http",
           scheme: "bearer",

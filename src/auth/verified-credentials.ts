@@ -1,0 +1,51 @@
+import type { CredentialOwner } from "../db/app-passwords";
+
+/**
+ * gpodder credentials this isolate verified recently, so most requests cost no D1 round trip for
+ * authentication (docs/API.md §14). An entry lives at most VERIFIED_FOR_MS: a deleted app password, and
+ * every session opened with it, stop working within that time everywhere; in the isolate that deleted or
+ * logged out, at once (`forget`). Bounded: the oldest entry makes room for a new one.
+ */
+export const VERIFIED_FOR_MS = 60_000;
+export const MAX_VERIFIED_CREDENTIALS = 1000;
+
+export interface VerifiedCredential extends CredentialOwner {
+  username: string;
+  sessionHash: string;
+  /** For a Basic credential: the session cookie handed out when it was verified, handed out again. */
+  sessionCookie?: string;
+  expiresAt: number;
+}
+
+export class VerifiedCredentials {
+  private readonly entries = new Map<string, VerifiedCredential>();
+
+  constructor(private readonly maxEntries = MAX_VERIFIED_CREDENTIALS) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get(key: string, nowMs: number): VerifiedCredential | undefined {
+    const entry = this.entries.get(key);
+    if (entry && nowMs >= entry.expiresAt) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  set(key: string, entry: Omit<VerifiedCredential, "expiresAt">, nowMs: number): void {
+    this.entries.delete(key);
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries.set(key, { ...entry, expiresAt: nowMs + VERIFIED_FOR_MS });
+  }
+
+  /** Drops every entry that matches (a deleted app password, an ended session). */
+  forget(matches: (entry: VerifiedCredential) => boolean): void {
+    for (const [key, entry] of this.entries) if (matches(entry)) this.entries.delete(key);
+  }
+}
+
+/** The isolate's one cache: Basic credentials keyed by `basic:<username>:<password hash>`, sessions by `session:<hash>`. */
+export const verifiedCredentials = new VerifiedCredentials();

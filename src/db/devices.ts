@@ -1,0 +1,72 @@
+import { sql } from "drizzle-orm";
+import { call, type Database } from "./database";
+import { devices as d, userStats as stats } from "./schema";
+import { type Statement, statement } from "./statements";
+
+/** gpodder devices per user (docs/API.md §14). */
+export const MAX_DEVICES = 100;
+
+export interface StoredDevice {
+  id: string;
+  caption: string;
+  type: string;
+  /** The user's active subscriptions: all devices of a user share one list. */
+  subscriptions: number;
+}
+
+const userId = sql.placeholder("userId");
+const deviceId = sql.placeholder("deviceId");
+
+/**
+ * Creates the device (caption `""`, type `other` unless given) or updates what is given; a new one only while
+ * the user has fewer than the limit, checked inside the statement. Returns a row when the device exists after it.
+ */
+const upsertStatement = statement(sql`
+  INSERT INTO ${d} (user_id, device_id, caption, type, created_at)
+  SELECT ${userId}, ${deviceId}, coalesce(${sql.placeholder("caption")}, ''), coalesce(${sql.placeholder("type")}, 'other'),
+    ${sql.placeholder("now")}
+  WHERE (SELECT count(*) FROM ${d} WHERE ${d.userId} = ${userId}) < ${MAX_DEVICES}
+    OR EXISTS (SELECT 1 FROM ${d} WHERE ${d.userId} = ${userId} AND ${d.deviceId} = ${deviceId})
+  ON CONFLICT (user_id, device_id) DO UPDATE SET
+    caption = coalesce(${sql.placeholder("caption")}, caption), type = coalesce(${sql.placeholder("type")}, type)
+  RETURNING 1 AS stored`);
+
+const listStatement = statement(sql`
+  SELECT ${d.deviceId} AS id, ${d.caption} AS caption, ${d.type} AS type,
+    coalesce((SELECT ${stats.activeCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) AS subscriptions
+  FROM ${d} WHERE ${d.userId} = ${userId} ORDER BY ${d.createdAt}, ${d.deviceId}`);
+
+/** The statement that creates or updates a device (for a batch that creates the devices it names). */
+export function deviceStatement(
+  db: Database,
+  user: string,
+  device: { id: string; caption?: string; type?: string },
+  at: number,
+): D1PreparedStatement {
+  const values = {
+    userId: user,
+    deviceId: device.id,
+    caption: device.caption ?? null,
+    type: device.type ?? null,
+    now: at,
+  };
+  return upsertStatement.bind(db, values);
+}
+
+/** Creates or updates a device; false when it is new and the user already has the most devices. */
+export async function saveDevice(
+  db: Database,
+  user: string,
+  device: { id: string; caption?: string; type?: string },
+  at: number,
+): Promise<boolean> {
+  return (await call(() => deviceStatement(db, user, device, at).first())) !== null;
+}
+
+/** The user's devices, oldest first. */
+export async function listDevices(db: Database, user: string): Promise<StoredDevice[]> {
+  const { results } = await call(() => listStatement.bind(db, { userId: user }).all<StoredDevice>());
+  return results;
+}
+
+export const deviceStatements: Record<string, Statement> = { upsert: upsertStatement, list: listStatement };

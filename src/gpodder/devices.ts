@@ -1,0 +1,43 @@
+import type { Context } from "hono";
+import { saveDevice } from "../db/devices";
+import type { AppEnv } from "../env";
+import { badRequest, DEVICE_ID } from "./protocol";
+
+/**
+ * Devices this isolate knows exist, so a request naming a device costs no write to create it (docs/API.md
+ * §14: any path or action naming an unknown valid device creates it). Devices are only ever removed with the
+ * whole account; an entry older than KNOWN_FOR_MS is checked again. Bounded like the other isolate caches.
+ */
+const KNOWN_FOR_MS = 10 * 60_000;
+const MAX_KNOWN_DEVICES = 10_000;
+const known = new Map<string, number>();
+
+function deviceKey(userId: string, deviceId: string): string {
+  return `${userId}\n${deviceId}`;
+}
+
+export function rememberDevice(userId: string, deviceId: string, now: number): void {
+  const key = deviceKey(userId, deviceId);
+  known.delete(key);
+  if (known.size >= MAX_KNOWN_DEVICES) known.delete(known.keys().next().value as string);
+  known.set(key, now + KNOWN_FOR_MS);
+}
+
+export function deviceLimitReached(): Error {
+  return badRequest("A user may have at most 100 devices.");
+}
+
+/**
+ * The device a path names, created when new (past the device limit: 400). A device this isolate does not
+ * know costs one round trip before the request's own (once per device and isolate: apps create their device
+ * first, through POST /api/2/devices, which the isolate then knows).
+ */
+export async function ensurePathDevice(c: Context<AppEnv>, deviceId: string): Promise<void> {
+  if (!DEVICE_ID.test(deviceId)) throw badRequest("The device id must match [A-Za-z0-9_.-]{1,64}.");
+  const userId = c.get("userId");
+  const now = Date.now();
+  const expires = known.get(deviceKey(userId, deviceId));
+  if (expires !== undefined && expires > now) return;
+  if (!(await saveDevice(c.get("db"), userId, { id: deviceId }, now))) throw deviceLimitReached();
+  rememberDevice(userId, deviceId, now);
+}

@@ -1,0 +1,79 @@
+import type { Context } from "hono";
+import type { AppEnv } from "../env";
+import { ApiError } from "../jsonapi";
+import { MAX_BODY_BYTES } from "../limits";
+import { decodeUtf8, readBody } from "../request-body";
+
+/**
+ * Wire rules shared by the gpodder.net API's routes (docs/API.md §14). Failures are thrown as ApiError; the
+ * error handler answers them on these paths as `{"error": <detail>}` (middleware/errors.ts).
+ */
+
+/** URLs per subscription upload or PUT, and actions per episode upload: more answer 413. */
+export const MAX_GPODDER_ITEMS = 1000;
+
+export function badRequest(detail: string): ApiError {
+  return new ApiError({ status: 400, title: "Bad request", detail });
+}
+
+export function tooMany(what: string): ApiError {
+  return new ApiError({
+    status: 413,
+    title: "Too many items",
+    detail: `At most ${MAX_GPODDER_ITEMS} ${what} per request.`,
+  });
+}
+
+/** The body as JSON, whatever its Content-Type (gPodder sends form-encoded, AntennaPod `plain/text`). */
+export async function jsonRequestBody(c: Context<AppEnv>): Promise<unknown> {
+  const text = decodeUtf8(await readBody(c.req.raw, MAX_BODY_BYTES));
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw badRequest("The request body is not valid JSON.");
+  }
+}
+
+export async function textRequestBody(c: Context<AppEnv>): Promise<string> {
+  return decodeUtf8(await readBody(c.req.raw, MAX_BODY_BYTES));
+}
+
+/** `since`: a non-negative integer of Unix seconds; absent means 0. */
+export function sinceParameter(c: Context<AppEnv>): number {
+  const since = c.req.query("since");
+  if (since === undefined) return 0;
+  if (!/^\d{1,15}$/.test(since)) throw badRequest("since must be a non-negative integer (Unix seconds).");
+  return Number(since);
+}
+
+/**
+ * A path segment `<name>.<format>` split at its last dot (usernames and device ids may hold dots). A format
+ * not in `formats` is a path that does not exist: 404.
+ */
+export function fileSegment<F extends string>(segment: string, formats: readonly F[]): { name: string; format: F } {
+  const dot = segment.lastIndexOf(".");
+  const format = segment.slice(dot + 1) as F;
+  if (dot <= 0 || !formats.includes(format)) throw notFound();
+  return { name: segment.slice(0, dot), format };
+}
+
+export function notFound(): ApiError {
+  return new ApiError({ status: 404, title: "Not found", detail: "No such gpodder resource." });
+}
+
+export const DEVICE_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+export const DEVICE_TYPES = ["desktop", "laptop", "mobile", "server", "other"] as const;
+
+/** Only ASCII space, tab, CR and LF count as surrounding whitespace (docs/API.md §15). */
+export function trimUrl(url: string): string {
+  return url.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, "");
+}
+
+/** A JSON body's list of URLs: absent is empty; anything but an array of strings is a 400. */
+export function urlList(value: unknown, name: string): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.some((url) => typeof url !== "string")) {
+    throw badRequest(`${name} must be an array of URLs.`);
+  }
+  return value as string[];
+}

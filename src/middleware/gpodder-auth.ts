@@ -1,0 +1,193 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { bucketOfUsername, gpodderUsername } from "../auth/gpodder-username";
+import { constantTimeEqual, randomSecret, secretHash } from "../auth/secrets";
+import { type VerifiedCredential, verifiedCredentials } from "../auth/verified-credentials";
+import { findSession, signIn } from "../db/app-passwords";
+import { database } from "../db/database";
+import type { AppEnv, GpodderCaller } from "../env";
+import { ApiError } from "../jsonapi";
+import { type ShardRouting, shardOfBucket, shardRouting } from "../shards";
+import { knownFailure, recordFailure } from "./auth-failures";
+
+/**
+ * Authentication of the gpodder paths (docs/API.md §14): HTTP Basic with the user's gpodder username and
+ * one of their app passwords, on any request, or the `sessionid` cookie that every Basic-authenticated
+ * response sets. Clients built on Python's urllib (gPodder) send Basic only after a 401 whose challenge
+ * names a realm, and only three times per client object: the cookie carries them from then on.
+ * Bearer tokens never authenticate here, and app passwords never authenticate /v1.
+ */
+
+export const SESSION_COOKIE = "sessionid";
+/** 30 days, as the contract fixes. */
+const SESSION_MAX_AGE_SECONDS = 2_592_000;
+/** 256 random bits; the cookie names its user's username first, so the worker can pick the database. */
+const SESSION_SECRET_BYTES = 32;
+
+export function gpodderUnauthorized(detail: string): ApiError {
+  return new ApiError({
+    status: 401,
+    title: "Unauthorized",
+    detail,
+    headers: { "WWW-Authenticate": 'Basic realm="gpodder"' },
+  });
+}
+
+/**
+ * Wrong credentials count against the client's address (auth-failures.ts, shared with /v1) and are answered
+ * 401 with this realm's challenge. They fail the same way next time (a wrong password stays wrong, an ended
+ * session stays ended), so an address over the limit may have them answered from the cache.
+ */
+async function rejected(c: Context<AppEnv>, credentials: string, detail: string): Promise<ApiError> {
+  await recordFailure(c, credentials, { detail, lasting: true });
+  return gpodderUnauthorized(detail);
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+/** `Authorization: Basic base64(username:password)`; undefined for anything else (Bearer included). */
+function basicCredentials(header: string): { username: string; password: string } | undefined {
+  const encoded = header.match(/^Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i)?.[1];
+  if (encoded === undefined) return undefined;
+  let text: string;
+  try {
+    text = decoder.decode(Uint8Array.from(atob(encoded), (ch) => ch.charCodeAt(0)));
+  } catch {
+    return undefined;
+  }
+  const colon = text.indexOf(":");
+  if (colon < 0) return undefined;
+  return { username: text.slice(0, colon), password: text.slice(colon + 1) };
+}
+
+function sessionCookieOf(c: Context<AppEnv>): string | undefined {
+  const header = c.req.header("Cookie");
+  if (header === undefined) return undefined;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/** The primary of the database holding the username's bucket; undefined for a name this service never issued. */
+function databaseOfUsername(routing: ShardRouting, username: string) {
+  const bucket = bucketOfUsername(username);
+  if (bucket === undefined) return undefined;
+  return database(shardOfBucket(routing, bucket).database.withSession("first-primary"));
+}
+
+function toCaller(entry: VerifiedCredential, issued: boolean): GpodderCaller & { userId: string } {
+  return {
+    userId: entry.userId,
+    username: entry.username,
+    appPasswordId: entry.appPasswordId,
+    sessionHash: entry.sessionHash,
+    ...(issued && entry.sessionCookie !== undefined ? { issuedSession: entry.sessionCookie } : {}),
+  };
+}
+
+/**
+ * Basic: the username's candidates are read and, in the same round trip, a session is opened for the one
+ * whose hash matches; the hashes are then compared here in constant time. Verified credentials are cached
+ * (auth/verified-credentials.ts) with the cookie they were handed, which is handed out again.
+ */
+async function verifyBasic(
+  routing: ShardRouting,
+  credentials: { username: string; password: string },
+  now: number,
+): Promise<VerifiedCredential | undefined> {
+  const passwordHash = await secretHash(credentials.password);
+  const key = `basic:${credentials.username}:${passwordHash}`;
+  const cached = verifiedCredentials.get(key, now);
+  if (cached) return cached;
+  const db = databaseOfUsername(routing, credentials.username);
+  if (!db) return undefined;
+  const sessionCookie = `${credentials.username}.${randomSecret(SESSION_SECRET_BYTES)}`;
+  const sessionHash = await secretHash(sessionCookie);
+  const candidates = await signIn(db, { username: credentials.username, passwordHash, sessionHash, now });
+  let match: (typeof candidates)[number] | undefined;
+  for (const candidate of candidates) {
+    if (constantTimeEqual(candidate.passwordHash, passwordHash)) match = candidate;
+  }
+  if (!match) return undefined;
+  const entry = {
+    userId: match.userId,
+    appPasswordId: match.appPasswordId,
+    username: credentials.username,
+    sessionHash,
+    sessionCookie,
+  };
+  verifiedCredentials.set(key, entry, now);
+  return { ...entry, expiresAt: now };
+}
+
+async function verifySession(
+  routing: ShardRouting,
+  cookie: string,
+  now: number,
+): Promise<VerifiedCredential | undefined> {
+  const sessionHash = await secretHash(cookie);
+  const key = `session:${sessionHash}`;
+  const cached = verifiedCredentials.get(key, now);
+  if (cached) return cached;
+  const username = cookie.slice(0, Math.max(0, cookie.indexOf(".")));
+  const db = databaseOfUsername(routing, username);
+  if (!db) return undefined;
+  const owner = await findSession(db, sessionHash, now);
+  if (!owner || (await gpodderUsername(owner.userId)) !== username) return undefined;
+  const entry = { ...owner, username, sessionHash };
+  verifiedCredentials.set(key, entry, now);
+  return { ...entry, expiresAt: now };
+}
+
+/** `Set-Cookie` for the session id (or, with `maxAge` 0, clearing it). `Secure` over https. */
+export function sessionCookieHeader(c: Context<AppEnv>, value: string, maxAge = SESSION_MAX_AGE_SECONDS): string {
+  const secure = new URL(c.req.url).protocol === "https:" ? "; Secure" : "";
+  return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`;
+}
+
+/**
+ * Sets `userId` and `gpodder`, or answers 401 with the Basic challenge. Wrong credentials count toward the
+ * address's failure limit; a request with none at all does not (urllib clients send one per client object,
+ * and many listeners share a carrier's address).
+ */
+export const gpodderAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const routing = shardRouting(c.env);
+  c.set("shards", routing);
+  const now = Date.now();
+  const authorization = c.req.header("Authorization");
+  let caller: (GpodderCaller & { userId: string }) | undefined;
+  const cookie = authorization === undefined ? sessionCookieOf(c) : undefined;
+  const presented = authorization ?? (cookie === undefined ? undefined : `${SESSION_COOKIE}=${cookie}`);
+  if (presented === undefined) throw gpodderUnauthorized("Sign in with your gpodder username and an app password.");
+  const known = knownFailure(c, presented);
+  if (known !== undefined) throw gpodderUnauthorized(known);
+  if (authorization !== undefined) {
+    const credentials = basicCredentials(authorization);
+    const verified = credentials && (await verifyBasic(routing, credentials, now));
+    if (!verified) throw await rejected(c, presented, "The username or app password is wrong.");
+    caller = toCaller(verified, true);
+  } else {
+    const verified = await verifySession(routing, cookie as string, now);
+    if (!verified) throw await rejected(c, presented, "The session has ended; sign in again.");
+    caller = toCaller(verified, false);
+  }
+  const { userId, ...gpodder } = caller;
+  c.set("userId", userId);
+  c.set("gpodder", gpodder);
+  await next();
+  if (gpodder.issuedSession !== undefined && !c.res.headers.has("Set-Cookie")) {
+    c.res.headers.append("Set-Cookie", sessionCookieHeader(c, gpodder.issuedSession));
+  }
+};
+
+/** A `{username}` in the path that is not the authenticated user's: 400 (the credentials select the user). */
+export function checkPathUsername(c: Context<AppEnv>, username: string): void {
+  if (username !== c.get("gpodder").username) {
+    throw new ApiError({
+      status: 400,
+      title: "Wrong username",
+      detail: "The username in the path is not the signed-in user's.",
+    });
+  }
+}

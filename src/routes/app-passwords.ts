@@ -1,0 +1,72 @@
+import { Hono } from "hono";
+import * as z from "zod";
+import { gpodderUsername } from "../auth/gpodder-username";
+import { randomSecret, secretHash } from "../auth/secrets";
+import { verifiedCredentials } from "../auth/verified-credentials";
+import { createAppPassword, deleteAppPassword, findAppPassword, listAppPasswords } from "../db/app-passwords";
+import type { AppEnv } from "../env";
+import { ApiError, absoluteUrl, dataDocument, respond } from "../jsonapi";
+import { jsonBody } from "../middleware/json-body";
+import { negotiate } from "../middleware/negotiation";
+import { noQueryParameters } from "../pagination";
+import {
+  appPasswordLimitReached,
+  appPasswordNotFound,
+  appPasswordPath,
+  parseNewAppPassword,
+  toAppPasswordResource,
+} from "../resources/app-password";
+
+const COLLECTION_PATH = "/v1/app-passwords";
+/** 160 random bits (the contract asks for at least 128). */
+const PASSWORD_BYTES = 20;
+
+const jsonApi = negotiate("none");
+const anyJson = jsonBody(z.unknown(), () => new ApiError({ status: 400, title: "Invalid document", detail: "" }));
+
+/** App passwords: what apps speaking the gpodder.net API sign in with (docs/API.md §14). */
+export const appPasswordRoutes = new Hono<AppEnv>()
+
+  // Mint one: the password is in this answer only; only its hash is stored.
+  .post("/", jsonApi, noQueryParameters, anyJson, async (c) => {
+    const label = parseNewAppPassword(c.req.valid("json"));
+    const userId = c.get("userId");
+    const password = randomSecret(PASSWORD_BYTES);
+    const result = await createAppPassword(c.get("db"), userId, {
+      id: crypto.randomUUID(),
+      username: await gpodderUsername(userId),
+      label,
+      createdAt: Date.now(),
+      passwordHash: await secretHash(password),
+    });
+    if (result.kind === "limit") throw appPasswordLimitReached();
+    return respond(c, dataDocument(toAppPasswordResource(result.appPassword, password)), 201, {
+      Location: absoluteUrl(c, appPasswordPath(result.appPassword.id)),
+    });
+  })
+
+  .get("/", jsonApi, noQueryParameters, async (c) => {
+    const rows = await listAppPasswords(c.get("db"), c.get("userId"));
+    return respond(
+      c,
+      dataDocument(
+        rows.map((row) => toAppPasswordResource(row)),
+        { links: { self: COLLECTION_PATH } },
+      ),
+    );
+  })
+
+  .get("/:id", jsonApi, noQueryParameters, async (c) => {
+    const row = await findAppPassword(c.get("db"), c.get("userId"), c.req.param("id"));
+    if (!row) throw appPasswordNotFound();
+    return respond(c, dataDocument(toAppPasswordResource(row)));
+  })
+
+  // Revoke: the password and every session opened with it stop working (here at once, everywhere within 60 s).
+  .delete("/:id", jsonApi, noQueryParameters, async (c) => {
+    const userId = c.get("userId");
+    const id = c.req.param("id");
+    if (!(await deleteAppPassword(c.get("db"), userId, id))) throw appPasswordNotFound();
+    verifiedCredentials.forget((entry) => entry.userId === userId && entry.appPasswordId === id);
+    return c.body(null, 204);
+  });

@@ -1,0 +1,279 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { Hono } from "hono";
+import { verifiedCredentials } from "../auth/verified-credentials";
+import { endSession } from "../db/app-passwords";
+import { listDevices, saveDevice } from "../db/devices";
+import {
+  activeFeeds,
+  episodeChangesSince,
+  findFeeds,
+  type KnownFeed,
+  subscriptionChangesSince,
+  writeEpisodes,
+  writeSubscriptions,
+} from "../db/gpodder";
+import type { AppEnv } from "../env";
+import { deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
+import { parseEpisodeAction, toEpisodeAction, toEpisodeOperation } from "../gpodder/episode-actions";
+import {
+  badRequest,
+  DEVICE_ID,
+  DEVICE_TYPES,
+  fileSegment,
+  jsonRequestBody,
+  MAX_GPODDER_ITEMS,
+  sinceParameter,
+  textRequestBody,
+  tooMany,
+  urlList,
+} from "../gpodder/protocol";
+import {
+  candidateGuids,
+  checkUpload,
+  cleanUrls,
+  planSubscriptionChanges,
+  type SentUrl,
+} from "../gpodder/subscriptions";
+import { d1PrimarySession } from "../middleware/d1-session";
+import { checkPathUsername, gpodderAuth, sessionCookieHeader } from "../middleware/gpodder-auth";
+import { limitPerUser } from "../middleware/rate-limit";
+import { OPML_CONTENT_TYPE } from "../opml/media-types";
+import { serialiseOpml } from "../opml/serialise";
+import { podcastGuid } from "../podcast-guid";
+
+/**
+ * The gpodder.net API v2 and its simple API (docs/API.md §14), on the same data as /v1: what gPodder,
+ * AntennaPod, Kasts and libmygpo-qt sync through. Success is exactly 200, JSON unless said otherwise.
+ */
+
+/** Authentication (Basic or the session cookie), the per-user limit, then the user's primary database. */
+const signedIn: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await gpodderAuth(c, async () => {
+    await limitPerUser(c, async () => {
+      await d1PrimarySession(c, next);
+    });
+  });
+};
+
+function empty(c: Context<AppEnv>): Response {
+  return c.body(null, 200);
+}
+
+function json(c: Context<AppEnv>, value: unknown): Response {
+  return c.body(JSON.stringify(value), 200, { "Content-Type": "application/json" });
+}
+
+/** Subscribes and unsubscribes as the JSON:API would (one subscription writer); answers `update_urls`. */
+async function applySubscriptionChanges(c: Context<AppEnv>, add: SentUrl[], remove: SentUrl[], replaceAll = false) {
+  const db = c.get("db");
+  const userId = c.get("userId");
+  const guids = await candidateGuids(add);
+  const urls = [...add, ...remove].flatMap((item) => (item.url === undefined ? [] : [item.url]));
+  const { matching, active } = await findFeeds(db, userId, {
+    urls,
+    guids: guids.filter((guid): guid is string => guid !== undefined),
+    active: replaceAll,
+  });
+  if (replaceAll) {
+    const kept = new Set(add.map((item) => item.url));
+    remove.push(
+      ...active.filter((feed) => !kept.has(feed.feedUrl)).map((feed) => ({ sent: feed.feedUrl, url: feed.feedUrl })),
+    );
+  }
+  const plan = planSubscriptionChanges(add, remove, guids, [...matching, ...active]);
+  const { now, results } = await writeSubscriptions(db, userId, plan.operations, Date.now());
+  return { timestamp: now, update_urls: plan.updateUrls(results) };
+}
+
+/** The simple API's list in one of its formats. */
+async function simpleList(c: Context<AppEnv>, format: "json" | "txt" | "opml"): Promise<Response> {
+  const feeds = await activeFeeds(c.get("db"), c.get("userId"));
+  if (format === "json")
+    return json(
+      c,
+      feeds.map((feed) => feed.feedUrl),
+    );
+  if (format === "txt") {
+    return c.body(feeds.map((feed) => `${feed.feedUrl}\n`).join(""), 200, {
+      "Content-Type": "text/plain; charset=utf-8",
+    });
+  }
+  return c.body(serialiseOpml(feeds, new Date()), 200, { "Content-Type": OPML_CONTENT_TYPE });
+}
+
+/**
+ * The guid of the feed an episode action names by URL: the user's subscription with exactly that URL (the
+ * active one, else the one changed last), else the feed's podcast:guid.
+ */
+function feedGuidOf(url: string, known: readonly KnownFeed[]): Promise<string> | string {
+  const matching = known.filter((feed) => feed.feedUrl === url);
+  const best = matching.find((feed) => feed.active) ?? matching.sort((a, b) => b.changeSeq - a.changeSeq)[0];
+  return best?.guid ?? podcastGuid(url);
+}
+
+const SIMPLE_FORMATS = ["json", "txt", "opml"] as const;
+
+export const gpodderRoutes = new Hono<AppEnv>()
+
+  // Sign in: Basic sets the session cookie (every Basic-authenticated answer does).
+  .post("/api/2/auth/:username/login.json", signedIn, (c) => {
+    checkPathUsername(c, c.req.param("username"));
+    return empty(c);
+  })
+
+  // Sign out: the session ends at once and the cookie is cleared.
+  .post("/api/2/auth/:username/logout.json", signedIn, async (c) => {
+    checkPathUsername(c, c.req.param("username"));
+    const { sessionHash } = c.get("gpodder");
+    await endSession(c.get("db"), sessionHash);
+    verifiedCredentials.forget((entry) => entry.sessionHash === sessionHash);
+    c.header("Set-Cookie", sessionCookieHeader(c, "", 0));
+    return empty(c);
+  })
+
+  .get("/api/2/devices/:file", signedIn, async (c) => {
+    checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
+    const devices = await listDevices(c.get("db"), c.get("userId"));
+    return json(c, devices);
+  })
+
+  // Create or update a device: {"caption"?, "type"?}.
+  .post("/api/2/devices/:username/:file", signedIn, async (c) => {
+    checkPathUsername(c, c.req.param("username"));
+    const deviceId = fileSegment(c.req.param("file"), ["json"]).name;
+    if (!DEVICE_ID.test(deviceId)) throw badRequest("The device id must match [A-Za-z0-9_.-]{1,64}.");
+    const body = await jsonRequestBody(c);
+    if (body === null || typeof body !== "object" || Array.isArray(body)) throw badRequest("Send a JSON object.");
+    const { caption, type } = body as Record<string, unknown>;
+    if (caption !== undefined && typeof caption !== "string") throw badRequest("caption must be a string.");
+    if (type !== undefined && !DEVICE_TYPES.includes(type as (typeof DEVICE_TYPES)[number])) {
+      throw badRequest(`type must be one of ${DEVICE_TYPES.join(", ")}.`);
+    }
+    const userId = c.get("userId");
+    const now = Date.now();
+    const saved = await saveDevice(
+      c.get("db"),
+      userId,
+      { id: deviceId, caption, type: type as string | undefined },
+      now,
+    );
+    if (!saved) throw deviceLimitReached();
+    rememberDevice(userId, deviceId, now);
+    return empty(c);
+  })
+
+  // One sync group per user: every device is synchronized with every other.
+  .on(["GET", "POST"], "/api/2/sync-devices/:file", signedIn, async (c) => {
+    checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
+    const ids = (await listDevices(c.get("db"), c.get("userId"))).map((device) => device.id);
+    return json(c, { synchronized: ids.length === 0 ? [] : [ids], "not-synchronized": [] });
+  })
+
+  // What changed since a Unix second (inclusive): feeds added, and feeds no active subscription has any more.
+  .get("/api/2/subscriptions/:username/:file", signedIn, async (c) => {
+    checkPathUsername(c, c.req.param("username"));
+    const since = sinceParameter(c);
+    await ensurePathDevice(c, fileSegment(c.req.param("file"), ["json"]).name);
+    const { now, changes } = await subscriptionChangesSince(c.get("db"), c.get("userId"), since);
+    const add = new Set<string>();
+    const remove = new Set<string>();
+    for (const change of changes) {
+      if (change.active) add.add(change.feedUrl);
+      else if (!change.urlActive) remove.add(change.feedUrl);
+    }
+    return json(c, { add: [...add], remove: [...remove], timestamp: now });
+  })
+
+  .post("/api/2/subscriptions/:username/:file", signedIn, async (c) => {
+    checkPathUsername(c, c.req.param("username"));
+    const deviceId = fileSegment(c.req.param("file"), ["json"]).name;
+    const body = await jsonRequestBody(c);
+    if (body === null || typeof body !== "object" || Array.isArray(body)) throw badRequest("Send a JSON object.");
+    const { add, remove } = body as Record<string, unknown>;
+    const adds = cleanUrls(urlList(add, "add"));
+    const removes = cleanUrls(urlList(remove, "remove"));
+    checkUpload(adds, removes);
+    await ensurePathDevice(c, deviceId);
+    return json(c, await applySubscriptionChanges(c, adds, removes));
+  })
+
+  // Simple API: the whole list (a user's devices share it).
+  .get("/subscriptions/:file", signedIn, async (c) => {
+    const file = fileSegment(c.req.param("file"), SIMPLE_FORMATS);
+    checkPathUsername(c, file.name);
+    return simpleList(c, file.format);
+  })
+
+  .get("/subscriptions/:username/:file", signedIn, async (c) => {
+    checkPathUsername(c, c.req.param("username"));
+    const file = fileSegment(c.req.param("file"), SIMPLE_FORMATS);
+    await ensurePathDevice(c, file.name);
+    return simpleList(c, file.format);
+  })
+
+  // Simple API upload: the list becomes exactly the sent one.
+  .put("/subscriptions/:username/:file", signedIn, async (c) => {
+    checkPathUsername(c, c.req.param("username"));
+    const file = fileSegment(c.req.param("file"), ["json", "txt"] as const);
+    const sent =
+      file.format === "json"
+        ? urlList(await jsonRequestBody(c), "The body")
+        : (await textRequestBody(c)).split("\n").filter((line) => line.trim() !== "");
+    const adds = cleanUrls(sent);
+    checkUpload(adds, []);
+    await ensurePathDevice(c, file.name);
+    await applySubscriptionChanges(c, adds, [], true);
+    return empty(c);
+  })
+
+  // Episode actions in: each applies to its episode state (one round trip to find the feeds, one to write).
+  .post("/api/2/episodes/:file", signedIn, async (c) => {
+    checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
+    const body = await jsonRequestBody(c);
+    if (!Array.isArray(body)) throw badRequest("Send a JSON array of episode actions.");
+    if (body.length > MAX_GPODDER_ITEMS) throw tooMany("episode actions");
+    const db = c.get("db");
+    const userId = c.get("userId");
+    const now = Date.now();
+    const actions = body.map(parseEpisodeAction);
+    const skipped = actions.filter((action) => action === undefined).length;
+    const valid = actions.filter((action) => action !== undefined);
+    const { matching } = await findFeeds(db, userId, {
+      urls: [...new Set(valid.map((action) => action.podcast))],
+      guids: [],
+      active: false,
+    });
+    const operations = [];
+    for (const action of valid) {
+      const operation = await toEpisodeOperation(action, await feedGuidOf(action.podcast, matching), now);
+      if (operation) operations.push(operation);
+    }
+    const devices = [...new Set(valid.flatMap((action) => (action.device === undefined ? [] : [action.device])))];
+    const invalid = skipped + valid.length - operations.length;
+    if (invalid > 0) {
+      console.warn(
+        JSON.stringify({
+          level: "warn",
+          requestId: c.get("requestId"),
+          event: "episode_actions_skipped",
+          count: invalid,
+        }),
+      );
+    }
+    const { now: timestamp } = await writeEpisodes(db, userId, operations, devices, now);
+    return json(c, { timestamp, update_urls: [] });
+  })
+
+  // Episode actions out: the latest state of each episode changed since a Unix second (inclusive).
+  .get("/api/2/episodes/:file", signedIn, async (c) => {
+    checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
+    const since = sinceParameter(c);
+    const podcast = c.req.query("podcast");
+    const { now, states } = await episodeChangesSince(c.get("db"), c.get("userId"), since);
+    const actions = states.flatMap((state) => {
+      if (podcast !== undefined && state.podcast !== podcast) return [];
+      const action = toEpisodeAction(state.podcast, state.episode);
+      return action ? [action] : [];
+    });
+    return json(c, { actions, timestamp: now });
+  });

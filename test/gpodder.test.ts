@@ -1,0 +1,480 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { bucketOfUsername, gpodderUsername } from "../src/auth/gpodder-username";
+import { appPasswordStatements } from "../src/db/app-passwords";
+import { deviceStatements } from "../src/db/devices";
+import { gpodderStatements } from "../src/db/gpodder";
+import { podcastGuid } from "../src/podcast-guid";
+import { bucketOf } from "../src/shards";
+import {
+  as,
+  type Caller,
+  countedDatabaseOf,
+  databaseFor,
+  JSONAPI,
+  meteredDatabaseOf,
+  newFeed,
+  ORIGIN,
+  send,
+  subscriptionDocument,
+} from "./helpers";
+
+/** An app password minted through the JSON:API for `userId`. */
+async function mint(user: Caller, label = "phone") {
+  const response = await user.post("/v1/app-passwords", { data: { type: "app-password", attributes: { label } } });
+  expect(response.status).toBe(201);
+  const { data } = (await response.json()) as {
+    data: { id: string; attributes: { username: string; password: string; label: string } };
+  };
+  return { id: data.id, username: data.attributes.username, password: data.attributes.password };
+}
+
+function basic(username: string, password: string): string {
+  return `Basic ${btoa(`${username}:${password}`)}`;
+}
+
+/** A gpodder client: Basic on every request (or only the cookie, once it has one and `cookieOnly` is set). */
+function gpodder(credentials: { username: string; password: string }, bindings = {}) {
+  const request = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    send(
+      new Request(`${ORIGIN}${path}`, {
+        method,
+        headers: { Authorization: basic(credentials.username, credentials.password), ...headers },
+        body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+      }),
+      bindings,
+    );
+  return {
+    get: (path: string, headers?: Record<string, string>) => request("GET", path, undefined, headers),
+    post: (path: string, body?: unknown, headers?: Record<string, string>) => request("POST", path, body, headers),
+    put: (path: string, body: unknown) => request("PUT", path, body),
+  };
+}
+
+function withCookie(path: string, cookie: string, method = "GET", bindings = {}) {
+  return send(new Request(`${ORIGIN}${path}`, { method, headers: { Cookie: cookie } }), bindings);
+}
+
+function sessionCookie(response: Response): string {
+  const header = response.headers.get("Set-Cookie") ?? "";
+  expect(header).toMatch(/^sessionid=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=2592000; Secure$/);
+  return header.split(";")[0];
+}
+
+describe("app passwords (/v1/app-passwords)", () => {
+  it("mints one shown once, lists without the password, gets and revokes", async () => {
+    const user = await as("gp-mint");
+    const created = await user.post("/v1/app-passwords", {
+      data: { type: "app-password", attributes: { label: "Laptop" } },
+    });
+    expect(created.status).toBe(201);
+    const { data } = (await created.json()) as { data: { id: string; attributes: Record<string, unknown> } };
+    expect(created.headers.get("Location")).toBe(`${ORIGIN}/v1/app-passwords/${data.id}`);
+    expect(data.attributes).toMatchObject({ label: "Laptop", lastUsedAt: null });
+    expect(data.attributes.username).toMatch(/^[a-z0-9][a-z0-9._-]{0,63}$/);
+    expect(data.attributes.username).toBe(await gpodderUsername("gp-mint"));
+    expect((data.attributes.password as string).length).toBeGreaterThanOrEqual(22);
+    const second = await mint(user, "Phone");
+    expect(second.username).toBe(data.attributes.username);
+
+    const list = (await (await user.get("/v1/app-passwords")).json()) as {
+      data: { id: string; attributes: Record<string, unknown>; links: { self: string } }[];
+      links: { self: string };
+    };
+    expect(list.links.self).toBe("/v1/app-passwords");
+    expect(list.data.map((item) => item.attributes.label)).toEqual(["Laptop", "Phone"]);
+    expect(list.data.every((item) => !("password" in item.attributes))).toBe(true);
+    expect(list.data[0].links.self).toBe(`/v1/app-passwords/${data.id}`);
+
+    const one = await user.get(`/v1/app-passwords/${data.id}`);
+    expect(one.status).toBe(200);
+    expect(((await one.json()) as { data: { attributes: object } }).data.attributes).not.toHaveProperty("password");
+    const other = await as("gp-mint-other");
+    expect((await other.get(`/v1/app-passwords/${data.id}`)).status).toBe(404);
+    expect((await other.delete(`/v1/app-passwords/${data.id}`)).status).toBe(404);
+    expect((await user.delete(`/v1/app-passwords/${data.id}`)).status).toBe(204);
+    expect((await user.get(`/v1/app-passwords/${data.id}`)).status).toBe(404);
+    expect((await mint(other)).username).not.toBe(second.username);
+  });
+
+  it("refuses a client id (403), another type (409) and a bad label (422)", async () => {
+    const user = await as("gp-mint-invalid");
+    const post = (data: unknown) => user.post("/v1/app-passwords", { data });
+    expect((await post({ type: "app-password", id: crypto.randomUUID(), attributes: { label: "x" } })).status).toBe(
+      403,
+    );
+    expect((await post({ type: "subscription", attributes: { label: "x" } })).status).toBe(409);
+    expect((await post({ type: "app-password", attributes: { label: "" } })).status).toBe(422);
+    expect((await post({ type: "app-password", attributes: { label: "x".repeat(101) } })).status).toBe(422);
+    expect((await post({ type: "app-password", attributes: {} })).status).toBe(422);
+  });
+
+  it("stops at 50 per user", async () => {
+    const user = await as("gp-mint-limit");
+    for (let i = 0; i < 50; i++) await mint(user, `device ${i}`);
+    const refused = await user.post("/v1/app-passwords", {
+      data: { type: "app-password", attributes: { label: "x" } },
+    });
+    expect(refused.status).toBe(403);
+    const body = (await refused.json()) as { errors: { title: string; meta: unknown }[] };
+    expect(body.errors[0]).toMatchObject({ title: "App password limit reached", meta: { maxAppPasswords: 50 } });
+  });
+
+  it("usernames name the user's bucket, so a Basic request finds the right database", async () => {
+    for (const id of ["a", "gp-user", "someone@example.com"]) {
+      expect(bucketOfUsername(await gpodderUsername(id))).toBe(await bucketOf(id));
+    }
+    expect(bucketOfUsername("alice")).toBeUndefined();
+  });
+});
+
+describe("gpodder authentication", () => {
+  it("challenges with the Basic realm, sets the session cookie, and the cookie alone works after", async () => {
+    const user = await as("gp-auth");
+    const credentials = await mint(user);
+    const anonymous = await send(
+      new Request(`${ORIGIN}/api/2/auth/${credentials.username}/login.json`, { method: "POST" }),
+    );
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("WWW-Authenticate")).toBe('Basic realm="gpodder"');
+    expect(await anonymous.json()).toEqual({ error: expect.any(String) });
+
+    const login = await gpodder(credentials).post(`/api/2/auth/${credentials.username}/login.json`);
+    expect(login.status).toBe(200);
+    expect(await login.text()).toBe("");
+    const cookie = sessionCookie(login);
+    const devices = await withCookie(`/api/2/devices/${credentials.username}.json`, cookie);
+    expect(devices.status).toBe(200);
+    expect(devices.headers.get("Set-Cookie")).toBeNull();
+
+    const logout = await withCookie(`/api/2/auth/${credentials.username}/logout.json`, cookie, "POST");
+    expect(logout.status).toBe(200);
+    expect(logout.headers.get("Set-Cookie")).toMatch(/^sessionid=; .*Max-Age=0/);
+    expect((await withCookie(`/api/2/devices/${credentials.username}.json`, cookie)).status).toBe(401);
+  });
+
+  it("refuses wrong passwords, bearer tokens, forged cookies; app passwords never open /v1", async () => {
+    const user = await as("gp-auth-wrong");
+    const credentials = await mint(user);
+    const path = `/api/2/devices/${credentials.username}.json`;
+    expect((await gpodder({ ...credentials, password: "wrong" }).get(path)).status).toBe(401);
+    expect((await gpodder({ ...credentials, username: "alice" }).get(path)).status).toBe(401);
+    const bearer = await send(new Request(`${ORIGIN}${path}`, { headers: { Authorization: `Bearer ${user.token}` } }));
+    expect(bearer.status).toBe(401);
+    expect(bearer.headers.get("WWW-Authenticate")).toBe('Basic realm="gpodder"');
+    expect((await withCookie(path, `sessionid=${credentials.username}.forged`)).status).toBe(401);
+    const onV1 = await send(
+      new Request(`${ORIGIN}/v1/subscriptions`, {
+        headers: { Authorization: basic(credentials.username, credentials.password), Accept: JSONAPI },
+      }),
+    );
+    expect(onV1.status).toBe(401);
+  });
+
+  it("a username in the path that is not the user's is 400; the credentials select the user", async () => {
+    const alice = await mint(await as("gp-path-alice"));
+    const bob = await mint(await as("gp-path-bob"));
+    const response = await gpodder(alice).get(`/api/2/devices/${bob.username}.json`);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({ error: expect.any(String) });
+  });
+
+  it("revoking an app password ends it and its sessions", async () => {
+    const user = await as("gp-revoke");
+    const credentials = await mint(user);
+    const path = `/api/2/devices/${credentials.username}.json`;
+    const first = await gpodder(credentials).get(path);
+    const cookie = sessionCookie(first);
+    expect((await user.delete(`/v1/app-passwords/${credentials.id}`)).status).toBe(204);
+    expect((await gpodder(credentials).get(path)).status).toBe(401);
+    expect((await withCookie(path, cookie)).status).toBe(401);
+  });
+
+  it("records lastUsedAt on use", async () => {
+    const user = await as("gp-last-used");
+    const credentials = await mint(user);
+    await gpodder(credentials).get(`/api/2/devices/${credentials.username}.json`);
+    const one = (await (await user.get(`/v1/app-passwords/${credentials.id}`)).json()) as {
+      data: { attributes: { lastUsedAt: string | null } };
+    };
+    expect(one.data.attributes.lastUsedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+
+  it("counts wrong credentials per address, never requests without any; the per-user limit answers 429", async () => {
+    const tight = {
+      USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER,
+      AUTH_FAILURE_RATE_LIMITER: env.TIGHT_AUTH_FAILURE_RATE_LIMITER,
+    };
+    const credentials = await mint(await as("gp-limits"));
+    const path = `/api/2/devices/${credentials.username}.json`;
+    const from = (ip: string, headers: Record<string, string>) =>
+      send(new Request(`${ORIGIN}${path}`, { headers: { "CF-Connecting-IP": ip, ...headers } }), tight);
+    // Which requests count as failures: a limiter that records its keys.
+    const counted: string[] = [];
+    const recording = {
+      AUTH_FAILURE_RATE_LIMITER: {
+        limit: async ({ key }: { key: string }) => {
+          counted.push(key);
+          return { success: true };
+        },
+      } as unknown as RateLimit,
+    };
+    const attempt = (ip: string, headers: Record<string, string>) =>
+      send(new Request(`${ORIGIN}${path}`, { headers: { "CF-Connecting-IP": ip, ...headers } }), recording);
+    expect((await attempt("192.0.2.50", {})).status).toBe(401);
+    expect(counted).toEqual([]);
+    expect((await attempt("192.0.2.51", { Authorization: basic(credentials.username, "wrong") })).status).toBe(401);
+    expect((await attempt("192.0.2.52", { Cookie: `sessionid=${credentials.username}.forged` })).status).toBe(401);
+    expect(
+      (await attempt("192.0.2.53", { Authorization: basic(credentials.username, credentials.password) })).status,
+    ).toBe(200);
+    expect(counted).toEqual(["192.0.2.51", "192.0.2.52"]);
+    // Over the address's limit, wrong credentials are still answered 401 (docs/API.md §15), never served.
+    const wrong = basic(credentials.username, "wrong");
+    for (let i = 0; i < 4; i++) expect((await from("192.0.2.54", { Authorization: wrong })).status).toBe(401);
+
+    const client = gpodder(credentials, tight);
+    const answers: Response[] = [];
+    for (let i = 0; i < 6; i++) answers.push(await client.get(path));
+    expect(answers.slice(0, 5).map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(answers[5].status).toBe(429);
+    expect(answers[5].headers.get("Retry-After")).toMatch(/^\d+$/);
+    expect(await answers[5].json()).toEqual({ error: expect.any(String) });
+  });
+
+  it("costs no D1 round trip once verified: a cached request is the request's one round trip", async () => {
+    const credentials = await mint(await as("gp-cost"));
+    const { bindings, calls, reset } = await countedDatabaseOf("gp-cost");
+    const client = gpodder(credentials, bindings);
+    const path = `/api/2/devices/${credentials.username}.json`;
+    const cookie = sessionCookie(await client.get(path));
+    reset();
+    expect((await client.get(path)).status).toBe(200);
+    expect(calls()).toBe(1);
+    reset();
+    expect((await withCookie(path, cookie, "GET", bindings)).status).toBe(200);
+    expect((await withCookie(path, cookie, "GET", bindings)).status).toBe(200);
+    expect(calls()).toBe(3); // the first use of the session verifies it; the second is cached
+  });
+});
+
+describe("gpodder devices", () => {
+  it("creates, updates and lists devices; sync-devices is one group", async () => {
+    const user = await as("gp-devices");
+    const credentials = await mint(user);
+    const client = gpodder(credentials);
+    const u = credentials.username;
+    expect(
+      (await client.post(`/api/2/devices/${u}/laptop.json`, { caption: "My laptop", type: "laptop" })).status,
+    ).toBe(200);
+    expect((await client.post(`/api/2/devices/${u}/phone.json`, {})).status).toBe(200);
+    expect((await client.post(`/api/2/devices/${u}/phone.json`, { type: "phone" })).status).toBe(400);
+    expect((await client.post(`/api/2/devices/${u}/bad%20id.json`, {})).status).toBe(400);
+    await user.post("/v1/subscriptions", subscriptionDocument(newFeed().guid, newFeed().feedUrl));
+    const devices = await (await client.get(`/api/2/devices/${u}.json`)).json();
+    expect(devices).toEqual([
+      { id: "laptop", caption: "My laptop", type: "laptop", subscriptions: 1 },
+      { id: "phone", caption: "", type: "other", subscriptions: 1 },
+    ]);
+    const sync = await client.get(`/api/2/sync-devices/${u}.json`);
+    expect(await sync.json()).toEqual({ synchronized: [["laptop", "phone"]], "not-synchronized": [] });
+  });
+});
+
+describe("gpodder subscriptions", () => {
+  it("uploads and reads changes since a Unix second; both APIs see the same list", async () => {
+    const user = await as("gp-subs");
+    const credentials = await mint(user);
+    const client = gpodder(credentials);
+    const u = credentials.username;
+    const viaJsonApi = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(viaJsonApi.guid, viaJsonApi.feedUrl));
+    const upload = await client.post(`/api/2/subscriptions/${u}/dev.json`, {
+      add: ["https://gp.example.com/a.xml", "  https://gp.example.com/b.xml\n", "not a url"],
+    });
+    expect(upload.status).toBe(200);
+    const uploaded = (await upload.json()) as { timestamp: number; update_urls: [string, string][] };
+    expect(uploaded.update_urls).toEqual([
+      ["  https://gp.example.com/b.xml\n", "https://gp.example.com/b.xml"],
+      ["not a url", ""],
+    ]);
+    expect(Math.abs(uploaded.timestamp - Date.now() / 1000)).toBeLessThan(5);
+
+    const changes = (await (await client.get(`/api/2/subscriptions/${u}/dev.json?since=0`)).json()) as {
+      add: string[];
+      remove: string[];
+      timestamp: number;
+    };
+    expect(changes.add).toEqual([viaJsonApi.feedUrl, "https://gp.example.com/a.xml", "https://gp.example.com/b.xml"]);
+    expect(changes.remove).toEqual([]);
+
+    // The JSON:API sees the gpodder add, under the feed's podcast:guid.
+    const list = (await (await user.get("/v1/subscriptions")).json()) as {
+      data: { id: string; attributes: { feedUrl: string } }[];
+    };
+    expect(list.data.map((item) => item.attributes.feedUrl)).toEqual(changes.add);
+    expect(list.data[1].id).toBe(await podcastGuid("https://gp.example.com/a.xml"));
+
+    // A JSON:API unsubscribe is a gpodder remove; a gpodder remove is a JSON:API tombstone.
+    expect((await user.delete(`/v1/subscriptions/${viaJsonApi.guid}`)).status).toBe(204);
+    await client.post(`/api/2/subscriptions/${u}/dev.json`, { remove: ["https://gp.example.com/a.xml"] });
+    const later = (await (
+      await client.get(`/api/2/subscriptions/${u}/dev.json?since=${changes.timestamp}`)
+    ).json()) as {
+      add: string[];
+      remove: string[];
+    };
+    expect(later.remove).toEqual([viaJsonApi.feedUrl, "https://gp.example.com/a.xml"]);
+    const after = (await (await user.get("/v1/subscriptions")).json()) as {
+      data: { attributes: { feedUrl: string } }[];
+    };
+    expect(after.data.map((item) => item.attributes.feedUrl)).toEqual(["https://gp.example.com/b.xml"]);
+    // A future since finds nothing.
+    const none = (await (
+      await client.get(`/api/2/subscriptions/${u}/dev.json?since=${changes.timestamp + 100}`)
+    ).json()) as {
+      add: string[];
+    };
+    expect(none.add).toEqual([]);
+  });
+
+  it("adds with the tombstone's guid, and reports the stored URL of a feed already active under another", async () => {
+    const user = await as("gp-subs-guid");
+    const credentials = await mint(user);
+    const client = gpodder(credentials);
+    const u = credentials.username;
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    await user.delete(`/v1/subscriptions/${feed.guid}`);
+    await client.post(`/api/2/subscriptions/${u}/dev.json`, { add: [feed.feedUrl] });
+    expect((await user.get(`/v1/subscriptions/${feed.guid}`)).status).toBe(200);
+
+    await client.post(`/api/2/subscriptions/${u}/dev.json`, { add: ["https://same.example.com/feed"] });
+    const twin = await client.post(`/api/2/subscriptions/${u}/dev.json`, { add: ["http://same.example.com/feed"] });
+    expect(((await twin.json()) as { update_urls: unknown }).update_urls).toEqual([
+      ["http://same.example.com/feed", "https://same.example.com/feed"],
+    ]);
+  });
+
+  it("refuses a URL both added and removed (400), more than 1000 URLs (413) and a bad since (400)", async () => {
+    const credentials = await mint(await as("gp-subs-invalid"));
+    const client = gpodder(credentials);
+    const path = `/api/2/subscriptions/${credentials.username}/dev.json`;
+    const both = await client.post(path, { add: ["https://x.example.com/f"], remove: ["https://x.example.com/f"] });
+    expect(both.status).toBe(400);
+    expect(await both.json()).toEqual({ error: expect.any(String) });
+    const many = Array.from({ length: 1001 }, (_, i) => `https://x.example.com/${i}`);
+    expect((await client.post(path, { add: many })).status).toBe(413);
+    expect((await client.get(`${path}?since=-1`)).status).toBe(400);
+    expect((await client.get(`${path}?since=abc`)).status).toBe(400);
+    expect((await client.post(path, "not json")).status).toBe(400);
+  });
+});
+
+describe("gpodder simple API", () => {
+  it("lists as json, txt and opml, and PUT replaces the list", async () => {
+    const user = await as("gp-simple");
+    const credentials = await mint(user);
+    const client = gpodder(credentials);
+    const u = credentials.username;
+    const kept = newFeed();
+    const dropped = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(kept.guid, kept.feedUrl));
+    await user.post("/v1/subscriptions", subscriptionDocument(dropped.guid, dropped.feedUrl));
+    const put = await client.put(`/subscriptions/${u}/dev.json`, [kept.feedUrl, "https://simple.example.com/new"]);
+    expect(put.status).toBe(200);
+    expect(await put.text()).toBe("");
+    expect(await (await client.get(`/subscriptions/${u}.json`)).json()).toEqual([
+      kept.feedUrl,
+      "https://simple.example.com/new",
+    ]);
+    const txt = await client.get(`/subscriptions/${u}/dev.txt`);
+    expect(await txt.text()).toBe(`${kept.feedUrl}\nhttps://simple.example.com/new\n`);
+    const opml = await client.get(`/subscriptions/${u}.opml`);
+    expect(opml.headers.get("Content-Type")).toMatch(/^text\/x-opml/);
+    expect(await opml.text()).toContain(`xmlUrl="${kept.feedUrl}" guid="${kept.guid}"`);
+    expect((await user.get(`/v1/subscriptions/${dropped.guid}`)).status).toBe(404);
+  });
+
+  it("answers unknown gpodder paths 404 as {error}", async () => {
+    const credentials = await mint(await as("gp-unknown"));
+    const client = gpodder(credentials);
+    for (const path of [
+      `/api/2/updates/${credentials.username}/dev.json`,
+      `/api/2/settings/${credentials.username}/account.json`,
+      `/api/2/favorites/${credentials.username}.json`,
+      "/api/2/tag/x/10.json",
+      `/subscriptions/${credentials.username}.xml`,
+    ]) {
+      const response = await client.get(path);
+      expect(response.status, path).toBe(404);
+      expect(await response.json()).toEqual({ error: expect.any(String) });
+    }
+  });
+});
+
+describe("gpodder statements", () => {
+  it("none scans a table; only the bounded lists (50 app passwords, 100 devices) sort", async () => {
+    const userId = "gp-plans";
+    const meter = await meteredDatabaseOf(userId);
+    const user = await as(userId, meter.bindings);
+    const credentials = await mint(user);
+    const client = gpodder(credentials, meter.bindings);
+    const u = credentials.username;
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    await user.get("/v1/app-passwords");
+    await user.get(`/v1/app-passwords/${credentials.id}`);
+    const cookie = sessionCookie(await client.post(`/api/2/auth/${u}/login.json`));
+    await withCookie(`/api/2/devices/${u}.json`, cookie, "GET", meter.bindings);
+    await client.post(`/api/2/devices/${u}/dev.json`, { caption: "x" });
+    await client.post(`/api/2/subscriptions/${u}/dev.json`, {
+      add: ["https://plans.example.com/a"],
+      remove: [feed.feedUrl],
+    });
+    await client.get(`/api/2/subscriptions/${u}/dev.json?since=0`);
+    await client.put(`/subscriptions/${u}/dev.json`, ["https://plans.example.com/b"]);
+    await client.post(`/api/2/episodes/${u}.json`, [
+      {
+        podcast: "https://plans.example.com/b",
+        episode: "https://plans.example.com/1.mp3",
+        action: "play",
+        position: 1,
+        total: 2,
+        device: "other",
+      },
+    ]);
+    await client.get(`/api/2/episodes/${u}.json?since=0`);
+    await withCookie(`/api/2/auth/${u}/logout.json`, cookie, "POST", meter.bindings);
+    await user.delete(`/v1/app-passwords/${credentials.id}`);
+
+    const distinct = new Map(meter.totals.statements.map((statement) => [statement.sql, statement]));
+    const mine = { ...appPasswordStatements, ...deviceStatements, ...gpodderStatements };
+    for (const [name, statement] of Object.entries(mine)) {
+      expect(distinct.has(statement.sql), `statement ${name} not exercised`).toBe(true);
+    }
+    for (const statement of Object.values(mine)) {
+      const { params } = distinct.get(statement.sql) as { params: unknown[] };
+      const { results } = await (await databaseFor(userId))
+        .prepare(`EXPLAIN QUERY PLAN ${statement.sql}`)
+        .bind(...params)
+        .all<{ detail: string }>();
+      const details = results.map((row) => row.detail);
+      // A table scan, or a walk of all of a user's subscriptions or episodes by the primary key's user prefix.
+      const scans = details.filter(
+        (detail) =>
+          /^SCAN (subscriptions|episodes|user_stats|app_passwords|devices|gpodder_sessions|[a-z])\b/.test(detail) ||
+          /^SEARCH (subscriptions|episodes|[a-z]) USING PRIMARY KEY \(user_id=\?\)/.test(detail),
+      );
+      expect(scans, `${statement.sql}\n${details.join("\n")}`).toEqual([]);
+      const bounded = /FROM "(app_passwords|devices)" WHERE "(app_passwords|devices)"."user_id" = \? ORDER BY/.test(
+        statement.sql,
+      );
+      if (!bounded)
+        expect(
+          details.filter((detail) => /TEMP B-TREE/.test(detail)),
+          statement.sql,
+        ).toEqual([]);
+    }
+  });
+});
