@@ -121,21 +121,21 @@ export async function as(userId: string, bindings: Partial<Bindings> = {}): Prom
       request(
         "PATCH",
         path,
-        { "Content-Type": JSONAPI, ...Object.fromEntries(new Headers(headers)) },
+        withDefaults(headers ?? {}, { "Content-Type": JSONAPI }),
         typeof body === "string" ? body : JSON.stringify(body),
       ),
     post: (path, body, headers) =>
       request(
         "POST",
         path,
-        { "Content-Type": JSONAPI, ...Object.fromEntries(new Headers(headers)) },
+        withDefaults(headers ?? {}, { "Content-Type": JSONAPI }),
         typeof body === "string" ? body : JSON.stringify(body),
       ),
     operations: (operations, headers) =>
       request(
         "POST",
         "/v1/operations",
-        { "Content-Type": ATOMIC_MEDIA_TYPE, Accept: ATOMIC_MEDIA_TYPE, ...Object.fromEntries(new Headers(headers)) },
+        withDefaults(headers ?? {}, { "Content-Type": ATOMIC_MEDIA_TYPE, Accept: ATOMIC_MEDIA_TYPE }),
         typeof operations === "string" ? operations : JSON.stringify(operations),
       ),
   };

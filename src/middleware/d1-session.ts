@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
+import { matchedRoutes } from "hono/route";
 import { database } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { ApiError } from "../jsonapi";
@@ -30,11 +31,23 @@ function frozenForMove(): ApiError {
   });
 }
 
-/** The client's bookmark, checked by shape; undefined when it sent none. */
-function clientBookmark(c: Context<AppEnv>): string | undefined {
+/**
+ * Whether a route (not only middleware, which `app.use` registers for every method) answers this method
+ * and path: a request no route takes gets its 404 or 405 whatever headers it carries.
+ */
+function isRouted(c: Context<AppEnv>): boolean {
+  return matchedRoutes(c).some((route) => route.method !== "ALL");
+}
+
+/**
+ * The client's bookmark, checked by shape; undefined when it sent none. `"unrouted"`: the bookmark is bad
+ * but no route takes the request, so the 404 or 405 it gets says more than a 400 would (docs/API.md §12).
+ */
+function clientBookmark(c: Context<AppEnv>): string | undefined | "unrouted" {
   const bookmark = c.req.header(BOOKMARK_HEADER);
-  if (bookmark !== undefined && !BOOKMARK_SHAPE.test(bookmark)) throw invalidBookmark();
-  return bookmark;
+  if (bookmark === undefined || BOOKMARK_SHAPE.test(bookmark)) return bookmark;
+  if (isRouted(c)) throw invalidBookmark();
+  return "unrouted";
 }
 
 /**
@@ -61,6 +74,7 @@ export const shardConfiguration: MiddlewareHandler<AppEnv> = async (c, next) => 
  */
 export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
   const bookmark = clientBookmark(c);
+  if (bookmark === "unrouted") return next();
   const shard = await shardOfUser(c.get("shards"), c.get("userId"));
   const isRead = c.req.method === "GET" || c.req.method === "HEAD";
   if (!isRead && shard.frozen) throw frozenForMove();

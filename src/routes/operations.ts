@@ -15,6 +15,7 @@ import {
 import { MAX_OPERATIONS } from "../limits";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
+import { noQueryParameters } from "../pagination";
 import {
   alreadySubscribed,
   parseFeedMove,
@@ -163,6 +164,7 @@ function toAtomicResult(operation: WriteOperation, result: WriteResult<WriteOper
 export const operationRoutes = new Hono<AppEnv>().post(
   "/",
   negotiate("atomic"),
+  noQueryParameters,
   jsonBody(operationsDocumentSchema, operationsDocumentError),
   async (c) => {
     const parsed = c.req.valid("json")[OPERATIONS].map(parseOperation);
