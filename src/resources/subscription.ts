@@ -20,6 +20,14 @@ export const guidSchema = z.guid().transform((guid) => guid.toLowerCase());
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses.
 const FORBIDDEN_IN_FEED_URL = /[\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffe\uffff]/;
 
+/**
+ * A URL with the whitespace around it removed, where URLs arrive padded (OPML attributes, gpodder lists):
+ * only ASCII space, tab, CR and LF count (docs/API.md §15); anything else stays and is judged by the rules.
+ */
+export function trimUrl(value: string): string {
+  return value.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, "");
+}
+
 /** The schemes a feedUrl may have, in any case. */
 const HTTP_SCHEME = /^https?:/i;
 
