@@ -17,6 +17,7 @@ import {
   subscriptionListDocumentSchema,
 } from "../src/openapi/schemas";
 import { newFeed, ORIGIN, tokenFor } from "./helpers";
+import { recordExchange } from "./recorded-responses";
 
 /**
  * The typed client (client/index.ts) driving the real worker through SELF.fetch. Every response
@@ -37,6 +38,7 @@ async function clientFor(userId: string) {
     token: () => token,
     fetch: async (request) => {
       const response = await SELF.fetch(request.clone());
+      recordExchange(request, response);
       exchanges.push({ request, response: response.clone() });
       return response;
     },

@@ -8,12 +8,12 @@ import { shardOfUser, shardRouting } from "../shards";
 export const BOOKMARK_HEADER = "X-D1-Bookmark";
 
 /** The shape of a D1 bookmark; anything else is refused before it reaches D1 and is never echoed. */
-const BOOKMARK_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
+export const BOOKMARK_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
 
 /** A bucket move copies a few thousand rows at most per second of freeze: a short wait is enough. */
 const FROZEN_RETRY_AFTER_SECONDS = 5;
 
-function invalidBookmark(): ApiError {
+export function invalidBookmark(): ApiError {
   return new ApiError({
     status: 400,
     title: "Invalid bookmark",

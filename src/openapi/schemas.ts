@@ -3,6 +3,7 @@ import { ATOMIC_EXT_URI, JSONAPI_VERSION } from "../jsonapi";
 import { MAX_OPERATIONS } from "../limits";
 import { pageQuerySchema } from "../pagination";
 import {
+  FEED_URL_PATTERN,
   guidSchema,
   MAX_FEED_URL_BYTES,
   SUBSCRIPTION_TYPE,
@@ -54,8 +55,10 @@ export const removeOperationSchema = z.object({
 // ---------------------------------------------------------------------------------------------
 // Responses
 
-/** RFC 3339 UTC with milliseconds and `Z` (docs/API.md §4). */
-const isoTimestamp = z.iso.datetime({ precision: 3 });
+/** RFC 3339 UTC with milliseconds and `Z` (docs/API.md §4); one schema per meaning, each with its description. */
+const isoTimestamp = () => z.iso.datetime({ precision: 3 });
+const subscribedAt = isoTimestamp();
+const unsubscribedAt = isoTimestamp();
 
 export const jsonapiObjectSchema = z.object({ version: z.literal(JSONAPI_VERSION) });
 
@@ -76,7 +79,7 @@ const storedFeedUrl = z.string();
 
 const subscriptionAttributesSchema = z.object({
   feedUrl: storedFeedUrl,
-  userSubscribedAt: isoTimestamp,
+  userSubscribedAt: subscribedAt,
 });
 
 /** A subscription resource object in a response (list, get-one, create). */
@@ -126,7 +129,7 @@ export const activeChangeSchema = subscriptionSchema.extend({
 export const tombstoneChangeSchema = z.object({
   type: z.literal(SUBSCRIPTION_TYPE),
   id: lowercaseGuid,
-  attributes: subscriptionAttributesSchema.extend({ userUnsubscribedAt: isoTimestamp }),
+  attributes: subscriptionAttributesSchema.extend({ userUnsubscribedAt: unsubscribedAt }),
 });
 
 export const changeSchema = z.union([activeChangeSchema, tombstoneChangeSchema]);
@@ -198,6 +201,7 @@ export interface SchemaMeta {
   title?: string;
   description?: string;
   format?: string;
+  pattern?: string;
 }
 
 /** Metadata for the document only: kept out of zod's global registry so no one else sees it. */
@@ -212,13 +216,19 @@ documentRegistry
       "A subscription resource object in a request that creates one. `id` is the feed's GUID (a UUID, usually a v5 UUID derived from the feed URL by the podcast namespace rules); the server stores it lower-cased and never recomputes it. Read-only and unknown attributes are ignored.",
   })
   .add(lowercaseGuid, { format: "uuid", description: "The feed's GUID, lower-case; also the `guid` path parameter." })
-  .add(storedFeedUrl, { format: "uri", description: "The feed URL exactly as the client sent it." })
-  .add(isoTimestamp, {
+  .add(storedFeedUrl, {
+    pattern: FEED_URL_PATTERN,
+    description: `The feed URL exactly as the client sent it: an absolute http(s) URL as the WHATWG URL standard parses it, which need not be an RFC 3986 URI (it may hold \`|\`, \`{}\`, \`%zz\`, backslashes or raw non-ASCII characters), so it is described by a pattern, not \`format: uri\`. Treat it as a string; never re-encode it.`,
+  })
+  .add(subscribedAt, {
     description: "When the user subscribed: RFC 3339 UTC with milliseconds, e.g. `2026-11-21T22:44:28.123Z`.",
   })
+  .add(unsubscribedAt, {
+    description: "When the user unsubscribed: RFC 3339 UTC with milliseconds, e.g. `2026-11-21T23:44:28.123Z`.",
+  })
   .add(feedUrlSchema, {
-    format: "uri",
-    description: `Absolute http or https URL of the feed, at most ${MAX_FEED_URL_BYTES} bytes in UTF-8 (so at most ${feedUrlSchema.maxLength} characters), without whitespace, control characters (C0, DEL, C1) or bidirectional controls. Stored and returned exactly as sent.`,
+    pattern: FEED_URL_PATTERN,
+    description: `Absolute http or https URL of the feed, at most ${MAX_FEED_URL_BYTES} bytes in UTF-8 (so at most ${feedUrlSchema.maxLength} characters), without whitespace, control characters (C0, DEL, C1) or bidirectional controls, that the WHATWG URL standard parses (not necessarily an RFC 3986 URI: \`|\`, \`{}\`, \`%zz\`, backslashes and raw non-ASCII are taken). Stored and returned exactly as sent.`,
   })
   .add(subscriptionDocumentSchema, {
     id: "SubscriptionCreateDocument",

@@ -17,8 +17,18 @@ export const guidSchema = z.guid().transform((guid) => guid.toLowerCase());
  * and the noncharacters U+FFFE and U+FFFF, which XML 1.0 cannot carry at all: the OPML export could not
  * write them.
  */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses.
-const FORBIDDEN_IN_FEED_URL = /[\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffe\uffff]/;
+const FORBIDDEN_CHARACTERS =
+  "\\s\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufffe\\uffff";
+const FORBIDDEN_IN_FEED_URL = new RegExp(`[${FORBIDDEN_CHARACTERS}]`);
+
+/**
+ * What every accepted feedUrl matches (ECMA-262 syntax, as JSON Schema's `pattern`), for the OpenAPI
+ * document: an http or https scheme in any case, then none of the forbidden characters. It is not RFC 3986
+ * (`format: uri`): the server takes whatever the URL standard parses and stores it exactly as sent, so a
+ * stored URL may hold `|`, `{}`, `%zz`, backslashes or raw non-ASCII. A property test holds every accepted
+ * value to it.
+ */
+export const FEED_URL_PATTERN = `^[Hh][Tt][Tt][Pp][Ss]?:[^${FORBIDDEN_CHARACTERS}]+$`;
 
 /**
  * A URL with the whitespace around it removed, where URLs arrive padded (OPML attributes, gpodder lists):

@@ -3,6 +3,8 @@ import { MAX_BODY_BYTES, MAX_OPERATIONS } from "../limits";
 import {
   ATOMIC,
   bodyTooLarge,
+  COMMON_BAD_REQUEST,
+  commonBadRequestExamples,
   errorContent,
   example,
   exampleErrors,
@@ -126,7 +128,7 @@ export const operationPaths: Record<string, Json> = {
           ),
         },
         "400": {
-          description: `The body is not a JSON object, or \`${OPERATIONS}\` is missing, not an array, or empty.`,
+          description: `The body is not a JSON object, or \`${OPERATIONS}\` is missing, not an array, or empty. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
           content: errorContent(
             {
@@ -176,6 +178,7 @@ export const operationPaths: Record<string, Json> = {
             "As on every endpoint, and also when `Accept` lists the JSON:API type but no instance of it allows the atomic extension and there is no wildcard.",
           headers: v1Headers,
           content: errorContent({
+            ...commonBadRequestExamples,
             noAtomic: example(
               "Accept without the atomic extension",
               exampleErrors(
