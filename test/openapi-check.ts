@@ -53,7 +53,7 @@ function pathPattern(template: string): RegExp {
         return part === "*" ? ".*" : "[^/]+?";
       })
       .join("");
-    pattern = new RegExp(`^${source}/?$`);
+    pattern = new RegExp(`^${source}$`);
     templateCache.set(template, pattern);
   }
   return pattern;
@@ -137,7 +137,8 @@ function excerpt(body: string): string {
  */
 export function checkExchange(document: Json, routes: readonly AppRoute[], exchange: Exchange): string | undefined {
   const { pathname } = new URL(exchange.url);
-  const method = exchange.method.toLowerCase();
+  // HEAD is answered by the GET route (Hono), with the GET's status and headers and no body.
+  const method = exchange.method.toLowerCase() === "head" ? "get" : exchange.method.toLowerCase();
   const contentType = exchange.headers.get("Content-Type");
   const template = documentedPath(document, pathname);
   const item = template === undefined ? undefined : (resolve(document, (document.paths as Json)[template]) ?? {});
@@ -147,7 +148,7 @@ export function checkExchange(document: Json, routes: readonly AppRoute[], excha
     const routed = routes.some(
       (route) =>
         route.method !== "ALL" &&
-        (route.method === exchange.method.toUpperCase() || (method === "head" && route.method === "GET")) &&
+        route.method === method.toUpperCase() &&
         pathPattern(route.path).test(pathname),
     );
     if (routed) {
@@ -157,8 +158,11 @@ export function checkExchange(document: Json, routes: readonly AppRoute[], excha
   (operationId, parameters, and responses["<status>"].content["<media type>"].schema for every status it answers),
   add the file's paths to src/openapi/document.ts, ${HOW_TO_REGENERATE}.`;
     }
-    // No route takes it: the app's own 404 (unknown path) or 405 (known path, other method), JSON:API errors.
-    if (exchange.status !== 404 && exchange.status !== 405) {
+    // A CORS preflight, answered before routing for any path: HTTP machinery, not an operation.
+    if (method === "options" && exchange.body === "") return undefined;
+    // No route takes it: the app's 404 (unknown path) or 405 (other method), or an answer of the layers
+    // before routing (401 authentication, 429, 500, 503): JSON:API errors in every case.
+    if (exchange.status < 400) {
       return `${exchange.method.toUpperCase()} ${pathname}: no route and no documented operation, yet it answered ${exchange.status}.`;
     }
     return checkBody(document, `${exchange.method.toUpperCase()} ${pathname} ${exchange.status}`, ERRORS, exchange);
