@@ -146,10 +146,7 @@ export function checkExchange(document: Json, routes: readonly AppRoute[], excha
 
   if (operation === undefined) {
     const routed = routes.some(
-      (route) =>
-        route.method !== "ALL" &&
-        route.method === method.toUpperCase() &&
-        pathPattern(route.path).test(pathname),
+      (route) => route.method === method.toUpperCase() && pathPattern(route.path).test(pathname),
     );
     if (routed) {
       const shown = template ?? pathname;

@@ -13,7 +13,6 @@ import {
   type Json,
   jsonApiContent,
   media415,
-  pageError,
   problem,
   schemaRef,
   stored,
