@@ -20,7 +20,7 @@ import { type ClientOptions, createTransport } from "./transport.js";
 export { OPML_MEDIA_TYPE } from "../../src/opml/media-types.js";
 /** The podcast:guid of a feed URL: names a feed that declares no `<podcast:guid>`, before subscribing. */
 export { podcastGuid } from "../../src/podcast-guid.js";
-export type { components, paths } from "./openapi.js";
+export type { components, operations, paths } from "./openapi.js";
 export * from "./subscriptions.js";
 export * from "./transport.js";
 

@@ -42,7 +42,7 @@ const bulkRequestExample = {
       data: {
         type: "subscription",
         id: FEEDS[2].guid,
-        attributes: { feedUrl: "ftp://podcasts.example.org/night-sky.xml" },
+        attributes: { feedUrl: "https://podcasts.example.org:night-sky.xml" },
       },
     },
   ],
