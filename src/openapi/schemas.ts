@@ -17,7 +17,7 @@ import { operationsDocumentSchema } from "../routes/operations";
 /**
  * The schemas of the OpenAPI document (`src/openapi/document.ts`). Request schemas are the very zod
  * objects the routes validate with, imported, never copied. Response schemas are declared here in
- * zod as well: they feed the document, the typed client's types (`client/index.ts`) and the tests
+ * zod as well: they feed the document (and so the typed client's generated types) and the tests
  * that check real responses against the document. Nothing in the worker imports this module.
  */
 
@@ -327,23 +327,3 @@ documentRegistry
     description:
       "`atomic:results` has exactly as many elements as the request had operations, in the same order; `meta` counts the successes and failures.",
   });
-
-// ---------------------------------------------------------------------------------------------
-// Types for clients (type-level only: importing them pulls no runtime code)
-
-export type SubscriptionCreateDocument = z.input<typeof subscriptionDocumentSchema>;
-export type AddOperation = z.input<typeof addOperationSchema>;
-export type UpdateOperation = z.input<typeof updateOperationSchema>;
-export type RemoveOperation = z.input<typeof removeOperationSchema>;
-export type Change = z.output<typeof changeSchema>;
-export type ChangeFeedDocument = z.output<typeof changeFeedDocumentSchema>;
-export type Subscription = z.output<typeof subscriptionSchema>;
-export type BulkSubscription = z.output<typeof bulkSubscriptionSchema>;
-export type SubscriptionDocument = z.output<typeof subscriptionDocumentResponseSchema>;
-export type SubscriptionListDocument = z.output<typeof subscriptionListDocumentSchema>;
-export type PaginationLinks = z.output<typeof paginationLinksSchema>;
-export type ErrorObject = z.output<typeof errorObjectSchema>;
-export type ErrorDocument = z.output<typeof errorDocumentSchema>;
-export type AtomicResult = z.output<typeof atomicResultSchema>;
-export type OperationsResultDocument = z.output<typeof operationsResultDocumentSchema>;
-export type OpmlImportDocument = z.output<typeof opmlImportDocumentSchema>;
