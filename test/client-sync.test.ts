@@ -9,7 +9,7 @@ import {
   type SubscriptionsApiError,
   type SyncResult,
 } from "../client/src/index";
-import { newFeed, ORIGIN, tokenFor } from "./helpers";
+import { newFeed, ORIGIN, rejectionOf, tokenFor } from "./helpers";
 import { recordExchange } from "./recorded-responses";
 
 /**
@@ -41,15 +41,6 @@ async function device(userId: string, hook: Hook = () => undefined) {
 }
 
 const ids = (subscriptions: readonly { id: string }[]) => subscriptions.map((subscription) => subscription.id);
-
-async function rejection<T>(promise: Promise<unknown>): Promise<T> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as T;
-  }
-  throw new Error("expected the call to fail");
-}
 
 describe("a full listing while another device writes", () => {
   it("allSubscriptions returns every live subscription once, where walking pages by number skips one", async () => {
@@ -132,7 +123,7 @@ describe("partial progress when a later request fails", () => {
       if (request.method === "GET" && ++pages === 2) throw new TypeError("network connection lost");
       return undefined;
     });
-    const error = await rejection<IncompleteError<SyncResult>>(client.sync("0", { pageSize: 2 }));
+    const error = await rejectionOf<IncompleteError<SyncResult>>(client.sync("0", { pageSize: 2 }));
     expect(error).toBeInstanceOf(IncompleteError);
     expect(error.cause).toBeInstanceOf(TypeError);
     expect(ids(error.partial.changes)).toEqual([feeds[0].guid, feeds[1].guid]);
@@ -151,7 +142,7 @@ describe("partial progress when a later request fails", () => {
     const { client } = await device(userId, (request) =>
       request.method === "GET" && ++pages === 2 ? new Response(null, { status: 503 }) : undefined,
     );
-    const error = await rejection<IncompleteError<{ subscriptions: Subscription[]; syncToken: string }>>(
+    const error = await rejectionOf<IncompleteError<{ subscriptions: Subscription[]; syncToken: string }>>(
       client.allSubscriptions({ pageSize: 2 }),
     );
     expect((error.cause as SubscriptionsApiError).status).toBe(503);
@@ -173,7 +164,7 @@ describe("partial progress when a later request fails", () => {
           })
         : undefined,
     );
-    const error = await rejection<IncompleteError<BulkResult>>(client.bulkSubscribe(feeds));
+    const error = await rejectionOf<IncompleteError<BulkResult>>(client.bulkSubscribe(feeds));
     expect(error.partial.results).toHaveLength(100);
     expect(error.partial.succeeded).toBe(100);
     expect((error.cause as SubscriptionsApiError).retryAfter).toBe(1);

@@ -16,7 +16,7 @@ import {
   subscriptionDocumentResponseSchema,
   subscriptionListDocumentSchema,
 } from "../src/openapi/schemas";
-import { newFeed, ORIGIN, tokenFor } from "./helpers";
+import { newFeed, ORIGIN, rejectionOf, tokenFor } from "./helpers";
 import { recordExchange } from "./recorded-responses";
 
 /**
@@ -50,14 +50,8 @@ async function bodyOf(recorded: Recorded): Promise<unknown> {
   return recorded.response.clone().json();
 }
 
-async function rejection(promise: Promise<unknown>): Promise<SubscriptionsApiError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as SubscriptionsApiError;
-  }
-  throw new Error("expected the call to fail");
-}
+/** The SubscriptionsApiError a client call fails with. */
+const rejection = (promise: Promise<unknown>) => rejectionOf<SubscriptionsApiError>(promise);
 
 describe("typed client", () => {
   it("subscribes with the JSON:API media type and the bearer token, then confirms", async () => {

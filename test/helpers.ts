@@ -148,6 +148,16 @@ export async function as(userId: string, bindings: Partial<Bindings> = {}): Prom
   };
 }
 
+/** What `promise` rejects with (a client call's error, say); fails the test when it resolves. */
+export async function rejectionOf<T>(promise: Promise<unknown>): Promise<T> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as T;
+  }
+  throw new Error("expected the call to fail");
+}
+
 export function subscriptionDocument(guid: string, feedUrl: string) {
   return { data: { type: "subscription", id: guid, attributes: { feedUrl } } };
 }
