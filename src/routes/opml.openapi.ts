@@ -89,7 +89,6 @@ const tooManyFeedsOpml = `<opml><body>${'<outline xmlUrl="https://feeds.example.
  */
 const opmlDocumentSchema = {
   type: "string",
-  contentMediaType: OPML_MEDIA_TYPE,
   description: `An OPML 1.0 or 2.0 document, in UTF-8: XML whose root element is \`<opml>\`. The import reads every \`outline\` with an \`xmlUrl\` (or, without one, a \`url\`) attribute; the export writes one \`<outline type="rss" text xmlUrl guid/>\` per subscription.`,
   pattern: "<opml[\\s/>]",
 };
