@@ -132,6 +132,7 @@ export const operationPaths: Record<string, Json> = {
           headers: v1Headers,
           content: errorContent(
             {
+              ...commonBadRequestExamples,
               empty: example(
                 "No operations",
                 exampleErrors(
@@ -178,7 +179,6 @@ export const operationPaths: Record<string, Json> = {
             "As on every endpoint, and also when `Accept` lists the JSON:API type but no instance of it allows the atomic extension and there is no wildcard.",
           headers: v1Headers,
           content: errorContent({
-            ...commonBadRequestExamples,
             noAtomic: example(
               "Accept without the atomic extension",
               exampleErrors(
