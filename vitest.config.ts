@@ -32,7 +32,8 @@ function workerd(environment?: string) {
 
 const suite = {
   include: ["test/**/*.test.ts"],
-  setupFiles: ["./test/apply-migrations.ts"],
+  // recorded-responses: every response the suite receives is checked against the OpenAPI document.
+  setupFiles: ["./test/apply-migrations.ts", "./test/recorded-responses.ts"],
   onConsoleLog: (line: string) => showRequestLogs || !isRequestLog(line),
 };
 

@@ -7,7 +7,7 @@ import {
   OPML_MEDIA_TYPE,
   podcastGuid,
   type SubscriptionsApiError,
-} from "../client/index";
+} from "../client/src/index";
 import {
   changeFeedDocumentSchema,
   errorDocumentSchema,
@@ -16,10 +16,11 @@ import {
   subscriptionDocumentResponseSchema,
   subscriptionListDocumentSchema,
 } from "../src/openapi/schemas";
-import { newFeed, ORIGIN, tokenFor } from "./helpers";
+import { newFeed, ORIGIN, rejectionOf, tokenFor } from "./helpers";
+import { recordExchange } from "./recorded-responses";
 
 /**
- * The typed client (client/index.ts) driving the real worker through SELF.fetch. Every response
+ * The typed client (client/src/index.ts) driving the real worker through SELF.fetch. Every response
  * it reads is also checked against the schema the OpenAPI document gives for it.
  */
 
@@ -37,6 +38,7 @@ async function clientFor(userId: string) {
     token: () => token,
     fetch: async (request) => {
       const response = await SELF.fetch(request.clone());
+      recordExchange(request, response);
       exchanges.push({ request, response: response.clone() });
       return response;
     },
@@ -48,14 +50,8 @@ async function bodyOf(recorded: Recorded): Promise<unknown> {
   return recorded.response.clone().json();
 }
 
-async function rejection(promise: Promise<unknown>): Promise<SubscriptionsApiError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as SubscriptionsApiError;
-  }
-  throw new Error("expected the call to fail");
-}
+/** The SubscriptionsApiError a client call fails with. */
+const rejection = (promise: Promise<unknown>) => rejectionOf<SubscriptionsApiError>(promise);
 
 describe("typed client", () => {
   it("subscribes with the JSON:API media type and the bearer token, then confirms", async () => {
@@ -118,10 +114,12 @@ describe("typed client", () => {
     expect(defaults.links.self).toBe("/v1/subscriptions?page[number]=1&page[size]=25");
 
     const before = exchanges.length;
-    const all = [];
-    for await (const subscription of client.allSubscriptions({ pageSize: 2 })) all.push(subscription.id);
-    expect(all).toEqual(feeds.map((feed) => feed.guid));
-    expect(exchanges.length - before).toBe(2);
+    const all = await client.allSubscriptions({ pageSize: 2 });
+    expect(all.subscriptions.map((subscription) => subscription.id)).toEqual(feeds.map((feed) => feed.guid));
+    // The list's resource, exactly: no change-feed attribute left in it.
+    expect(all.subscriptions[0]).toEqual(await client.getSubscription(feeds[0].guid));
+    expect(all.syncToken).toBe("3");
+    expect(exchanges.length - before).toBeGreaterThanOrEqual(2);
   });
 
   it("unsubscribes with DELETE, and reports a second unsubscribe as 404", async () => {
@@ -188,8 +186,7 @@ describe("typed client", () => {
     expect(to.last().request.headers.get("Accept")).toBe(JSONAPI_MEDIA_TYPE);
     opmlImportDocumentSchema.parse(await bodyOf(to.last()));
     expect(result).toEqual({ imported: 2, alreadySubscribed: 0, skipped: [] });
-    const imported = [];
-    for await (const subscription of to.client.allSubscriptions()) imported.push(subscription);
+    const imported = (await to.client.allSubscriptions()).subscriptions;
     expect(imported.map((subscription) => [subscription.id, subscription.attributes.feedUrl]).sort()).toEqual(
       feeds.map((feed) => [feed.guid, feed.feedUrl]).sort(),
     );

@@ -28,6 +28,17 @@ function recordSessions() {
 }
 
 describe("X-D1-Bookmark", () => {
+  it("is checked after routing: a bad bookmark leaves an unknown path 404 and a wrong method 405", async () => {
+    const user = await as(`bookmark-routing-${crypto.randomUUID()}`);
+    const unknown = await user.get("/v1/nothing-here", { [BOOKMARK]: "garbage" });
+    expect(unknown.status).toBe(404);
+    const wrongMethod = await user.patch("/v1/subscriptions", {}, { [BOOKMARK]: "garbage" });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get("Allow")).toBe("GET, HEAD, POST");
+    const routed = await user.get(`/v1/subscriptions/${crypto.randomUUID()}`, { [BOOKMARK]: "garbage" });
+    expect(routed.status).toBe(400);
+  });
+
   for (const bad of [
     "garbage",
     "00000085-0000024c-00004c6d-8E61117BF38D7ADB71B934EBBF891683",

@@ -5,6 +5,7 @@ import type { JWTPayload } from "hono/utils/jwt/types";
 import { beforeAll, expect } from "vitest";
 import app from "../src/index";
 import { shardOfUser, shardRouting } from "../src/shards";
+import { recordExchange } from "./recorded-responses";
 
 export const JSONAPI = "application/vnd.api+json";
 export const ATOMIC = "https://jsonapi.org/ext/atomic";
@@ -38,11 +39,17 @@ export async function keyPair(alg: "RS256" | "ES256" | "EdDSA", kid: string) {
 
 export type Bindings = typeof env;
 
-/** Sends one request through the worker, with the real bindings unless some are replaced. */
+/**
+ * Sends one request through the worker, with the real bindings unless some are replaced. The response is
+ * recorded: after the file, ./recorded-responses.ts checks it against the OpenAPI document.
+ */
 export async function send(request: Request, bindings: Partial<Bindings> = {}): Promise<Response> {
   const ctx = createExecutionContext();
+  const method = request.method;
+  const url = request.url;
   const response = await app.fetch(request, { ...env, ...bindings }, ctx);
   await waitOnExecutionContext(ctx);
+  recordExchange(new Request(url, { method }), response);
   return response;
 }
 
@@ -121,24 +128,34 @@ export async function as(userId: string, bindings: Partial<Bindings> = {}): Prom
       request(
         "PATCH",
         path,
-        { "Content-Type": JSONAPI, ...Object.fromEntries(new Headers(headers)) },
+        withDefaults(headers ?? {}, { "Content-Type": JSONAPI }),
         typeof body === "string" ? body : JSON.stringify(body),
       ),
     post: (path, body, headers) =>
       request(
         "POST",
         path,
-        { "Content-Type": JSONAPI, ...Object.fromEntries(new Headers(headers)) },
+        withDefaults(headers ?? {}, { "Content-Type": JSONAPI }),
         typeof body === "string" ? body : JSON.stringify(body),
       ),
     operations: (operations, headers) =>
       request(
         "POST",
         "/v1/operations",
-        { "Content-Type": ATOMIC_MEDIA_TYPE, Accept: ATOMIC_MEDIA_TYPE, ...Object.fromEntries(new Headers(headers)) },
+        withDefaults(headers ?? {}, { "Content-Type": ATOMIC_MEDIA_TYPE, Accept: ATOMIC_MEDIA_TYPE }),
         typeof operations === "string" ? operations : JSON.stringify(operations),
       ),
   };
+}
+
+/** What `promise` rejects with (a client call's error, say); fails the test when it resolves. */
+export async function rejectionOf<T>(promise: Promise<unknown>): Promise<T> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as T;
+  }
+  throw new Error("expected the call to fail");
 }
 
 export function subscriptionDocument(guid: string, feedUrl: string) {

@@ -496,8 +496,67 @@ describe("POST /v1/subscriptions.opml refuses, writing nothing and calling D1 ne
     const tail = new TextEncoder().encode('"/>');
     // 0xE9 is "é" in Latin-1, an invalid byte sequence in UTF-8.
     await refused(new Uint8Array([...head, 0xe9, ...tail]), 400, "Malformed request body");
-    // UTF-16 with its BOM is not UTF-8 either.
-    await refused(new Uint8Array([0xff, 0xfe, 0x3c, 0x00, 0x6f, 0x00]), 400, "Malformed request body");
+  });
+
+  it('a file in another encoding: 400 naming the encoding to convert from, not just "not UTF-8"', async () => {
+    // A Latin-1 file as older exporters write it: declared, with a byte that is invalid UTF-8.
+    const latin1 = [
+      ...new TextEncoder().encode(
+        `<?xml version="1.0" encoding="ISO-8859-1"?><opml version="2.0"><body><outline xmlUrl="https://a.example/caf`,
+      ),
+      0xe9,
+      ...new TextEncoder().encode('"/></body></opml>'),
+    ];
+    const declared = await refused(new Uint8Array(latin1), 400, "Unsupported encoding");
+    expect(declared.detail).toMatch(/convert the file from ISO-8859-1 to UTF-8/);
+    // UTF-16, with its byte-order mark or without (then the first bytes tell).
+    const utf16 = (text: string, littleEndian: boolean) =>
+      new Uint8Array([...text].flatMap((c) => (littleEndian ? [c.charCodeAt(0), 0] : [0, c.charCodeAt(0)])));
+    for (const [bytes, encoding] of [
+      [new Uint8Array([0xff, 0xfe, ...utf16("<opml/>", true)]), "UTF-16"],
+      [new Uint8Array([0xfe, 0xff, ...utf16("<opml/>", false)]), "UTF-16"],
+      [utf16('<?xml version="1.0"?><opml/>', true), "UTF-16LE"],
+      [utf16('<?xml version="1.0"?><opml/>', false), "UTF-16BE"],
+    ] as const) {
+      const error = await refused(bytes, 400, "Unsupported encoding");
+      expect(error.detail).toContain(`convert the file from ${encoding} to UTF-8`);
+    }
+  });
+
+  it("reads url= when an outline has no xmlUrl (xmlUrl wins when both), trims ASCII whitespace, and reports skipped values as in the file", async () => {
+    const userId = uniqueUser("url-attribute");
+    const byUrl = newFeed();
+    const both = newFeed();
+    const padded = newFeed();
+    const opml = opmlDocument(
+      [
+        `<outline text="old exporter" url="${byUrl.feedUrl}"/>`,
+        `<outline text="both" url="https://ignored.example/feed" xmlUrl="${both.feedUrl}"/>`,
+        `<outline text="padded" xmlUrl=" 	${padded.feedUrl}&#10;&#13; "/>`,
+        `<outline text="bad url" url="ftp://old.example/feed"/>`,
+        // U+00A0 (no-break space) is not surrounding whitespace here: the URL keeps it and is refused.
+        `<outline text="nbsp" xmlUrl=" https://nbsp.example/feed"/>`,
+      ].join(""),
+    );
+    const meta = await importMeta(await importOpml(userId, opml));
+    expect(meta.imported).toBe(3);
+    expect(meta.skipped.map((skipped) => skipped.xmlUrl)).toEqual([
+      "ftp://old.example/feed",
+      " https://nbsp.example/feed",
+    ]);
+    const stored = await activeFeeds(userId);
+    expect(new Set(stored.map((feed) => feed.feedUrl))).toEqual(new Set([byUrl.feedUrl, both.feedUrl, padded.feedUrl]));
+    // Without a guid attribute, the guid is the podcast:guid of the trimmed URL.
+    expect(stored.find((feed) => feed.feedUrl === padded.feedUrl)?.guid).toBe(await podcastGuid(padded.feedUrl));
+  });
+
+  it("reports a URL the quota refused as in the file, untrimmed", async () => {
+    const userId = uniqueUser("quota-padded");
+    // Active ones: the quota holds whatever becomes of tombstones.
+    await seedSubscriptions(userId, 10_000);
+    const feed = newFeed();
+    const meta = await importMeta(await importOpml(userId, opmlDocument(`<outline url="  ${feed.feedUrl} "/>`)));
+    expect(meta.skipped).toEqual([{ xmlUrl: `  ${feed.feedUrl} `, reason: expect.stringMatching(/at most 10000/) }]);
   });
 
   it("a body over 1 MiB: 413", async () => {
@@ -510,7 +569,9 @@ describe("POST /v1/subscriptions.opml refuses, writing nothing and calling D1 ne
     const tooMany = [...outlines, outline("not a url")].join("");
     const error = await refused(opmlDocument(tooMany), 413, "Too many feeds");
     expect(error.meta).toEqual({ maxFeeds: 1000 });
-    // Outlines without an xmlUrl (folders) do not count.
+    // url= counts as xmlUrl does.
+    await refused(opmlDocument([...outlines, '<outline url="https://a.example/f"/>'].join("")), 413, "Too many feeds");
+    // Outlines without an xmlUrl or url (folders) do not count.
     const folders = Array.from({ length: 50 }, () => '<outline text="folder"/>').join("");
     const meta = await importMeta(await importOpml(uniqueUser("folders"), opmlDocument(folders + outlines.join(""))));
     expect(meta.imported).toBe(1000);

@@ -3,7 +3,8 @@ import type { EpisodeState } from "../db/gpodder";
 import { uuidV5 } from "../podcast-guid";
 import { parseEpisodeResource } from "../resources/episode";
 import { isValidFeedUrl } from "../resources/subscription";
-import { DEVICE_ID, trimUrl } from "./protocol";
+import { trimUrlWhitespace } from "../url-text";
+import { DEVICE_ID } from "./protocol";
 
 /**
  * gpodder episode actions (docs/API.md §14) to and from episode states (§13). Only `play` with a position and
@@ -51,8 +52,8 @@ export function parseEpisodeAction(raw: unknown): EpisodeAction | undefined {
   if (typeof podcast !== "string" || typeof episode !== "string" || typeof action !== "string") return undefined;
   const kind = action.toLowerCase() as EpisodeAction["action"];
   if (!ACTIONS.includes(kind)) return undefined;
-  const podcastUrl = trimUrl(podcast);
-  const episodeUrl = trimUrl(episode);
+  const podcastUrl = trimUrlWhitespace(podcast);
+  const episodeUrl = trimUrlWhitespace(episode);
   if (!isValidFeedUrl(podcastUrl) || !isValidFeedUrl(episodeUrl)) return undefined;
   if (!isCount(started) || !isCount(position) || !isCount(total)) return undefined;
   if (guid !== undefined && typeof guid !== "string") return undefined;

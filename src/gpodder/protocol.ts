@@ -64,11 +64,6 @@ export function notFound(): ApiError {
 export const DEVICE_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 export const DEVICE_TYPES = ["desktop", "laptop", "mobile", "server", "other"] as const;
 
-/** Only ASCII space, tab, CR and LF count as surrounding whitespace (docs/API.md §15). */
-export function trimUrl(url: string): string {
-  return url.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, "");
-}
-
 /** A JSON body's list of URLs: absent is empty; anything but an array of strings is a 400. */
 export function urlList(value: unknown, name: string): string[] {
   if (value === undefined) return [];

@@ -2,7 +2,8 @@ import type { KnownFeed } from "../db/gpodder";
 import type { WriteOperation, WriteResult } from "../db/subscriptions";
 import { podcastGuid } from "../podcast-guid";
 import { isValidFeedUrl } from "../resources/subscription";
-import { badRequest, MAX_GPODDER_ITEMS, tooMany, trimUrl } from "./protocol";
+import { trimUrlWhitespace } from "../url-text";
+import { badRequest, MAX_GPODDER_ITEMS, tooMany } from "./protocol";
 
 /**
  * gpodder subscription writes (docs/API.md §14) as the JSON:API's operations: each sent URL is trimmed and
@@ -19,7 +20,7 @@ export interface SentUrl {
 
 export function cleanUrls(urls: readonly string[]): SentUrl[] {
   return urls.map((sent) => {
-    const url = trimUrl(sent);
+    const url = trimUrlWhitespace(sent);
     return isValidFeedUrl(url) ? { sent, url } : { sent };
   });
 }

@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
+import { matchedRoutes } from "hono/route";
 import { type Database, database } from "../db/database";
 import type { AppEnv } from "../env";
 import { ApiError } from "../jsonapi";
@@ -7,12 +8,12 @@ import { shardOfUser, shardRouting } from "../shards";
 export const BOOKMARK_HEADER = "X-D1-Bookmark";
 
 /** The shape of a D1 bookmark; anything else is refused before it reaches D1 and is never echoed. */
-const BOOKMARK_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
+export const BOOKMARK_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
 
 /** A bucket move copies a few thousand rows at most per second of freeze: a short wait is enough. */
 const FROZEN_RETRY_AFTER_SECONDS = 5;
 
-function invalidBookmark(): ApiError {
+export function invalidBookmark(): ApiError {
   return new ApiError({
     status: 400,
     title: "Invalid bookmark",
@@ -30,11 +31,23 @@ function frozenForMove(): ApiError {
   });
 }
 
-/** The client's bookmark, checked by shape; undefined when it sent none. */
-function clientBookmark(c: Context<AppEnv>): string | undefined {
+/**
+ * Whether a route (not only middleware, which `app.use` registers for every method) answers this method
+ * and path: a request no route takes gets its 404 or 405 whatever headers it carries.
+ */
+function isRouted(c: Context<AppEnv>): boolean {
+  return matchedRoutes(c).some((route) => route.method !== "ALL");
+}
+
+/**
+ * The client's bookmark, checked by shape; undefined when it sent none. `"unrouted"`: the bookmark is bad
+ * but no route takes the request, so the 404 or 405 it gets says more than a 400 would (docs/API.md §12).
+ */
+function clientBookmark(c: Context<AppEnv>): string | undefined | "unrouted" {
   const bookmark = c.req.header(BOOKMARK_HEADER);
-  if (bookmark !== undefined && !BOOKMARK_SHAPE.test(bookmark)) throw invalidBookmark();
-  return bookmark;
+  if (bookmark === undefined || BOOKMARK_SHAPE.test(bookmark)) return bookmark;
+  if (isRouted(c)) throw invalidBookmark();
+  return "unrouted";
 }
 
 /**
@@ -80,6 +93,7 @@ export const d1PrimarySession: MiddlewareHandler<AppEnv> = async (c, next) => {
  */
 export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
   const bookmark = clientBookmark(c);
+  if (bookmark === "unrouted") return next();
   const { shard, isRead } = await userShard(c);
   const constraint = !isRead || shard.frozen ? "first-primary" : (bookmark ?? "first-unconstrained");
   let session: D1DatabaseSession;

@@ -8,7 +8,8 @@ import {
   toErrorObject,
 } from "../jsonapi";
 import { MAX_BODY_BYTES } from "../limits";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageQueryError } from "../pagination";
+import { BOOKMARK_SHAPE, invalidBookmark } from "../middleware/d1-session";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageQueryError, unsupportedQueryParameter } from "../pagination";
 import { episodeNotFound } from "../resources/episode";
 import { parseSubscriptionResource, subscriptionDocumentError, subscriptionNotFound } from "../resources/subscription";
 import {
@@ -177,6 +178,20 @@ export const example = (summary: string, value: unknown, description?: string) =
   value,
 });
 
+/**
+ * The 400s every `/v1` operation but the collection GET can answer besides its own (docs/API.md §3 and 12):
+ * a query parameter JSON:API reserves, a malformed `X-D1-Bookmark`. Each operation's 400 lists them.
+ */
+export const COMMON_BAD_REQUEST =
+  "A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`.";
+export const commonBadRequestExamples = {
+  unsupportedQuery: example(
+    "A query parameter JSON:API reserves",
+    errorDocument(unsupportedQueryParameter("include").errors),
+  ),
+  badBookmark: example("A malformed X-D1-Bookmark", errorDocument(invalidBookmark().errors)),
+};
+
 // ---------------------------------------------------------------------------------------------
 // Reusable pieces
 
@@ -211,7 +226,7 @@ export const parameters: Record<string, Json> = {
     in: "query",
     required: false,
     description:
-      'The page to return, from 1 (decimal digits only). A page past the end answers 200 with `data: []`. Anything else (`0`, `-1`, `1.5`, `abc`, empty) answers 400 with `source.parameter: "page[number]"`.',
+      'The page to return, from 1 (decimal digits only). A page past the end answers 200 with `data: []`. Anything else (`0`, `-1`, `1.5`, `abc`, empty) answers 400 with `source.parameter: "page[number]"`. Not with `filter[since]` (the change feed pages by `links.next`): both together answer 400 with `source.parameter: "page[number]"`.',
     schema: { ...queryParameterSchema(pageQuerySchema.in.shape["page[number]"]), default: 1 },
     example: 2,
   },
@@ -246,8 +261,8 @@ export const parameters: Record<string, Json> = {
     in: "header",
     required: false,
     description:
-      "The `X-D1-Bookmark` of the last response this client received. The server then reads from a database replica at least as fresh as that bookmark, so a client always sees its own writes. Omit it on a first request.",
-    schema: { type: "string" },
+      "The `X-D1-Bookmark` of the last response this client received. The server then reads from a database replica at least as fresh as that bookmark, so a client always sees its own writes. Omit it on a first request. A value without a bookmark's shape answers 400 with `source.header` (checked after routing: an unknown path still answers 404, another method 405).",
+    schema: { type: "string", pattern: BOOKMARK_SHAPE.source },
     example: "00000085-0000024c-00004c6d-8e61117bf38d7adb71b934ebbf891683",
   },
 };
@@ -260,7 +275,7 @@ export const headers: Record<string, Json> = {
   },
   "X-D1-Bookmark": {
     description: "The database position this response reflects. Send it back as `X-D1-Bookmark` on the next request.",
-    schema: { type: "string" },
+    schema: { type: "string", pattern: BOOKMARK_SHAPE.source },
     example: "00000085-0000024c-00004c6d-8e61117bf38d7adb71b934ebbf891683",
   },
   ETag: {

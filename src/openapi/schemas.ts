@@ -4,6 +4,7 @@ import { MAX_OPERATIONS } from "../limits";
 import { pageQuerySchema } from "../pagination";
 import { guidSchema } from "../resources/resource-object";
 import {
+  FEED_URL_PATTERN,
   MAX_FEED_URL_BYTES,
   SUBSCRIPTION_TYPE,
   subscriptionDocumentSchema,
@@ -16,7 +17,7 @@ import { operationsDocumentSchema } from "../routes/operations";
 /**
  * The schemas of the OpenAPI document (`src/openapi/document.ts`). Request schemas are the very zod
  * objects the routes validate with, imported, never copied. Response schemas are declared here in
- * zod as well: they feed the document, the typed client's types (`client/index.ts`) and the tests
+ * zod as well: they feed the document (and so the typed client's generated types) and the tests
  * that check real responses against the document. Nothing in the worker imports this module.
  */
 
@@ -54,8 +55,10 @@ export const removeOperationSchema = z.object({
 // ---------------------------------------------------------------------------------------------
 // Responses
 
-/** RFC 3339 UTC with milliseconds and `Z` (docs/API.md §4). */
-const isoTimestamp = z.iso.datetime({ precision: 3 });
+/** RFC 3339 UTC with milliseconds and `Z` (docs/API.md §4); one schema per meaning, each with its description. */
+const isoTimestamp = () => z.iso.datetime({ precision: 3 });
+const subscribedAt = isoTimestamp();
+const unsubscribedAt = isoTimestamp();
 
 export const jsonapiObjectSchema = z.object({ version: z.literal(JSONAPI_VERSION) });
 
@@ -76,7 +79,7 @@ const storedFeedUrl = z.string();
 
 const subscriptionAttributesSchema = z.object({
   feedUrl: storedFeedUrl,
-  userSubscribedAt: isoTimestamp,
+  userSubscribedAt: subscribedAt,
 });
 
 /** A subscription resource object in a response (list, get-one, create). */
@@ -126,7 +129,7 @@ export const activeChangeSchema = subscriptionSchema.extend({
 export const tombstoneChangeSchema = z.object({
   type: z.literal(SUBSCRIPTION_TYPE),
   id: lowercaseGuid,
-  attributes: subscriptionAttributesSchema.extend({ userUnsubscribedAt: isoTimestamp }),
+  attributes: subscriptionAttributesSchema.extend({ userUnsubscribedAt: unsubscribedAt }),
 });
 
 export const changeSchema = z.union([activeChangeSchema, tombstoneChangeSchema]);
@@ -199,6 +202,7 @@ export interface SchemaMeta {
   title?: string;
   description?: string;
   format?: string;
+  pattern?: string;
 }
 
 /** Metadata for the document only: kept out of zod's global registry so no one else sees it. */
@@ -213,13 +217,19 @@ documentRegistry
       "A subscription resource object in a request that creates one. `id` is the feed's GUID (a UUID, usually a v5 UUID derived from the feed URL by the podcast namespace rules); the server stores it lower-cased and never recomputes it. Read-only and unknown attributes are ignored.",
   })
   .add(lowercaseGuid, { format: "uuid", description: "The feed's GUID, lower-case; also the `guid` path parameter." })
-  .add(storedFeedUrl, { format: "uri", description: "The feed URL exactly as the client sent it." })
-  .add(isoTimestamp, {
+  .add(storedFeedUrl, {
+    pattern: FEED_URL_PATTERN,
+    description: `The feed URL exactly as the client sent it: an absolute http(s) URL as the WHATWG URL standard parses it, which need not be an RFC 3986 URI (it may hold \`|\`, \`{}\`, \`%zz\`, backslashes or raw non-ASCII characters), so it is described by a pattern, not \`format: uri\`. Treat it as a string; never re-encode it.`,
+  })
+  .add(subscribedAt, {
     description: "When the user subscribed: RFC 3339 UTC with milliseconds, e.g. `2026-11-21T22:44:28.123Z`.",
   })
+  .add(unsubscribedAt, {
+    description: "When the user unsubscribed: RFC 3339 UTC with milliseconds, e.g. `2026-11-21T23:44:28.123Z`.",
+  })
   .add(feedUrlSchema, {
-    format: "uri",
-    description: `Absolute http or https URL of the feed, at most ${MAX_FEED_URL_BYTES} bytes in UTF-8 (so at most ${feedUrlSchema.maxLength} characters), without whitespace and without any character of Unicode general category Cc, Cf (bidi controls, zero-width characters, U+FEFF, tag characters), Co, Cs (lone surrogates), Zl or Zp, or any noncharacter (U+FDD0-U+FDEF, U+xFFFE, U+xFFFF). Stored and returned exactly as sent.`,
+    pattern: FEED_URL_PATTERN,
+    description: `Absolute http or https URL, at most ${MAX_FEED_URL_BYTES} bytes in UTF-8 (so at most ${feedUrlSchema.maxLength} characters), without whitespace and without any character of Unicode general category Cc, Cf (bidi controls, zero-width characters, U+FEFF, tag characters), Co, Cs (lone surrogates), Zl or Zp, or any noncharacter (U+FDD0-U+FDEF, U+xFFFE, U+xFFFF), that the WHATWG URL standard parses (not necessarily an RFC 3986 URI: \`|\`, \`{}\`, \`%zz\`, backslashes and raw non-ASCII are taken). Stored and returned exactly as sent.`,
   })
   .add(subscriptionDocumentSchema, {
     id: "SubscriptionCreateDocument",
@@ -320,26 +330,6 @@ documentRegistry
   });
 
 // ---------------------------------------------------------------------------------------------
-// Types for clients (type-level only: importing them pulls no runtime code)
-
-export type SubscriptionCreateDocument = z.input<typeof subscriptionDocumentSchema>;
-export type AddOperation = z.input<typeof addOperationSchema>;
-export type UpdateOperation = z.input<typeof updateOperationSchema>;
-export type RemoveOperation = z.input<typeof removeOperationSchema>;
-export type Change = z.output<typeof changeSchema>;
-export type ChangeFeedDocument = z.output<typeof changeFeedDocumentSchema>;
-export type Subscription = z.output<typeof subscriptionSchema>;
-export type BulkSubscription = z.output<typeof bulkSubscriptionSchema>;
-export type SubscriptionDocument = z.output<typeof subscriptionDocumentResponseSchema>;
-export type SubscriptionListDocument = z.output<typeof subscriptionListDocumentSchema>;
-export type PaginationLinks = z.output<typeof paginationLinksSchema>;
-export type ErrorObject = z.output<typeof errorObjectSchema>;
-export type ErrorDocument = z.output<typeof errorDocumentSchema>;
-export type AtomicResult = z.output<typeof atomicResultSchema>;
-export type OperationsResultDocument = z.output<typeof operationsResultDocumentSchema>;
-export type OpmlImportDocument = z.output<typeof opmlImportDocumentSchema>;
-
-// ---------------------------------------------------------------------------------------------
 // Episode states (docs/API.md §13). The route validates them in code (src/resources/episode.ts); these
 // schemas describe the same rules for the document, and the response check holds the answers to them.
 
@@ -351,6 +341,9 @@ const storedFeedRelationshipSchema = z.object({
   subscription: z.object({ data: z.object({ type: z.literal(SUBSCRIPTION_TYPE), id: lowercaseGuid }) }),
 });
 const seconds = (min: number) => z.number().int().min(min).max(2_147_483_647);
+const positionChangedAt = isoTimestamp();
+const playedChangedAt = isoTimestamp();
+const deletedAt = isoTimestamp();
 const deviceTime = z.string();
 
 const episodeRequestAttributesSchema = z.object({
@@ -387,8 +380,8 @@ const episodeAttributesSchema = z.object({
   position: seconds(0),
   duration: seconds(1).nullable(),
   played: z.boolean(),
-  positionChangedAt: isoTimestamp.nullable(),
-  playedChangedAt: isoTimestamp.nullable(),
+  positionChangedAt: positionChangedAt.nullable(),
+  playedChangedAt: playedChangedAt.nullable(),
 });
 
 /** An episode resource object in a response. */
@@ -409,7 +402,7 @@ export const liveEpisodeChangeSchema = episodeSchema.extend({
 export const episodeTombstoneSchema = z.object({
   type: episodeType,
   id: lowercaseGuid,
-  attributes: z.object({ deletedAt: isoTimestamp }),
+  attributes: z.object({ deletedAt }),
   relationships: storedFeedRelationshipSchema,
 });
 
@@ -432,6 +425,13 @@ export const episodeRemoveOperationSchema = z.object({
 });
 
 documentRegistry
+  .add(positionChangedAt, {
+    description: "When `position` last changed on the device that set it (RFC 3339 UTC with milliseconds), or null.",
+  })
+  .add(playedChangedAt, {
+    description: "When `played` last changed on the device that set it (RFC 3339 UTC with milliseconds), or null.",
+  })
+  .add(deletedAt, { description: "When the state was forgotten (RFC 3339 UTC with milliseconds)." })
   .add(episodeResourceSchema, {
     id: "EpisodeResourceObject",
     description:

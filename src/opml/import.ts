@@ -6,6 +6,7 @@ import {
   SUBSCRIPTION_TYPE,
   subscriptionLimitReached,
 } from "../resources/subscription";
+import { trimUrlWhitespace } from "../url-text";
 import type { OpmlOutline } from "./parse";
 
 /**
@@ -15,7 +16,7 @@ import type { OpmlOutline } from "./parse";
  */
 
 export interface SkippedFeed {
-  /** As in the file. */
+  /** The outline's `xmlUrl` (or `url`) as in the file. */
   xmlUrl: string;
   reason: string;
 }
@@ -25,6 +26,8 @@ export interface ImportPlan {
   subscriptions: NewSubscription[];
   /** Document position of each element of `subscriptions`. */
   positions: number[];
+  /** The URL attribute of each element of `subscriptions` as in the file (before trimming). */
+  asInFile: string[];
   /** Outlines refused before the database, with their document position. */
   invalid: (SkippedFeed & { position: number })[];
 }
@@ -39,21 +42,24 @@ export interface ImportSummary {
   skipped: SkippedFeed[];
 }
 
-/** The outline's `guid` attribute when it is a UUID, else the podcast:guid of its `xmlUrl`. */
-export async function outlineGuid(outline: OpmlOutline): Promise<string> {
+/** The outline's `guid` attribute when it is a UUID, else the podcast:guid of its (trimmed) feed URL. */
+export async function outlineGuid(outline: OpmlOutline, feedUrl: string): Promise<string> {
   if (outline.guid !== undefined && guidSchema.safeParse(outline.guid).success) return outline.guid;
-  return podcastGuid(outline.xmlUrl);
+  return podcastGuid(feedUrl);
 }
 
 export async function planImport(outlines: readonly OpmlOutline[]): Promise<ImportPlan> {
-  const guids = await Promise.all(outlines.map(outlineGuid));
-  const plan: ImportPlan = { subscriptions: [], positions: [], invalid: [] };
+  // Exporters pad attributes (`xmlUrl=" https://... "`); gPodder and other readers trim them, so does this.
+  const feedUrls = outlines.map((outline) => trimUrlWhitespace(outline.xmlUrl));
+  const guids = await Promise.all(outlines.map((outline, position) => outlineGuid(outline, feedUrls[position])));
+  const plan: ImportPlan = { subscriptions: [], positions: [], asInFile: [], invalid: [] };
   outlines.forEach((outline, position) => {
-    const resource = { type: SUBSCRIPTION_TYPE, id: guids[position], attributes: { feedUrl: outline.xmlUrl } };
+    const resource = { type: SUBSCRIPTION_TYPE, id: guids[position], attributes: { feedUrl: feedUrls[position] } };
     const parsed = parseSubscriptionResource(resource, "");
     if (parsed.ok) {
       plan.subscriptions.push(parsed.value);
       plan.positions.push(position);
+      plan.asInFile.push(outline.xmlUrl);
     } else {
       plan.invalid.push({ xmlUrl: outline.xmlUrl, reason: parsed.error.detail, position });
     }
@@ -73,8 +79,7 @@ export function summariseImport(plan: ImportPlan, outcomes: readonly ImportOutco
   outcomes.forEach((outcome, index) => {
     if (outcome === "created") imported++;
     else if (outcome === "exists") alreadySubscribed++;
-    else
-      skipped.push({ xmlUrl: plan.subscriptions[index].feedUrl, reason: limitReason, position: plan.positions[index] });
+    else skipped.push({ xmlUrl: plan.asInFile[index], reason: limitReason, position: plan.positions[index] });
   });
   skipped.sort((a, b) => a.position - b.position);
   return { imported, alreadySubscribed, skipped: skipped.map(({ xmlUrl, reason }) => ({ xmlUrl, reason })) };

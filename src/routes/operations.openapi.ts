@@ -3,6 +3,8 @@ import { MAX_BODY_BYTES, MAX_OPERATIONS } from "../limits";
 import {
   ATOMIC,
   bodyTooLarge,
+  COMMON_BAD_REQUEST,
+  commonBadRequestExamples,
   errorContent,
   example,
   exampleErrors,
@@ -40,7 +42,7 @@ const bulkRequestExample = {
       data: {
         type: "subscription",
         id: FEEDS[2].guid,
-        attributes: { feedUrl: "ftp://podcasts.example.org/night-sky.xml" },
+        attributes: { feedUrl: "https://podcasts.example.org:night-sky.xml" },
       },
     },
   ],
@@ -126,10 +128,11 @@ export const operationPaths: Record<string, Json> = {
           ),
         },
         "400": {
-          description: `The body is not a JSON object, or \`${OPERATIONS}\` is missing, not an array, or empty.`,
+          description: `The body is not a JSON object, or \`${OPERATIONS}\` is missing, not an array, or empty. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
           content: errorContent(
             {
+              ...commonBadRequestExamples,
               empty: example(
                 "No operations",
                 exampleErrors(

@@ -3,6 +3,8 @@ import type { ErrorObject } from "../jsonapi";
 import { MAX_BODY_BYTES, MAX_OPML_FEEDS } from "../limits";
 import {
   bodyTooLarge,
+  COMMON_BAD_REQUEST,
+  commonBadRequestExamples,
   EXAMPLE_TIME,
   errorContent,
   example,
@@ -11,7 +13,6 @@ import {
   type Json,
   jsonApiContent,
   media415,
-  pageError,
   problem,
   schemaRef,
   stored,
@@ -82,6 +83,16 @@ function opmlError(opml: string | Uint8Array): ErrorObject {
 
 const tooManyFeedsOpml = `<opml><body>${'<outline xmlUrl="https://feeds.example.com/x.xml"/>'.repeat(MAX_OPML_FEEDS + 1)}</body></opml>`;
 
+/**
+ * An OPML document as the import takes it and the export gives it: XML text in UTF-8 whose root element is
+ * `<opml>` (after an optional byte-order mark, XML declaration, comments and processing instructions).
+ */
+const opmlDocumentSchema = {
+  type: "string",
+  description: `An OPML 1.0 or 2.0 document, in UTF-8: XML whose root element is \`<opml>\`. The import reads every \`outline\` with an \`xmlUrl\` (or, without one, a \`url\`) attribute; the export writes one \`<outline type="rss" text xmlUrl guid/>\` per subscription.`,
+  pattern: "<opml[\\s/>]",
+};
+
 /** OpenAPI: OPML export and import (routes/opml.ts). */
 export const opmlPaths: Record<string, Json> = {
   [OPML_PATH]: {
@@ -96,14 +107,14 @@ export const opmlPaths: Record<string, Json> = {
           description: "The OPML document.",
           headers: successHeaders,
           content: {
-            [OPML_CONTENT_TYPE]: { schema: { type: "string" }, example: exportExample },
+            [OPML_CONTENT_TYPE]: { schema: opmlDocumentSchema, example: exportExample },
           },
         },
         "400": {
-          description: "A query parameter JSON:API reserves was sent.",
+          description: COMMON_BAD_REQUEST,
           headers: v1Headers,
           content: errorContent({
-            unsupported: example("A parameter JSON:API reserves", exampleErrors(pageError({ include: "feeds" }))),
+            ...commonBadRequestExamples,
           }),
         },
         ...v1Responses,
@@ -130,7 +141,7 @@ export const opmlPaths: Record<string, Json> = {
       operationId: "importOpml",
       tags: ["OPML"],
       summary: "Import subscriptions from OPML",
-      description: `Subscribes the authenticated user to every \`outline\` with an \`xmlUrl\` attribute, at any depth (merge: nothing is removed). Each outline is subscribed like \`POST /v1/subscriptions\`, with the outline's \`guid\` attribute as the id when it is a UUID, else the feed's podcast:guid (a UUIDv5 in the namespace \`ead4c236-bf58-58c6-a2c6-a6b28d128cb6\` of the \`xmlUrl\` without its scheme and trailing slashes). Outlines whose \`xmlUrl\` \`POST /v1/subscriptions\` would refuse are skipped, with the reason; so are the feeds past the user's quota of ${MAX_STORED_SUBSCRIPTIONS} stored subscriptions (the import stops adding there). Send the document as \`${OPML_MEDIA_TYPE}\`, \`application/xml\`, \`text/xml\` or any \`+xml\` type, in UTF-8, at most ${MAX_BODY_BYTES / 1024 / 1024} MiB and ${MAX_OPML_FEEDS} feeds. A DOCTYPE (and so any entity declaration) is refused, never processed. All subscriptions are written in one database transaction: on 503 nothing was written, and retrying is safe.`,
+      description: `Subscribes the authenticated user to every \`outline\` with an \`xmlUrl\` attribute, or a \`url\` attribute (older exporters) when it has no \`xmlUrl\`, at any depth (merge: nothing is removed). The URL is trimmed of surrounding ASCII space, tab, CR and LF; \`meta.skipped\` reports it as in the file. Each outline is subscribed like \`POST /v1/subscriptions\`, with the outline's \`guid\` attribute as the id when it is a UUID, else the feed's podcast:guid (a UUIDv5 in the namespace \`ead4c236-bf58-58c6-a2c6-a6b28d128cb6\` of the \`xmlUrl\` without its scheme and trailing slashes). Outlines whose URL \`POST /v1/subscriptions\` would refuse are skipped, with the reason; so are the feeds past the user's quota of ${MAX_STORED_SUBSCRIPTIONS} stored subscriptions (the import stops adding there). Send the document as \`${OPML_MEDIA_TYPE}\`, \`application/xml\`, \`text/xml\` or any \`+xml\` type, in UTF-8 (a file declaring another encoding, or in UTF-16, answers 400 naming the encoding to convert from), at most ${MAX_BODY_BYTES / 1024 / 1024} MiB and ${MAX_OPML_FEEDS} feeds. A DOCTYPE (and so any entity declaration) is refused, never processed. All subscriptions are written in one database transaction: on 503 nothing was written, and retrying is safe.`,
       parameters: v1Parameters,
       requestBody: {
         required: true,
@@ -138,7 +149,7 @@ export const opmlPaths: Record<string, Json> = {
           OPML_REQUEST_TYPES.map((type) => [
             type,
             {
-              schema: { type: "string" },
+              schema: opmlDocumentSchema,
               examples: { opml: example("Three feeds, one nested, one with a guid", importRequestExample) },
             },
           ]),
@@ -158,10 +169,10 @@ export const opmlPaths: Record<string, Json> = {
           }),
         },
         "400": {
-          description:
-            "The document is not valid UTF-8, its XML declaration names another encoding, it has a DOCTYPE, it is not well-formed XML, or its root element is not `<opml>`.",
+          description: `The document is not valid UTF-8, it is in another encoding (named in the detail, to convert from), it has a DOCTYPE, it is not well-formed XML, or its root element is not \`<opml>\`. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
           content: errorContent({
+            ...commonBadRequestExamples,
             malformed: example(
               "Not well-formed",
               exampleErrors(opmlError('<opml><body><outline xmlUrl="https://a.example/f"></body></opml>')),

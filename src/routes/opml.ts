@@ -32,7 +32,7 @@ export const opmlRoutes = new Hono<AppEnv>()
   })
 
   // Import: subscribes to every outline with an xmlUrl (merge: nothing is removed), in one D1 round trip.
-  .post("/", negotiateOpmlImport, async (c) => {
+  .post("/", negotiateOpmlImport, noQueryParameters, async (c) => {
     const plan = await planImport(parseOpml(await readBody(c.req.raw, MAX_BODY_BYTES)));
     const results = await subscribeMany(c.get("db"), c.get("userId"), plan.subscriptions, Date.now());
     const meta = summariseImport(

@@ -4,6 +4,8 @@ import { MAX_BODY_BYTES } from "../limits";
 import {
   bodyError,
   bodyTooLargeResponse,
+  COMMON_BAD_REQUEST,
+  commonBadRequestExamples,
   EXAMPLE_TIME,
   errorContent,
   example,
@@ -115,12 +117,14 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
         },
         "304": responseRef("NotModified"),
         "400": {
-          description: "A query parameter is invalid or not supported.",
+          description:
+            "A query parameter is invalid or not supported (`page[number]` and `filter[since]` exclude each other), or `X-D1-Bookmark` does not have a bookmark's shape (`source.header`).",
           headers: v1Headers,
           content: errorContent({
             sizeTooBig: example("page[size] over the maximum", exampleErrors(pageError({ "page[size]": "101" }))),
             badNumber: example("page[number] not a whole number", exampleErrors(pageError({ "page[number]": "0" }))),
             unsupported: example("A parameter JSON:API reserves", exampleErrors(pageError({ include: "episodes" }))),
+            badBookmark: commonBadRequestExamples.badBookmark,
             invalidToken: example("A sync token this server did not issue", errorDocument(invalidSyncToken().errors)),
             numberWithSince: example(
               "page[number] with filter[since]",
@@ -157,9 +161,10 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
           content: jsonApiContent(schemaRef("SubscriptionDocument"), { created: example("Subscribed", oneExample) }),
         },
         "400": {
-          description: "The body is not JSON, not a document with `data`, or its `id` is missing or not a UUID.",
+          description: `The body is not JSON, not a document with \`data\`, or its \`id\` is missing or not a UUID. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
           content: errorContent({
+            ...commonBadRequestExamples,
             malformed: example("Body is not JSON", exampleErrors(malformedJson)),
             noData: example("No data member", exampleErrors(bodyError({ meta: {} }))),
             badId: example(
@@ -229,11 +234,11 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
         },
         "304": responseRef("NotModified"),
         "400": {
-          description: "The guid is not a UUID, or a query parameter JSON:API reserves was sent.",
+          description: `The guid is not a UUID. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
           content: errorContent({
+            ...commonBadRequestExamples,
             invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
-            unsupported: example("A parameter JSON:API reserves", exampleErrors(pageError({ sort: "feedUrl" }))),
           }),
         },
         "404": responseRef("SubscriptionNotFound"),
@@ -261,10 +266,10 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
           content: jsonApiContent(schemaRef("SubscriptionDocument"), { moved: example("Moved", movedExample) }),
         },
         "400": {
-          description:
-            "The path guid is not a UUID, the body is not JSON or not a document with `data`, or `data.id` is missing or not a UUID.",
+          description: `The path guid is not a UUID, the body is not JSON or not a document with \`data\`, or \`data.id\` is missing or not a UUID. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
           content: errorContent({
+            ...commonBadRequestExamples,
             invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
             malformed: example("Body is not JSON", exampleErrors(malformedJson)),
           }),
@@ -301,9 +306,12 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
       responses: {
         "204": { description: "Unsubscribed. No body.", headers: successHeaders },
         "400": {
-          description: "The guid is not a UUID, or a query parameter JSON:API reserves was sent.",
+          description: `The guid is not a UUID. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
-          content: errorContent({ invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)) }),
+          content: errorContent({
+            ...commonBadRequestExamples,
+            invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
+          }),
         },
         "404": responseRef("SubscriptionNotFound"),
         ...v1Responses,

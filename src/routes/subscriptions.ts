@@ -80,7 +80,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   })
 
   // Add a subscription; idempotent (docs/API.md §5).
-  .post("/", jsonApi, jsonBody(subscriptionDocumentSchema, subscriptionDocumentError), async (c) => {
+  .post("/", jsonApi, noQueryParameters, jsonBody(subscriptionDocumentSchema, subscriptionDocumentError), async (c) => {
     const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
     if (result.kind === "limit") throw new ApiError({ ...subscriptionLimitReached(), status: 403 });
     const document = dataDocument(toSubscriptionResource(result.subscription));
@@ -105,20 +105,27 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   })
 
   // Move a feed: replace its URL; the guid and userSubscribedAt stay (docs/API.md §9).
-  .patch("/:guid", jsonApi, guidParam, jsonBody(feedMoveDocumentSchema, subscriptionDocumentError), async (c) => {
-    const { guid } = c.req.valid("param");
-    const move = parseFeedMove(c.req.valid("json").data, "/data", "optional", guid);
-    if (!move.ok) throw ApiError.from(move.error);
-    const db = c.get("db");
-    const userId = c.get("userId");
-    const { feedUrl } = move.value;
-    const subscription =
-      feedUrl === undefined
-        ? (await findSubscription(db, userId, guid)).subscription
-        : await moveFeed(db, userId, { guid, feedUrl }, Date.now());
-    if (!subscription) throw subscriptionNotFound();
-    return respond(c, dataDocument(toSubscriptionResource(subscription)));
-  })
+  .patch(
+    "/:guid",
+    jsonApi,
+    guidParam,
+    noQueryParameters,
+    jsonBody(feedMoveDocumentSchema, subscriptionDocumentError),
+    async (c) => {
+      const { guid } = c.req.valid("param");
+      const move = parseFeedMove(c.req.valid("json").data, "/data", "optional", guid);
+      if (!move.ok) throw ApiError.from(move.error);
+      const db = c.get("db");
+      const userId = c.get("userId");
+      const { feedUrl } = move.value;
+      const subscription =
+        feedUrl === undefined
+          ? (await findSubscription(db, userId, guid)).subscription
+          : await moveFeed(db, userId, { guid, feedUrl }, Date.now());
+      if (!subscription) throw subscriptionNotFound();
+      return respond(c, dataDocument(toSubscriptionResource(subscription)));
+    },
+  )
 
   // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (docs/API.md §5).
   .delete("/:guid", jsonApi, guidParam, noQueryParameters, async (c) => {
