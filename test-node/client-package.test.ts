@@ -119,6 +119,19 @@ describe("the client package", () => {
     expect(example.output).toMatch(/^in sync at \d+:/m);
   });
 
+  it("runs the README's listening-progress example, type-checked, against the worker", async () => {
+    writeFileSync(join(app, "listening-progress.ts"), readmeExample("listening-progress"));
+    const check = await run(process.execPath, [TSC, "-p", "."], app);
+    expect(check.code, check.output).toBe(0);
+    const example = await run(process.execPath, [TSX, "listening-progress.ts"], app, {
+      API_URL: inject("workerOrigin"),
+      API_TOKEN: await tokenFor(`client-episodes-${crypto.randomUUID()}`),
+    });
+    expect(example.code, example.output).toBe(0);
+    expect(example.output).toMatch(/^resume at 754$/m);
+    expect(example.output).toMatch(/^played everywhere: true$/m);
+  });
+
   it("served responses type-check against the generated types, with excess-property checks", async () => {
     const origin = inject("workerOrigin");
     const token = await tokenFor(`client-types-${crypto.randomUUID()}`);

@@ -13,20 +13,24 @@
  *   await api.subscribe({ guid, feedUrl });
  *   const { subscriptions, syncToken } = await api.allSubscriptions();
  *   const { changes, syncToken: next } = await api.sync(syncToken); // applyChanges(local, changes), store next
+ *   await api.savePosition({ id, feedGuid, mediaUrl }, 754);          // paused at 12:34
+ *   const episodes = await api.syncEpisodes(episodeToken);            // applyEpisodeChanges(local, changes)
  */
+import { type EpisodeCalls, episodeCalls } from "./episodes.js";
 import { type SubscriptionCalls, subscriptionCalls } from "./subscriptions.js";
 import { type ClientOptions, createTransport } from "./transport.js";
 
 export { OPML_MEDIA_TYPE } from "../../src/opml/media-types.js";
 /** The podcast:guid of a feed URL: names a feed that declares no `<podcast:guid>`, before subscribing. */
 export { podcastGuid } from "../../src/podcast-guid.js";
+export * from "./episodes.js";
 export type { components, operations, paths } from "./openapi.js";
 export * from "./subscriptions.js";
 export * from "./transport.js";
 
-export type SubscriptionsClient = SubscriptionCalls;
+export type SubscriptionsClient = SubscriptionCalls & EpisodeCalls;
 
 export function createSubscriptionsClient(options: ClientOptions): SubscriptionsClient {
   const call = createTransport(options);
-  return { ...subscriptionCalls(call) };
+  return { ...subscriptionCalls(call), ...episodeCalls(call) };
 }

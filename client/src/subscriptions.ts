@@ -4,7 +4,14 @@
  */
 import { OPML_MEDIA_TYPE } from "../../src/opml/media-types.js";
 import type { components } from "./openapi.js";
-import { ATOMIC_MEDIA_TYPE, IncompleteError, JSONAPI_MEDIA_TYPE, type Transport } from "./transport.js";
+import {
+  ATOMIC_MEDIA_TYPE,
+  type ChangeFeedResult,
+  followChangeFeed,
+  IncompleteError,
+  JSONAPI_MEDIA_TYPE,
+  type Transport,
+} from "./transport.js";
 
 type Schemas = components["schemas"];
 export type Subscription = Schemas["Subscription"];
@@ -56,15 +63,11 @@ export type BulkOperation =
   | ({ op: "update" } & NewSubscription)
   | { op: "remove"; guid: string };
 
-export interface SyncResult {
-  /**
-   * What changed after the token, each subscription once, with its latest state, in the order of those
-   * latest changes. Apply them in order with `applyChanges`.
-   */
-  changes: Change[];
-  /** Store it and pass it to the next `sync()`. */
-  syncToken: string;
-}
+/**
+ * What changed after the token, each subscription once, with its latest state, in the order of those latest
+ * changes (apply them in order with `applyChanges`), and the token to store and pass to the next `sync()`.
+ */
+export type SyncResult = ChangeFeedResult<Change>;
 
 export interface AllSubscriptions {
   /** Every active subscription, by `userSubscribedAt` (equal times: by their latest change). */
@@ -202,29 +205,8 @@ export function subscriptionCalls(call: Transport): SubscriptionCalls {
     return done;
   }
 
-  async function sync(syncToken = "0", { pageSize = 100 } = {}): Promise<SyncResult> {
-    // Each subscription once, at the place of its latest change (a Map keeps insertion order).
-    const latest = new Map<string, Change>();
-    let token = syncToken;
-    // The server's links carry literal brackets; a path it gave is followed as is.
-    let next: string | null =
-      `${COLLECTION_PATH}?filter[since]=${encodeURIComponent(syncToken)}&page[size]=${pageSize}`;
-    while (next !== null) {
-      let page: ChangeFeedDocument;
-      try {
-        page = (await call({ method: "GET", path: next })).body as ChangeFeedDocument;
-      } catch (error) {
-        throw new IncompleteError<SyncResult>({ changes: [...latest.values()], syncToken: token }, error);
-      }
-      for (const change of page.data) {
-        latest.delete(change.id);
-        latest.set(change.id, change);
-      }
-      token = page.meta.syncToken;
-      next = page.links.next;
-    }
-    return { changes: [...latest.values()], syncToken: token };
-  }
+  const sync = (syncToken = "0", { pageSize = 100 } = {}): Promise<SyncResult> =>
+    followChangeFeed<Change>(call, COLLECTION_PATH, syncToken, pageSize);
 
   return {
     async listSubscriptions({ page } = {}) {

@@ -146,3 +146,41 @@ async function toError(response: Response): Promise<SubscriptionsApiError> {
   }
   return new SubscriptionsApiError(response.status, errors, response.headers);
 }
+
+/** What a change feed walk returns: each resource once with its latest state, and the token to store. */
+export interface ChangeFeedResult<Item> {
+  changes: Item[];
+  syncToken: string;
+}
+
+/**
+ * Follows a resource's change feed (`<collection>?filter[since]=<token>`) until `links.next` is null, keeping
+ * each resource once, at the place of its latest change. Throws IncompleteError when a page fails: its
+ * `partial` holds the pages read (apply them and store their token, or retry from the old token).
+ */
+export async function followChangeFeed<Item extends { id: string }>(
+  call: Transport,
+  collectionPath: string,
+  syncToken: string,
+  pageSize: number,
+): Promise<ChangeFeedResult<Item>> {
+  const latest = new Map<string, Item>();
+  let token = syncToken;
+  // The server's links carry literal brackets; a path it gave is followed as is.
+  let next: string | null = `${collectionPath}?filter[since]=${encodeURIComponent(syncToken)}&page[size]=${pageSize}`;
+  while (next !== null) {
+    let page: { data: Item[]; links: { next: string | null }; meta: { syncToken: string } };
+    try {
+      page = (await call({ method: "GET", path: next })).body as typeof page;
+    } catch (error) {
+      throw new IncompleteError<ChangeFeedResult<Item>>({ changes: [...latest.values()], syncToken: token }, error);
+    }
+    for (const change of page.data) {
+      latest.delete(change.id);
+      latest.set(change.id, change);
+    }
+    token = page.meta.syncToken;
+    next = page.links.next;
+  }
+  return { changes: [...latest.values()], syncToken: token };
+}
