@@ -89,15 +89,17 @@ describe("the OpenAPI response check", () => {
   });
 
   it("names an undocumented operation and says what to add where", () => {
-    const problem = checkExchange(document, routes, {
+    // A route the app would serve that the document does not describe (a resource added without its file).
+    const withPlaylists = [...routes, { method: "GET", path: "/v1/playlists/:id" }];
+    const problem = checkExchange(document, withPlaylists, {
       method: "GET",
-      url: `${ORIGIN}/v1/episodes/${crypto.randomUUID()}`,
+      url: `${ORIGIN}/v1/playlists/${crypto.randomUUID()}`,
       status: 200,
       headers: new Headers({ "Content-Type": "application/vnd.api+json" }),
       body: "{}",
     });
-    expect(problem).toMatch(/^GET \/v1\/episodes\/[0-9a-f-]+: undocumented operation \(it answered 200\)/);
-    expect(problem).toContain("src/routes/episodes.openapi.ts");
+    expect(problem).toMatch(/^GET \/v1\/playlists\/[0-9a-f-]+: undocumented operation \(it answered 200\)/);
+    expect(problem).toContain("src/routes/playlists.openapi.ts");
     expect(problem).toContain("npm run openapi");
   });
 
