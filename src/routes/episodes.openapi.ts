@@ -120,6 +120,11 @@ const episodeParameter = {
 
 const notAUuid = example("The path id is not a UUID", errorDocument(invalidGuid().errors));
 const reservedParameter = example("A parameter JSON:API reserves", exampleErrors(pageError({ sort: "position" })));
+const badIdOrQuery = {
+  description: "The id is not a UUID, or a query parameter JSON:API reserves was sent.",
+  headers: v1Headers,
+  content: errorContent({ invalidGuid: notAUuid, reserved: reservedParameter }),
+};
 const feedMismatch = example(
   "The state belongs to another feed",
   exampleErrors(episodeFeedMismatch("/data/relationships/subscription/data/id", FEEDS[0].guid)),
@@ -275,11 +280,7 @@ export const episodePaths: Record<string, Json> = {
           content: jsonApiContent(schemaRef("EpisodeDocument"), { paused: example("Paused at 12:34", oneExample) }),
         },
         "304": responseRef("NotModified"),
-        "400": {
-          description: "The id is not a UUID, or a query parameter JSON:API reserves was sent.",
-          headers: v1Headers,
-          content: errorContent({ invalidGuid: notAUuid, reserved: reservedParameter }),
-        },
+        "400": badIdOrQuery,
         "404": responseRef("EpisodeNotFound"),
         ...v1Responses,
       },
@@ -358,11 +359,7 @@ export const episodePaths: Record<string, Json> = {
       parameters: v1Parameters,
       responses: {
         "204": { description: "Forgotten.", headers: successHeaders },
-        "400": {
-          description: "The id is not a UUID, or a query parameter JSON:API reserves was sent.",
-          headers: v1Headers,
-          content: errorContent({ invalidGuid: notAUuid, reserved: reservedParameter }),
-        },
+        "400": badIdOrQuery,
         "404": responseRef("EpisodeNotFound"),
         ...v1Responses,
       },

@@ -12,12 +12,12 @@ import {
   listEpisodeChanges,
 } from "../db/episodes";
 import type { AppEnv } from "../env";
-import { entityTag, notModified, parseIfNoneMatch, REVALIDATE } from "../etag";
 import { ApiError, absoluteUrl, dataDocument, type ErrorObject, pointerTo, respond } from "../jsonapi";
 import { uuidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
 import { changeFeedQuery, noQueryParameters } from "../pagination";
+import { conditionalResource } from "../resource-response";
 import {
   EPISODE_TYPE,
   episodeFeedMismatch,
@@ -98,16 +98,18 @@ export const episodeRoutes = new Hono<AppEnv>()
   })
 
   // One episode state of the user.
-  .get("/:id", jsonApi, idParam, noQueryParameters, async (c) => {
+  .get("/:id", jsonApi, idParam, noQueryParameters, (c) => {
     const { id } = c.req.valid("param");
-    const userId = c.get("userId");
-    const key = episodePath(id);
-    const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
-    const { version, episode } = await findEpisode(c.get("db"), userId, id);
-    if (!episode) throw episodeNotFound();
-    const etag = entityTag(userId, key, version);
-    if (precondition.any || precondition.version === version) return notModified(c, etag);
-    return respond(c, dataDocument(toEpisodeResource(episode)), 200, { ETag: etag, "Cache-Control": REVALIDATE });
+    return conditionalResource(
+      c,
+      episodePath(id),
+      async () => {
+        const { version, episode } = await findEpisode(c.get("db"), c.get("userId"), id);
+        return { version, found: episode };
+      },
+      toEpisodeResource,
+      episodeNotFound,
+    );
   })
 
   // Merge into an existing state (docs/API.md §13).

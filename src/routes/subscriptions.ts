@@ -22,6 +22,7 @@ import { guidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
 import { collectionQuery, noQueryParameters, type PageParams, pageLink, paginationLinks } from "../pagination";
+import { conditionalResource } from "../resource-response";
 import type { ResourceRef } from "../resources/resource-object";
 import {
   alreadySubscribed,
@@ -89,19 +90,18 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   })
 
   // Get one subscription of the user (docs/API.md §4).
-  .get("/:guid", jsonApi, guidParam, noQueryParameters, async (c) => {
+  .get("/:guid", jsonApi, guidParam, noQueryParameters, (c) => {
     const { guid } = c.req.valid("param");
-    const userId = c.get("userId");
-    const key = subscriptionPath(guid);
-    const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
-    const { version, subscription } = await findSubscription(c.get("db"), userId, guid);
-    if (!subscription) throw subscriptionNotFound();
-    const etag = entityTag(userId, key, version);
-    if (precondition.any || precondition.version === version) return notModified(c, etag);
-    return respond(c, dataDocument(toSubscriptionResource(subscription)), 200, {
-      ETag: etag,
-      "Cache-Control": REVALIDATE,
-    });
+    return conditionalResource(
+      c,
+      subscriptionPath(guid),
+      async () => {
+        const { version, subscription } = await findSubscription(c.get("db"), c.get("userId"), guid);
+        return { version, found: subscription };
+      },
+      (subscription) => toSubscriptionResource(subscription),
+      subscriptionNotFound,
+    );
   })
 
   // Move a feed: replace its URL; the guid and userSubscribedAt stay (docs/API.md §9).
