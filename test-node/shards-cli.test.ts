@@ -7,6 +7,7 @@ import { sign } from "hono/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getPlatformProxy, unstable_readConfig } from "wrangler";
 import { runningVersion, setVar, WRITE_GUARD, writeFileInPlace } from "../scripts/shards/config-store";
+import { retryingOnLocalLock, type ShardExecutor } from "../scripts/shards/move";
 import { inline } from "../scripts/shards/wrangler-executor";
 import { bucketOf, shardConfigVersion } from "../src/shards";
 
@@ -84,6 +85,27 @@ describe("config edits and remote SQL", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("runs a statement again when a local database is locked by another workerd, and only then", async () => {
+    const calls: string[] = [];
+    let failures = 2;
+    const flaky: ShardExecutor = {
+      async all(_database, statement) {
+        calls.push(statement.sql);
+        if (statement.sql === "locked" && failures-- > 0) {
+          throw new Error("D1_ERROR: Failed to get session commit token: internal error; reference = abc123");
+        }
+        if (statement.sql === "broken") throw new Error("D1_ERROR: no such table: nope: SQLITE_ERROR");
+        return [{ ok: 1 }];
+      },
+      async batch() {},
+    };
+    const executor = retryingOnLocalLock(flaky, { sleep: async () => {} });
+    expect(await executor.all("DB", { sql: "locked", params: [] })).toEqual([{ ok: 1 }]);
+    expect(calls).toEqual(["locked", "locked", "locked"]);
+    await expect(executor.all("DB", { sql: "broken", params: [] })).rejects.toThrow(/no such table/);
+    expect(calls.filter((sql) => sql === "broken")).toHaveLength(1);
   });
 
   it("writes values into SQL as literals for wrangler d1 execute", () => {
