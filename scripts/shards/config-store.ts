@@ -47,7 +47,7 @@ export const WRITE_GUARD = "=";
  * wrangler never sees the file change again until it restarts (README, "Moving buckets").
  *
  * Why a guard: a plain rewrite (truncate, then write) can be read half-written; an empty or partial file
- * that parses makes `wrangler dev` exit or run a wrong map. So the first byte becomes WRITE_GUARD (one byte:
+ * that parses can make `wrangler dev` exit or run a wrong map. So the first byte becomes WRITE_GUARD (one byte:
  * never seen half-written), then the rest is written and the length set, and only then the real first byte
  * goes back. A read in between fails to parse: wrangler logs it and keeps the running worker and its
  * settings, and the last write's event (or the rewrite waitForWorker does) makes it read the file again.
