@@ -15,7 +15,7 @@ import { parseArgs } from "node:util";
 import { getPlatformProxy } from "wrangler";
 import { parseBucketRange } from "../src/shards";
 import { wranglerTomlStore } from "./shards/config-store";
-import { d1Executor, moveBuckets, type ShardExecutor } from "./shards/move";
+import { d1Executor, moveBuckets, retryingOnLocalLock, type ShardExecutor } from "./shards/move";
 import { DEFAULT_CONFIG, type Target, targetFlags, wrangler } from "./shards/wrangler";
 import { wranglerExecutor } from "./shards/wrangler-executor";
 
@@ -67,7 +67,8 @@ if (target.remote) {
     environment: target.env,
     persist: { path: join(persistRoot, "v3") },
   });
-  executor = d1Executor((name) => proxy.env[name]);
+  // wrangler dev may be writing the same SQLite files: a statement that meets its lock is run again.
+  executor = retryingOnLocalLock(d1Executor((name) => proxy.env[name]));
   dispose = () => proxy.dispose();
 }
 

@@ -1,12 +1,13 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sign } from "hono/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getPlatformProxy } from "wrangler";
-import { runningVersion, setVar } from "../scripts/shards/config-store";
+import { getPlatformProxy, unstable_readConfig } from "wrangler";
+import { runningVersion, setVar, WRITE_GUARD, writeFileInPlace } from "../scripts/shards/config-store";
+import { retryingOnLocalLock, type ShardExecutor } from "../scripts/shards/move";
 import { inline } from "../scripts/shards/wrangler-executor";
 import { bucketOf, shardConfigVersion } from "../src/shards";
 
@@ -52,6 +53,59 @@ describe("config edits and remote SQL", () => {
       '[vars]\nSHARD_MAP = ""\n# note\n\n[env.a.vars]\nSHARD_FROZEN = "1-2"\nSHARD_MAP = "DB:0-511,DB_1:512-1023"\nOTHER = "x"\n[[x]]\n',
     );
     expect(() => setVar(toml, "b", "SHARD_MAP", "")).toThrow(/no \[env.b.vars\]/);
+  });
+
+  it("rewrites the config in place, and every state a reader can meet is the old file, the new one or no config", () => {
+    const dir = mkdtempSync(join(tmpdir(), "shards-write-"));
+    try {
+      const path = join(dir, "wrangler.toml");
+      const base = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+      const frozen = setVar(base, "shards", "SHARD_FROZEN", "512-767");
+      writeFileSync(path, base);
+      const inode = statSync(path).ino;
+      // Longer, then shorter (the length is set before the first byte goes back), then the same again.
+      for (const [before, after] of [
+        [base, frozen],
+        [frozen, base],
+        [base, base],
+      ]) {
+        const states: string[] = [];
+        writeFileInPlace(path, after, () => states.push(readFileSync(path, "utf8")));
+        expect(states.at(-1)).toBe(after);
+        for (const state of states.slice(0, -1)) {
+          if (state === before) continue;
+          expect(state.startsWith(WRITE_GUARD)).toBe(true);
+          writeFileSync(join(dir, "seen.toml"), state);
+          expect(() => unstable_readConfig({ config: join(dir, "seen.toml"), env: "shards" })).toThrow(/TOML/);
+        }
+        // wrangler dev's watcher follows the inode: it must never change (see writeFileInPlace).
+        expect(statSync(path).ino).toBe(inode);
+      }
+      expect(unstable_readConfig({ config: path, env: "shards" }).vars?.SHARD_FROZEN).toBe("");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("runs a statement again when a local database is locked by another workerd, and only then", async () => {
+    const calls: string[] = [];
+    let failures = 2;
+    const flaky: ShardExecutor = {
+      async all(_database, statement) {
+        calls.push(statement.sql);
+        if (statement.sql === "locked" && failures-- > 0) {
+          throw new Error("D1_ERROR: Failed to get session commit token: internal error; reference = abc123");
+        }
+        if (statement.sql === "broken") throw new Error("D1_ERROR: no such table: nope: SQLITE_ERROR");
+        return [{ ok: 1 }];
+      },
+      async batch() {},
+    };
+    const executor = retryingOnLocalLock(flaky, { sleep: async () => {} });
+    expect(await executor.all("DB", { sql: "locked", params: [] })).toEqual([{ ok: 1 }]);
+    expect(calls).toEqual(["locked", "locked", "locked"]);
+    await expect(executor.all("DB", { sql: "broken", params: [] })).rejects.toThrow(/no such table/);
+    expect(calls.filter((sql) => sql === "broken")).toHaveLength(1);
   });
 
   it("writes values into SQL as literals for wrangler d1 execute", () => {

@@ -3,7 +3,7 @@
 // deployed (`wrangler deploy`). Either way a write returns only once the running worker reports the new
 // settings (GET /status/shard-config), so the move never copies before its freeze is in effect and never
 // exits before its unfreeze is.
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { closeSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
 import { SHARD_CONFIG_PATH, shardConfigVersion } from "../../src/shards";
 import type { ShardConfigStore, ShardSettings } from "./move";
 import { environmentVars, type Target, wrangler } from "./wrangler";
@@ -33,18 +33,53 @@ export function setVar(toml: string, env: string | undefined, name: string, valu
   return lines.join("\n");
 }
 
+/** The first byte while a write is under way: a TOML document that starts with `=` never parses. */
+export const WRITE_GUARD = "=";
+
 /**
- * Replaces the file in one step (a temporary file beside it, then a rename): a reader, `wrangler dev`'s
- * watcher included, sees the old file or the new one, never half of one (a half-written config once made
- * the dev server exit).
+ * Rewrites the file in place (same inode), so that a reader, `wrangler dev`'s config watcher included, sees
+ * the old file, the new one, or a file that does not parse; never a mix that parses.
+ *
+ * Why in place: `wrangler dev` (4.156, chokidar 4.0.1) watches the config file itself with fs.watch, and on
+ * each change closes its watcher and opens a new one. When the file is replaced by a rename (a new inode),
+ * the closing watcher still re-watches the new inode after it was closed, in chokidar's shared watch table;
+ * from the second replacement on, every later watcher joins that table entry, which watches a deleted inode:
+ * wrangler never sees the file change again until it restarts (README, "Moving buckets").
+ *
+ * Why a guard: a plain rewrite (truncate, then write) can be read half-written; an empty or partial file
+ * that parses can make `wrangler dev` exit or run a wrong map. So the first byte becomes WRITE_GUARD (one byte:
+ * never seen half-written), then the rest is written and the length set, and only then the real first byte
+ * goes back. A read in between fails to parse: wrangler logs it and keeps the running worker and its
+ * settings, and the last write's event (or the rewrite waitForWorker does) makes it read the file again.
+ * A crash in between leaves a file that wrangler refuses, not a torn one. `onStep` (tests) sees each state.
  */
-export function writeFileAtomically(path: string, text: string): void {
-  const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, text);
-  renameSync(temporary, path);
+export function writeFileInPlace(path: string, text: string, onStep?: () => void): void {
+  const bytes = Buffer.from(text, "utf8");
+  const fd = openSync(path, "r+");
+  try {
+    const step = (action: () => unknown) => {
+      action();
+      onStep?.();
+    };
+    if (bytes.length === 0) {
+      step(() => ftruncateSync(fd, 0));
+      return;
+    }
+    step(() => writeSync(fd, WRITE_GUARD, 0));
+    step(() => writeSync(fd, bytes, 1, bytes.length - 1, 1));
+    step(() => ftruncateSync(fd, bytes.length));
+    step(() => writeSync(fd, bytes, 0, 1, 0));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
-/** How long the worker may take to report new settings; a watcher event may be lost, so the file is rewritten. */
+/**
+ * How long the worker may take to report new settings. Locally a change can still go unseen (wrangler read
+ * the file during a write, WRITE_GUARD in place, and skipped the events that followed within its throttle;
+ * or the change came while it was replacing its watcher), so the file is rewritten after `retouchMs`.
+ */
 export interface WorkerWait {
   /** The running worker, e.g. http://127.0.0.1:8787 (`wrangler dev`) or the deployed worker's URL. */
   url: string;
@@ -81,7 +116,8 @@ export async function waitForWorker(wait: WorkerWait, settings: ShardSettings, r
     if (now - started > (wait.timeoutMs ?? 120_000)) {
       throw new Error(
         `the worker at ${wait.url} did not report SHARD_MAP="${settings.map}" SHARD_FROZEN="${settings.frozen}" ` +
-          `within ${Math.round((now - started) / 1000)} s; the config file holds them: check the worker, then run the move again.`,
+          `within ${Math.round((now - started) / 1000)} s; the config file holds them: check the worker (a wrangler dev ` +
+          "that stopped reloading its config needs a restart), then run the move again.",
       );
     }
     if (retouch && now - touched > (wait.retouchMs ?? 10_000)) {
@@ -127,7 +163,7 @@ export function wranglerTomlStore(
       let toml = readFileSync(target.config, "utf8");
       toml = setVar(toml, target.env, SETTINGS.map, settings.map);
       toml = setVar(toml, target.env, SETTINGS.frozen, settings.frozen);
-      writeFileAtomically(target.config, toml);
+      writeFileInPlace(target.config, toml);
       console.log(`   ${target.config}: SHARD_MAP="${settings.map}" SHARD_FROZEN="${settings.frozen}"`);
       if (target.remote) {
         wrangler(["deploy", "--config", target.config, ...(target.env ? ["--env", target.env] : [])], { quiet: true });
@@ -138,7 +174,7 @@ export function wranglerTomlStore(
         await waitForWorker(
           options.worker,
           settings,
-          target.remote ? undefined : () => writeFileAtomically(target.config, toml),
+          target.remote ? undefined : () => writeFileInPlace(target.config, toml),
         );
         console.log(`   the worker at ${options.worker.url} routes by them`);
       }

@@ -395,3 +395,35 @@ export function d1Executor(databases: (name: string) => D1Database): ShardExecut
     },
   };
 }
+
+/**
+ * What a local D1 answers when another workerd holds the database file: the platform proxy and a running
+ * `wrangler dev` open the same SQLite files, and one of them can find the other's lock (SQLITE_BUSY). workerd
+ * hides the cause from the caller ("internal error; reference = ..."; "database is locked" is only in its log).
+ */
+const LOCAL_LOCK_ERROR = /SQLITE_BUSY|database is locked|internal error; reference = /;
+
+/**
+ * Retries statements that failed on a local lock. Safe to repeat: a failed call ran in a transaction that was
+ * rolled back, and every statement of a move can run twice anyway (INSERT OR REPLACE of the same rows,
+ * deletes by user, reads). Other errors, and the last attempt's, are thrown as they are.
+ */
+export function retryingOnLocalLock(
+  executor: ShardExecutor,
+  { attempts = 8, delayMs = 100, sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) } = {},
+): ShardExecutor {
+  const retry = async <T>(call: () => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call();
+      } catch (err) {
+        if (attempt >= attempts || !LOCAL_LOCK_ERROR.test(String(err))) throw err;
+        await sleep(delayMs * attempt);
+      }
+    }
+  };
+  return {
+    all: (database, statement) => retry(() => executor.all(database, statement)),
+    batch: (database, statements) => retry(() => executor.batch(database, statements)),
+  };
+}
