@@ -137,10 +137,12 @@ describe("migration 0004 on subscriptions of the previous schema", () => {
     ]);
     for (const row of results) expect(row.sql).not.toMatch(/feed_url/);
     const rows = await (await databaseFor("old-alice"))
-      // a was unsubscribed by a test above (a write of today's schema); b, c and d are as migrated.
+      // a was unsubscribed by a test above (a write of today's schema), which also added a random guid;
+      // b, c and d are as migrated.
       .prepare(
-        "SELECT guid, subscribed_seq, received_at, url_key FROM subscriptions WHERE user_id = 'old-alice' AND guid > 'b' AND guid < 'e'",
+        "SELECT guid, subscribed_seq, received_at, url_key FROM subscriptions WHERE user_id = 'old-alice' AND guid IN (?, ?, ?)",
       )
+      .bind(...["b", "c", "d"].map((first) => `${first}0000000-0000-4000-8000-000000000000`))
       .all<{ guid: string; subscribed_seq: number; received_at: number; url_key: number | null }>();
     // b (2000) and d (2000) share a time: the old order by guid is kept through their change numbers.
     expect(rows.results.map((row) => [row.guid[0], row.subscribed_seq, row.received_at, row.url_key]).sort()).toEqual([
