@@ -1,4 +1,5 @@
 import { type OutputUnit, Validator } from "@cfworker/json-schema";
+import { isGpodderPath } from "../src/middleware/errors";
 
 /**
  * Checks that a response the worker gave is what the OpenAPI document says the operation answers: the
@@ -28,8 +29,21 @@ export interface AppRoute {
   path: string;
 }
 
-/** What the app's own 404 and 405 answer, whatever the path: a JSON:API error document. */
+/**
+ * What the app's own 404 and 405 answer: a JSON:API error document, and on the gpodder.net API's paths that
+ * API's own error shape (`{"error": <text>}`, docs/API.md §14).
+ */
 const ERRORS: Json = { "application/vnd.api+json": { schema: { $ref: "#/components/schemas/ErrorDocument" } } };
+const GPODDER_ERRORS: Json = {
+  "application/json": {
+    schema: {
+      type: "object",
+      required: ["error"],
+      properties: { error: { type: "string" } },
+      additionalProperties: false,
+    },
+  },
+};
 
 const HOW_TO_REGENERATE = "then run `npm run openapi` to regenerate public/openapi.json";
 
@@ -158,11 +172,12 @@ export function checkExchange(document: Json, routes: readonly AppRoute[], excha
     // A CORS preflight, answered before routing for any path: HTTP machinery, not an operation.
     if (method === "options" && exchange.body === "") return undefined;
     // No route takes it: the app's 404 (unknown path) or 405 (other method), or an answer of the layers
-    // before routing (401 authentication, 429, 500, 503): JSON:API errors in every case.
+    // before routing (401 authentication, 429, 500, 503): errors in the API's own shape in every case.
     if (exchange.status < 400) {
       return `${exchange.method.toUpperCase()} ${pathname}: no route and no documented operation, yet it answered ${exchange.status}.`;
     }
-    return checkBody(document, `${exchange.method.toUpperCase()} ${pathname} ${exchange.status}`, ERRORS, exchange);
+    const errors = isGpodderPath(pathname) ? GPODDER_ERRORS : ERRORS;
+    return checkBody(document, `${exchange.method.toUpperCase()} ${pathname} ${exchange.status}`, errors, exchange);
   }
 
   const name = `${exchange.method.toUpperCase()} ${template} (operationId ${operation.operationId ?? "none"})`;

@@ -1195,7 +1195,7 @@ export interface operations {
         };
       };
       304: components["responses"]["NotModified"];
-      /** @description A query parameter is invalid or not supported, or the token was never issued to the user. */
+      /** @description A query parameter is invalid or not supported (`page[number]` included: the feed pages by `links.next`), or the token was never issued to the user. A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
       400: {
         headers: {
           "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1249,7 +1249,7 @@ export interface operations {
           "application/vnd.api+json": components["schemas"]["EpisodeDocument"];
         };
       };
-      /** @description The body is not JSON or not a document with `data`, `id` is missing or not a UUID, or the feed relationship is missing or malformed. */
+      /** @description The body is not JSON or not a document with `data`, `id` is missing or not a UUID, or the feed relationship is missing or malformed. A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
       400: {
         headers: {
           "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1342,7 +1342,7 @@ export interface operations {
         };
       };
       304: components["responses"]["NotModified"];
-      /** @description The id is not a UUID, or a query parameter JSON:API reserves was sent. */
+      /** @description The id is not a UUID. A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
       400: {
         headers: {
           "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1386,7 +1386,7 @@ export interface operations {
         };
         content: never;
       };
-      /** @description The id is not a UUID, or a query parameter JSON:API reserves was sent. */
+      /** @description The id is not a UUID. A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
       400: {
         headers: {
           "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1437,7 +1437,7 @@ export interface operations {
           "application/vnd.api+json": components["schemas"]["EpisodeDocument"];
         };
       };
-      /** @description The path id is not a UUID, the body is not JSON or not a document with `data`, or `data.id` is missing or not a UUID. */
+      /** @description The path id is not a UUID, the body is not JSON or not a document with `data`, or `data.id` is missing or not a UUID. A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
       400: {
         headers: {
           "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1705,12 +1705,13 @@ export interface operations {
           };
         };
       };
-      /** @description A query parameter this endpoint does not take. */
+      /** @description A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
       400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
         content: {
-          "application/vnd.api+json": {
-            data: unknown;
-          };
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
         };
       };
       401: components["responses"]["Unauthorized"];
@@ -1771,31 +1772,34 @@ export interface operations {
           };
         };
       };
-      /** @description Not a JSON:API document. */
+      /** @description Not a JSON:API document. A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
       400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
         content: {
-          "application/vnd.api+json": {
-            data: unknown;
-          };
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
         };
       };
       401: components["responses"]["Unauthorized"];
       /** @description A client-chosen id, or `App password limit reached` (`meta.maxAppPasswords`). */
       403: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
         content: {
-          "application/vnd.api+json": {
-            data: unknown;
-          };
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
         };
       };
       405: components["responses"]["MethodNotAllowed"];
       406: components["responses"]["NotAcceptable"];
       /** @description `type` is not `app-password`. */
       409: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
         content: {
-          "application/vnd.api+json": {
-            data: unknown;
-          };
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
         };
       };
       /** @description The body is larger than 1 MiB. */
@@ -1809,18 +1813,20 @@ export interface operations {
       };
       /** @description Not sent as the JSON:API media type. */
       415: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
         content: {
-          "application/vnd.api+json": {
-            data: unknown;
-          };
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
         };
       };
       /** @description A missing or bad `label`. */
       422: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
         content: {
-          "application/vnd.api+json": {
-            data: unknown;
-          };
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
         };
       };
       429: components["responses"]["TooManyRequests"];
@@ -1866,11 +1872,23 @@ export interface operations {
           };
         };
       };
+      /** @description A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
+        content: {
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+        };
+      };
       401: components["responses"]["Unauthorized"];
       /** @description Not one of the user's app passwords. */
       404: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
         content: {
-          "application/vnd.api+json": Record<string, never>;
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
         };
       };
       405: components["responses"]["MethodNotAllowed"];
@@ -1899,11 +1917,23 @@ export interface operations {
         };
         content: never;
       };
+      /** @description A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
+        content: {
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+        };
+      };
       401: components["responses"]["Unauthorized"];
       /** @description Not one of the user's app passwords. */
       404: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
         content: {
-          "application/vnd.api+json": Record<string, never>;
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
         };
       };
       405: components["responses"]["MethodNotAllowed"];

@@ -1,10 +1,14 @@
 import { MAX_APP_PASSWORDS } from "../db/app-passwords";
 import {
   bodyTooLargeResponse,
+  COMMON_BAD_REQUEST,
+  commonBadRequestExamples,
+  errorContent,
   headerRef,
   JSONAPI,
   type Json,
   successHeaders,
+  v1Headers,
   v1Responses,
 } from "../openapi/components";
 import { APP_PASSWORD_TYPE, MAX_LABEL_CHARACTERS } from "../resources/app-password";
@@ -38,7 +42,13 @@ const document = (data: Json): Json => ({
 
 const notFound = {
   description: "Not one of the user's app passwords.",
-  content: { [JSONAPI]: { schema: { type: "object" } } },
+  headers: v1Headers,
+  content: errorContent({}),
+};
+const badRequest = {
+  description: COMMON_BAD_REQUEST,
+  headers: v1Headers,
+  content: errorContent(commonBadRequestExamples),
 };
 const idParameter = { name: "id", in: "path", required: true, schema: { type: "string" } };
 
@@ -70,15 +80,20 @@ export const appPasswordPaths: Record<string, Json> = {
           headers: { ...successHeaders, Location: headerRef("Location") },
           content: document(appPassword),
         },
-        "400": { description: "Not a JSON:API document.", content: document({}) },
+        "400": {
+          description: `Not a JSON:API document. ${COMMON_BAD_REQUEST}`,
+          headers: v1Headers,
+          content: errorContent(commonBadRequestExamples),
+        },
         "403": {
           description: "A client-chosen id, or `App password limit reached` (`meta.maxAppPasswords`).",
-          content: document({}),
+          headers: v1Headers,
+          content: errorContent({}),
         },
-        "409": { description: "`type` is not `app-password`.", content: document({}) },
+        "409": { description: "`type` is not `app-password`.", headers: v1Headers, content: errorContent({}) },
         "413": bodyTooLargeResponse,
-        "415": { description: "Not sent as the JSON:API media type.", content: document({}) },
-        "422": { description: "A missing or bad `label`.", content: document({}) },
+        "415": { description: "Not sent as the JSON:API media type.", headers: v1Headers, content: errorContent({}) },
+        "422": { description: "A missing or bad `label`.", headers: v1Headers, content: errorContent({}) },
         ...v1Responses,
       },
     },
@@ -96,7 +111,7 @@ export const appPasswordPaths: Record<string, Json> = {
             [JSONAPI]: { schema: { type: "object", properties: { data: { type: "array", items: appPassword } } } },
           },
         },
-        "400": { description: "A query parameter this endpoint does not take.", content: document({}) },
+        "400": badRequest,
         ...v1Responses,
       },
     },
@@ -113,6 +128,7 @@ export const appPasswordPaths: Record<string, Json> = {
           headers: successHeaders,
           content: document(appPassword),
         },
+        "400": badRequest,
         "404": notFound,
         ...v1Responses,
       },
@@ -124,7 +140,12 @@ export const appPasswordPaths: Record<string, Json> = {
       description:
         "The password, and every gpodder session opened with it, stop working (within 60 seconds everywhere).",
       parameters: [idParameter],
-      responses: { "204": { description: "Revoked.", headers: successHeaders }, "404": notFound, ...v1Responses },
+      responses: {
+        "204": { description: "Revoked.", headers: successHeaders },
+        "400": badRequest,
+        "404": notFound,
+        ...v1Responses,
+      },
     },
   },
 };

@@ -2,6 +2,8 @@ import { MAX_STORED_EPISODES } from "../db/episodes";
 import { dataDocument, errorDocument } from "../jsonapi";
 import {
   bodyTooLargeResponse,
+  COMMON_BAD_REQUEST,
+  commonBadRequestExamples,
   EXAMPLE_TIME,
   errorContent,
   example,
@@ -119,11 +121,10 @@ const episodeParameter = {
 };
 
 const notAUuid = example("The path id is not a UUID", errorDocument(invalidGuid().errors));
-const reservedParameter = example("A parameter JSON:API reserves", exampleErrors(pageError({ sort: "position" })));
 const badIdOrQuery = {
-  description: "The id is not a UUID, or a query parameter JSON:API reserves was sent.",
+  description: `The id is not a UUID. ${COMMON_BAD_REQUEST}`,
   headers: v1Headers,
-  content: errorContent({ invalidGuid: notAUuid, reserved: reservedParameter }),
+  content: errorContent({ invalidGuid: notAUuid, ...commonBadRequestExamples }),
 };
 const feedMismatch = example(
   "The state belongs to another feed",
@@ -188,9 +189,10 @@ export const episodePaths: Record<string, Json> = {
         },
         "304": responseRef("NotModified"),
         "400": {
-          description: "A query parameter is invalid or not supported, or the token was never issued to the user.",
+          description: `A query parameter is invalid or not supported (\`page[number]\` included: the feed pages by \`links.next\`), or the token was never issued to the user. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
           content: errorContent({
+            ...commonBadRequestExamples,
             token: example("A token this server never issued", errorDocument(invalidSyncToken().errors)),
             pageNumber: example(
               "page[number] (the feed pages by links.next)",
@@ -225,10 +227,10 @@ export const episodePaths: Record<string, Json> = {
           content: jsonApiContent(schemaRef("EpisodeDocument"), { created: example("Created", oneExample) }),
         },
         "400": {
-          description:
-            "The body is not JSON or not a document with `data`, `id` is missing or not a UUID, or the feed relationship is missing or malformed.",
+          description: `The body is not JSON or not a document with \`data\`, \`id\` is missing or not a UUID, or the feed relationship is missing or malformed. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
           content: errorContent({
+            ...commonBadRequestExamples,
             malformed: example("Body is not JSON", exampleErrors(malformedJson)),
             noRelationship: example(
               "No feed relationship",
@@ -238,7 +240,6 @@ export const episodePaths: Record<string, Json> = {
                 }),
               ),
             ),
-            reserved: reservedParameter,
           }),
         },
         "403": {
@@ -306,10 +307,10 @@ export const episodePaths: Record<string, Json> = {
           }),
         },
         "400": {
-          description:
-            "The path id is not a UUID, the body is not JSON or not a document with `data`, or `data.id` is missing or not a UUID.",
+          description: `The path id is not a UUID, the body is not JSON or not a document with \`data\`, or \`data.id\` is missing or not a UUID. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
           content: errorContent({
+            ...commonBadRequestExamples,
             invalidGuid: notAUuid,
             malformed: example("Body is not JSON", exampleErrors(malformedJson)),
           }),
