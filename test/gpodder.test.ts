@@ -434,6 +434,7 @@ describe("gpodder statements", () => {
     });
     await client.get(`/api/2/subscriptions/${u}/dev.json?since=0`);
     await client.put(`/subscriptions/${u}/dev.json`, ["https://plans.example.com/b"]);
+    await client.get(`/subscriptions/${u}.json`);
     await client.post(`/api/2/episodes/${u}.json`, [
       {
         podcast: "https://plans.example.com/b",
