@@ -4,7 +4,7 @@ import { bucketOfUsername, gpodderUsername } from "../src/auth/gpodder-username"
 import { appPasswordStatements } from "../src/db/app-passwords";
 import { deviceStatements } from "../src/db/devices";
 import { gpodderStatements } from "../src/db/gpodder";
-import { podcastGuid } from "../src/podcast-guid";
+import { podcastGuid, uuidV5 } from "../src/podcast-guid";
 import { bucketOf } from "../src/shards";
 import {
   as,
@@ -410,6 +410,96 @@ describe("gpodder simple API", () => {
       expect(response.status, path).toBe(404);
       expect(await response.json()).toEqual({ error: expect.any(String) });
     }
+  });
+});
+
+describe("gpodder uploads: one D1 round trip each", () => {
+  /** A signed-in client on a counting database, its credentials and device already known to the isolate. */
+  async function counted(userId: string) {
+    const user = await as(userId);
+    const credentials = await mint(user);
+    const counter = await countedDatabaseOf(userId);
+    const client = gpodder(credentials, counter.bindings);
+    const u = credentials.username;
+    expect((await client.post(`/api/2/devices/${u}/dev.json`, {})).status).toBe(200);
+    const measure = async (request: () => Promise<Response>) => {
+      counter.reset();
+      const response = await request();
+      expect(response.status).toBe(200);
+      return { body: await response.text(), calls: counter.calls() };
+    };
+    return { user, client, u, measure };
+  }
+
+  it("a subscriptions POST (adds and removes) and a simple PUT", async () => {
+    const { user, client, u, measure } = await counted("gp-trips-subs");
+    // Two active subscriptions with one URL (two guids, through the JSON:API): a remove ends both.
+    const twin = newFeed();
+    const other = crypto.randomUUID();
+    await user.post("/v1/subscriptions", subscriptionDocument(twin.guid, twin.feedUrl));
+    await user.post("/v1/subscriptions", subscriptionDocument(other, twin.feedUrl));
+    const posted = await measure(() =>
+      client.post(`/api/2/subscriptions/${u}/dev.json`, {
+        add: ["https://trips.example.com/a", " https://trips.example.com/b", "nope"],
+        remove: [twin.feedUrl],
+      }),
+    );
+    expect(posted.calls).toBe(1);
+    expect(JSON.parse(posted.body).update_urls).toEqual([
+      [" https://trips.example.com/b", "https://trips.example.com/b"],
+      ["nope", ""],
+    ]);
+    expect((await user.get(`/v1/subscriptions/${twin.guid}`)).status).toBe(404);
+    expect((await user.get(`/v1/subscriptions/${other}`)).status).toBe(404);
+    // Each row a remove ends gets its own change number.
+    const { results } = await (await databaseFor("gp-trips-subs"))
+      .prepare("SELECT change_seq FROM subscriptions WHERE user_id = ?")
+      .bind("gp-trips-subs")
+      .all<{ change_seq: number }>();
+    expect(new Set(results.map((row) => row.change_seq)).size).toBe(results.length);
+
+    const put = await measure(() =>
+      client.put(`/subscriptions/${u}/dev.json`, ["https://trips.example.com/b", "https://trips.example.com/c"]),
+    );
+    expect(put.calls).toBe(1);
+    expect(await (await client.get(`/subscriptions/${u}.json`)).json()).toEqual([
+      "https://trips.example.com/b",
+      "https://trips.example.com/c",
+    ]);
+  });
+
+  it("an episode upload of 1000 actions; a feed under another guid costs the lookup once per isolate", async () => {
+    const { user, client, u, measure } = await counted("gp-trips-episodes");
+    const podcasts = Array.from({ length: 10 }, (_, i) => `https://trips.example.com/podcast/${i}`);
+    await client.post(`/api/2/subscriptions/${u}/dev.json`, { add: podcasts.slice(0, 5) });
+    const actions = Array.from({ length: 1000 }, (_, i) => ({
+      podcast: podcasts[i % podcasts.length],
+      episode: `https://cdn.trips.example.com/${i}.mp3`,
+      action: "play",
+      timestamp: "2026-01-02T03:04:05",
+      position: 10,
+      total: 100,
+    }));
+    expect((await measure(() => client.post(`/api/2/episodes/${u}.json`, actions))).calls).toBe(1);
+    const episode = await uuidV5(await podcastGuid(podcasts[7]), actions[7].episode);
+    expect((await user.get(`/v1/episodes/${episode}`)).status).toBe(200);
+
+    // Subscribed through the JSON:API under a guid that is not the URL's podcast:guid.
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const play = (n: number) => ({
+      podcast: feed.feedUrl,
+      episode: `https://cdn.trips.example.com/f${n}.mp3`,
+      action: "new",
+    });
+    // The guess (the podcast:guid) is refused and writes nothing; the lookup, then the write.
+    expect((await measure(() => client.post(`/api/2/episodes/${u}.json`, [play(1), actions[0]]))).calls).toBe(3);
+    expect((await user.get(`/v1/episodes/${await uuidV5(feed.guid, play(1).episode)}`)).status).toBe(200);
+    const wrong = await uuidV5(await podcastGuid(feed.feedUrl), play(1).episode);
+    expect((await user.get(`/v1/episodes/${wrong}`)).status).toBe(404);
+    // The isolate now knows the feed's guid.
+    expect((await measure(() => client.post(`/api/2/episodes/${u}.json`, [play(2)]))).calls).toBe(1);
+    expect((await user.get(`/v1/episodes/${await uuidV5(feed.guid, play(2).episode)}`)).status).toBe(200);
   });
 });
 
