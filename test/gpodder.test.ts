@@ -15,6 +15,7 @@ import {
   meteredDatabaseOf,
   newFeed,
   ORIGIN,
+  seedSubscriptions,
   send,
   subscriptionDocument,
 } from "./helpers";
@@ -354,6 +355,50 @@ describe("gpodder subscriptions", () => {
     expect(((await twin.json()) as { update_urls: unknown }).update_urls).toEqual([
       ["http://same.example.com/feed", "https://same.example.com/feed"],
     ]);
+  });
+
+  it('finds rows from before url_key by their URL, and answers [sent, ""] for an add the quota refuses', async () => {
+    const userId = "gp-subs-legacy";
+    const user = await as(userId);
+    const credentials = await mint(user);
+    const client = gpodder(credentials);
+    const u = credentials.username;
+    const db = await databaseFor(userId);
+    // Rows as written before migration 0004: no url_key.
+    await seedSubscriptions(userId, 1, { feedUrl: () => "https://legacy.example.com/active" });
+    await seedSubscriptions(userId, 1, { feedUrl: () => "https://legacy.example.com/gone", unsubscribed: true });
+    const guidOf = async (url: string) =>
+      (await db
+        .prepare("SELECT guid FROM subscriptions WHERE user_id = ? AND feed_url = ?")
+        .bind(userId, url)
+        .first<{ guid: string }>()) as { guid: string };
+    const active = await guidOf("https://legacy.example.com/active");
+    const gone = await guidOf("https://legacy.example.com/gone");
+    const episode = { episode: "https://cdn.legacy.example.com/1.mp3", action: "new" };
+    await client.post(`/api/2/episodes/${u}.json`, [
+      { podcast: "https://legacy.example.com/active", ...episode },
+      { podcast: "https://legacy.example.com/gone", ...episode },
+    ]);
+    for (const feed of [active, gone]) {
+      expect((await user.get(`/v1/episodes/${await uuidV5(feed.guid, episode.episode)}`)).status).toBe(200);
+    }
+    const answer = await client.post(`/api/2/subscriptions/${u}/dev.json`, {
+      add: ["https://legacy.example.com/gone", "https://legacy.example.com/active"],
+    });
+    expect(((await answer.json()) as { update_urls: unknown }).update_urls).toEqual([]);
+    expect((await user.get(`/v1/subscriptions/${gone.guid}`)).status).toBe(200);
+    await client.post(`/api/2/subscriptions/${u}/dev.json`, { remove: ["https://legacy.example.com/active"] });
+    expect((await user.get(`/v1/subscriptions/${active.guid}`)).status).toBe(404);
+
+    await seedSubscriptions(userId, 10_000 - 2);
+    const full = await client.post(`/api/2/subscriptions/${u}/dev.json`, {
+      add: ["https://legacy.example.com/active", "https://legacy.example.com/new"],
+    });
+    // Reviving a tombstone is not storing one more; a new feed past the quota is refused.
+    expect(((await full.json()) as { update_urls: unknown }).update_urls).toEqual([
+      ["https://legacy.example.com/new", ""],
+    ]);
+    expect((await user.get(`/v1/subscriptions/${active.guid}`)).status).toBe(200);
   });
 
   it("refuses a URL both added and removed (400), more than 1000 URLs (413) and a bad since (400)", async () => {
