@@ -112,22 +112,23 @@ async function applyEpisodeActions(
   const userId = c.get("userId");
   const podcasts = [...new Set(actions.map((action) => action.podcast))];
   const feeds = await nameFeeds(podcasts);
-  const operationsFor = async (guids: readonly string[]) => {
+  // The writes for the feeds' guids `guids`; undefined when `guarded` and a guess was wrong (nothing written).
+  const write = async (guids: readonly string[], guarded: boolean) => {
     const guidOf = new Map(podcasts.map((url, index) => [url, guids[index]]));
-    const operations = await Promise.all(
-      actions.map((action) => toEpisodeOperation(action, guidOf.get(action.podcast) as string, now)),
-    );
-    return operations.filter((operation) => operation !== undefined);
+    const operations = (
+      await Promise.all(actions.map((action) => toEpisodeOperation(action, guidOf.get(action.podcast) as string, now)))
+    ).filter((operation) => operation !== undefined);
+    const written = await writeEpisodes(db, userId, operations, devices, now, guarded ? { feeds, guids } : undefined);
+    return written && { timestamp: written.now, skipped: actions.length - operations.length };
   };
-  const guessed = guessFeedGuids(userId, feeds);
-  const operations = await operationsFor(guessed);
-  const written = await writeEpisodes(db, userId, operations, devices, now, { feeds, guids: guessed });
-  if (written) return { timestamp: written.now, skipped: actions.length - operations.length };
+  const guessed = await write(guessFeedGuids(userId, feeds), true);
+  if (guessed) return guessed;
   const resolved = await resolveFeeds(db, userId, feeds);
   rememberFeedGuids(userId, feeds, resolved);
-  const resolvedOperations = await operationsFor(resolved.map((feed) => feed.guid));
-  const rewritten = await writeEpisodes(db, userId, resolvedOperations, devices, now);
-  return { timestamp: (rewritten as { now: number }).now, skipped: actions.length - resolvedOperations.length };
+  return (await write(
+    resolved.map((feed) => feed.guid),
+    false,
+  )) as { timestamp: number; skipped: number };
 }
 
 const SIMPLE_FORMATS = ["json", "txt", "opml"] as const;
