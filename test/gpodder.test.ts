@@ -4,7 +4,7 @@ import { bucketOfUsername, gpodderUsername } from "../src/auth/gpodder-username"
 import { appPasswordStatements } from "../src/db/app-passwords";
 import { deviceStatements } from "../src/db/devices";
 import { gpodderStatements } from "../src/db/gpodder";
-import { podcastGuid } from "../src/podcast-guid";
+import { podcastGuid, uuidV5 } from "../src/podcast-guid";
 import { bucketOf } from "../src/shards";
 import {
   as,
@@ -15,6 +15,7 @@ import {
   meteredDatabaseOf,
   newFeed,
   ORIGIN,
+  seedSubscriptions,
   send,
   subscriptionDocument,
 } from "./helpers";
@@ -356,6 +357,50 @@ describe("gpodder subscriptions", () => {
     ]);
   });
 
+  it('finds rows from before url_key by their URL, and answers [sent, ""] for an add the quota refuses', async () => {
+    const userId = "gp-subs-legacy";
+    const user = await as(userId);
+    const credentials = await mint(user);
+    const client = gpodder(credentials);
+    const u = credentials.username;
+    const db = await databaseFor(userId);
+    // Rows as written before migration 0004: no url_key.
+    await seedSubscriptions(userId, 1, { feedUrl: () => "https://legacy.example.com/active" });
+    await seedSubscriptions(userId, 1, { feedUrl: () => "https://legacy.example.com/gone", unsubscribed: true });
+    const guidOf = async (url: string) =>
+      (await db
+        .prepare("SELECT guid FROM subscriptions WHERE user_id = ? AND feed_url = ?")
+        .bind(userId, url)
+        .first<{ guid: string }>()) as { guid: string };
+    const active = await guidOf("https://legacy.example.com/active");
+    const gone = await guidOf("https://legacy.example.com/gone");
+    const episode = { episode: "https://cdn.legacy.example.com/1.mp3", action: "new" };
+    await client.post(`/api/2/episodes/${u}.json`, [
+      { podcast: "https://legacy.example.com/active", ...episode },
+      { podcast: "https://legacy.example.com/gone", ...episode },
+    ]);
+    for (const feed of [active, gone]) {
+      expect((await user.get(`/v1/episodes/${await uuidV5(feed.guid, episode.episode)}`)).status).toBe(200);
+    }
+    const answer = await client.post(`/api/2/subscriptions/${u}/dev.json`, {
+      add: ["https://legacy.example.com/gone", "https://legacy.example.com/active"],
+    });
+    expect(((await answer.json()) as { update_urls: unknown }).update_urls).toEqual([]);
+    expect((await user.get(`/v1/subscriptions/${gone.guid}`)).status).toBe(200);
+    await client.post(`/api/2/subscriptions/${u}/dev.json`, { remove: ["https://legacy.example.com/active"] });
+    expect((await user.get(`/v1/subscriptions/${active.guid}`)).status).toBe(404);
+
+    await seedSubscriptions(userId, 10_000 - 2);
+    const full = await client.post(`/api/2/subscriptions/${u}/dev.json`, {
+      add: ["https://legacy.example.com/active", "https://legacy.example.com/new"],
+    });
+    // Reviving a tombstone is not storing one more; a new feed past the quota is refused.
+    expect(((await full.json()) as { update_urls: unknown }).update_urls).toEqual([
+      ["https://legacy.example.com/new", ""],
+    ]);
+    expect((await user.get(`/v1/subscriptions/${active.guid}`)).status).toBe(200);
+  });
+
   it("refuses a URL both added and removed (400), more than 1000 URLs (413) and a bad since (400)", async () => {
     const credentials = await mint(await as("gp-subs-invalid"));
     const client = gpodder(credentials);
@@ -413,6 +458,96 @@ describe("gpodder simple API", () => {
   });
 });
 
+describe("gpodder uploads: one D1 round trip each", () => {
+  /** A signed-in client on a counting database, its credentials and device already known to the isolate. */
+  async function counted(userId: string) {
+    const user = await as(userId);
+    const credentials = await mint(user);
+    const counter = await countedDatabaseOf(userId);
+    const client = gpodder(credentials, counter.bindings);
+    const u = credentials.username;
+    expect((await client.post(`/api/2/devices/${u}/dev.json`, {})).status).toBe(200);
+    const measure = async (request: () => Promise<Response>) => {
+      counter.reset();
+      const response = await request();
+      expect(response.status).toBe(200);
+      return { body: await response.text(), calls: counter.calls() };
+    };
+    return { user, client, u, measure };
+  }
+
+  it("a subscriptions POST (adds and removes) and a simple PUT", async () => {
+    const { user, client, u, measure } = await counted("gp-trips-subs");
+    // Two active subscriptions with one URL (two guids, through the JSON:API): a remove ends both.
+    const twin = newFeed();
+    const other = crypto.randomUUID();
+    await user.post("/v1/subscriptions", subscriptionDocument(twin.guid, twin.feedUrl));
+    await user.post("/v1/subscriptions", subscriptionDocument(other, twin.feedUrl));
+    const posted = await measure(() =>
+      client.post(`/api/2/subscriptions/${u}/dev.json`, {
+        add: ["https://trips.example.com/a", " https://trips.example.com/b", "nope"],
+        remove: [twin.feedUrl],
+      }),
+    );
+    expect(posted.calls).toBe(1);
+    expect(JSON.parse(posted.body).update_urls).toEqual([
+      [" https://trips.example.com/b", "https://trips.example.com/b"],
+      ["nope", ""],
+    ]);
+    expect((await user.get(`/v1/subscriptions/${twin.guid}`)).status).toBe(404);
+    expect((await user.get(`/v1/subscriptions/${other}`)).status).toBe(404);
+    // Each row a remove ends gets its own change number.
+    const { results } = await (await databaseFor("gp-trips-subs"))
+      .prepare("SELECT change_seq FROM subscriptions WHERE user_id = ?")
+      .bind("gp-trips-subs")
+      .all<{ change_seq: number }>();
+    expect(new Set(results.map((row) => row.change_seq)).size).toBe(results.length);
+
+    const put = await measure(() =>
+      client.put(`/subscriptions/${u}/dev.json`, ["https://trips.example.com/b", "https://trips.example.com/c"]),
+    );
+    expect(put.calls).toBe(1);
+    expect(await (await client.get(`/subscriptions/${u}.json`)).json()).toEqual([
+      "https://trips.example.com/b",
+      "https://trips.example.com/c",
+    ]);
+  });
+
+  it("an episode upload of 1000 actions; a feed under another guid costs the lookup once per isolate", async () => {
+    const { user, client, u, measure } = await counted("gp-trips-episodes");
+    const podcasts = Array.from({ length: 10 }, (_, i) => `https://trips.example.com/podcast/${i}`);
+    await client.post(`/api/2/subscriptions/${u}/dev.json`, { add: podcasts.slice(0, 5) });
+    const actions = Array.from({ length: 1000 }, (_, i) => ({
+      podcast: podcasts[i % podcasts.length],
+      episode: `https://cdn.trips.example.com/${i}.mp3`,
+      action: "play",
+      timestamp: "2026-01-02T03:04:05",
+      position: 10,
+      total: 100,
+    }));
+    expect((await measure(() => client.post(`/api/2/episodes/${u}.json`, actions))).calls).toBe(1);
+    const episode = await uuidV5(await podcastGuid(podcasts[7]), actions[7].episode);
+    expect((await user.get(`/v1/episodes/${episode}`)).status).toBe(200);
+
+    // Subscribed through the JSON:API under a guid that is not the URL's podcast:guid.
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const play = (n: number) => ({
+      podcast: feed.feedUrl,
+      episode: `https://cdn.trips.example.com/f${n}.mp3`,
+      action: "new",
+    });
+    // The guess (the podcast:guid) is refused and writes nothing; the lookup, then the write.
+    expect((await measure(() => client.post(`/api/2/episodes/${u}.json`, [play(1), actions[0]]))).calls).toBe(3);
+    expect((await user.get(`/v1/episodes/${await uuidV5(feed.guid, play(1).episode)}`)).status).toBe(200);
+    const wrong = await uuidV5(await podcastGuid(feed.feedUrl), play(1).episode);
+    expect((await user.get(`/v1/episodes/${wrong}`)).status).toBe(404);
+    // The isolate now knows the feed's guid.
+    expect((await measure(() => client.post(`/api/2/episodes/${u}.json`, [play(2)]))).calls).toBe(1);
+    expect((await user.get(`/v1/episodes/${await uuidV5(feed.guid, play(2).episode)}`)).status).toBe(200);
+  });
+});
+
 describe("gpodder statements", () => {
   it("none scans a table; only the bounded lists (50 app passwords, 100 devices) sort", async () => {
     const userId = "gp-plans";
@@ -434,6 +569,7 @@ describe("gpodder statements", () => {
     });
     await client.get(`/api/2/subscriptions/${u}/dev.json?since=0`);
     await client.put(`/subscriptions/${u}/dev.json`, ["https://plans.example.com/b"]);
+    await client.get(`/subscriptions/${u}.json`);
     await client.post(`/api/2/episodes/${u}.json`, [
       {
         podcast: "https://plans.example.com/b",

@@ -1,17 +1,18 @@
-import { sql } from "drizzle-orm";
-import { WriteBatch } from "./batch";
-import { call, type Database } from "./database";
+import { type SQL, sql } from "drizzle-orm";
+import { type Row, WriteBatch } from "./batch";
+import { call, type Database, DatabaseError } from "./database";
 import { deviceStatement } from "./devices";
 import { type EpisodeOperation, type EpisodeWriteResult, episodeWriter, type StoredEpisode } from "./episodes";
 import { episodes as e, subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
-import { subscriptionWriter, type WriteOperation, type WriteResult } from "./subscriptions";
+import { subscribeSql, unsubscribeSql } from "./subscriptions";
 import { urlKey } from "./url-key";
 
 /**
  * What the gpodder.net API needs beyond the JSON:API's reads: changes since a Unix second (by `received_at`,
- * the database's clock) and feeds found by their exact URL (by `url_key`). Writes go through the subscription
- * and episode writers (db/subscriptions.ts, db/episodes.ts), like every other write.
+ * the database's clock) and feeds named by their exact URL (by `url_key`), resolved to guids in SQL inside
+ * the writing batch, so every upload is one round trip. Subscription writes are built from the same SQL as
+ * the JSON:API's (db/subscriptions.ts); episode writes go through its episode writer (db/episodes.ts).
  */
 
 const userId = sql.placeholder("userId");
@@ -75,19 +76,6 @@ export async function subscriptionChangesSince(
   };
 }
 
-/** The user's subscriptions (active or tombstones) with one of these URLs or guids (a row may come twice). */
-const feedsStatement = statement(sql`
-  SELECT ${s.guid} AS guid, ${s.feedUrl} AS feedUrl, ${s.unsubscribedAt} IS NULL AS active, ${s.changeSeq} AS changeSeq
-  FROM ${s} INDEXED BY subscriptions_url
-  WHERE ${s.userId} = ${userId} AND ${s.urlKey} IN (SELECT value FROM json_each(${sql.placeholder("keys")}))
-  UNION ALL
-  SELECT ${s.guid}, ${s.feedUrl}, ${s.unsubscribedAt} IS NULL, ${s.changeSeq}
-  FROM ${s} INDEXED BY subscriptions_url WHERE ${s.userId} = ${userId} AND ${s.urlKey} IS NULL
-    AND ${s.feedUrl} IN (SELECT value FROM json_each(${sql.placeholder("urls")}))
-  UNION ALL
-  SELECT ${s.guid}, ${s.feedUrl}, ${s.unsubscribedAt} IS NULL, ${s.changeSeq}
-  FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} IN (SELECT value FROM json_each(${sql.placeholder("guids")}))`);
-
 /** Every active subscription's URL and guid in list order (the simple API's list, and what PUT replaces). */
 const activeStatement = statement(sql`
   SELECT ${s.guid} AS guid, ${s.feedUrl} AS feedUrl, 1 AS active, ${s.changeSeq} AS changeSeq FROM ${s}
@@ -110,31 +98,6 @@ function toKnown(row: Record<string, unknown>): KnownFeed {
   };
 }
 
-/**
- * The stored feeds a gpodder write must know of (one round trip): those with one of `urls` (exact text) or one
- * of `guids`, and with `active`, every active subscription too.
- */
-export async function findFeeds(
-  db: Database,
-  user: string,
-  lookup: { urls: readonly string[]; guids: readonly string[]; active: boolean },
-): Promise<{ matching: KnownFeed[]; active: KnownFeed[] }> {
-  const keys = await Promise.all(lookup.urls.map(urlKey));
-  const batch = new WriteBatch();
-  const slot = batch.push(
-    feedsStatement.bind(db, {
-      userId: user,
-      keys: JSON.stringify(keys),
-      urls: JSON.stringify(lookup.urls),
-      guids: JSON.stringify(lookup.guids),
-    }),
-    ...(lookup.active ? [activeStatement.bind(db, { userId: user })] : []),
-  );
-  await batch.run(db);
-  const [matching, active] = slot.results();
-  return { matching: matching.results.map(toKnown), active: active ? active.results.map(toKnown) : [] };
-}
-
 /** Every active subscription in list order, in one statement (the simple API's list). */
 export async function activeFeeds(db: Database, user: string): Promise<KnownFeed[]> {
   const { results } = await call(() => activeStatement.bind(db, { userId: user }).all());
@@ -143,19 +106,160 @@ export async function activeFeeds(db: Database, user: string): Promise<KnownFeed
 
 const clockStatement = statement(sql`SELECT unixepoch() AS now`);
 
-/** Runs subscription operations in order in one batch, with the database's clock read after them. */
-export async function writeSubscriptions<T extends WriteOperation>(
+// ---------------------------------------------------------------------------------------------
+// Feeds named by URL. gpodder names a feed by its URL; the service by its guid. Every gpodder write
+// resolves a URL to a guid in SQL, inside the batch that writes (one round trip), by one rule.
+
+const feedUrl = sql`${sql.placeholder("feedUrl")}`;
+const feedUrlKey = sql`${sql.placeholder("urlKey")}`;
+const guid = sql`${sql.placeholder("guid")}`;
+const feeds = sql.placeholder("feeds");
+
+/**
+ * The user's subscriptions (active or tombstones) with exactly the URL `url`: by its key, and rows from
+ * before 0004 (no url_key) by the text alone. Two searches of subscriptions_url: left to itself, SQLite
+ * walks the user's primary key (every row of the user) for `url_key = ? OR url_key IS NULL`.
+ */
+function withUrl(url: SQL, key: SQL): SQL {
+  return sql`
+    SELECT a.guid AS guid, a.unsubscribed_at AS unsubscribed_at, a.change_seq AS change_seq
+    FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = ${key} AND a.feed_url = ${url}
+    UNION ALL
+    SELECT a.guid, a.unsubscribed_at, a.change_seq
+    FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND a.feed_url = ${url}`;
+}
+
+/**
+ * The guid of the feed a gpodder URL names (docs/API.md §14): the user's subscription with exactly that URL,
+ * the active one (the one changed last if several), else the one changed last, else the URL's podcast:guid
+ * (computed in the isolate and bound). An add subscribes under it (with no active subscription of the URL it
+ * is the tombstone's guid, else the podcast:guid), and an episode action names its feed by it. `max()` picks
+ * the row (SQLite takes bare columns from the row of the maximum): active rows rank above every tombstone
+ * (change numbers stay far below 2^53), without a sort.
+ */
+function feedGuidOf(url: SQL, key: SQL, podcastGuid: SQL): SQL {
+  return sql`coalesce((SELECT guid FROM (
+    SELECT guid, max((unsubscribed_at IS NULL) * 9007199254740992 + change_seq) FROM (${withUrl(url, key)}))), ${podcastGuid})`;
+}
+
+/** The feeds of a request bound as one JSON array of `[url, urlKey, podcastGuid, guess?]`, read by `sent`. */
+const sentUrl = sql`(sent.value ->> 0)`;
+const sentGuid = feedGuidOf(sentUrl, sql`(sent.value ->> 1)`, sql`(sent.value ->> 2)`);
+
+/** A gpodder add: subscribes under the URL's feed guid unless an active subscription has the URL already. */
+const addUrlStatement = statement(
+  subscribeSql({
+    guid: feedGuidOf(feedUrl, feedUrlKey, guid),
+    onlyIf: sql`NOT EXISTS (SELECT 1 FROM (${withUrl(feedUrl, feedUrlKey)}) WHERE unsubscribed_at IS NULL)`,
+  }),
+);
+
+/** A gpodder remove: unsubscribes every active subscription with the URL. */
+const removeUrlStatement = statement(
+  unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} IN (SELECT guid FROM (${withUrl(feedUrl, feedUrlKey)}))`),
+);
+
+/**
+ * The simple API's PUT: unsubscribes every active subscription whose URL is not in the sent list. The rows
+ * are found through the index of active rows: left to itself, SQLite walks the user's primary key (every
+ * tombstone too).
+ */
+const removeUnlistedStatement = statement(
+  unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} IN (
+    SELECT a.guid FROM ${s} AS a INDEXED BY subscriptions_active_page
+    WHERE a.user_id = ${userId} AND a.unsubscribed_at IS NULL
+      AND a.feed_url NOT IN (SELECT value FROM json_each(${sql.placeholder("urls")})))`),
+);
+
+/**
+ * Each sent feed's guid as it now resolves, and the URL that guid is active under (null when it is not
+ * active). After an add: the add's own URL when it is subscribed, another URL when its guid is active under
+ * that one (nothing written), null when the quota refused it.
+ */
+const resolvedStatement = statement(sql`
+  SELECT r.i AS i, r.guid AS guid,
+    (SELECT ${s.feedUrl} FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = r.guid AND ${s.unsubscribedAt} IS NULL) AS activeUrl
+  FROM (SELECT sent.key AS i, ${sentGuid} AS guid FROM json_each(${feeds}) AS sent) AS r`);
+
+/**
+ * Text that names the guard's failure in D1's error (SQLite quotes a bad JSON path in its message), so it is
+ * told from any other failure of the batch.
+ */
+const GUESS_REFUSED = "gpodder-feed-guid-guess-refused";
+
+/**
+ * The guard an episode upload's batch starts with: a SQL error (json_extract of a bad path, raised only in
+ * the branch taken) unless every guessed guid is the one its URL resolves to. The batch is one transaction,
+ * so a wrong guess writes nothing.
+ */
+const guessGuardStatement = statement(sql`
+  SELECT CASE WHEN EXISTS (SELECT 1 FROM json_each(${feeds}) AS sent WHERE ${sentGuid} IS NOT (sent.value ->> 3))
+    THEN json_extract('{}', ${sql.raw(`'${GUESS_REFUSED}'`)}) END AS refused`);
+
+/** A feed a gpodder request names: its URL as stored, and the URL's podcast:guid. */
+export interface NamedFeed {
+  url: string;
+  podcastGuid: string;
+}
+
+/** A named feed's guid as it resolves, and the URL that guid is active under (null: not active). */
+export interface ResolvedFeed {
+  guid: string;
+  activeUrl: string | null;
+}
+
+async function feedsValue(named: readonly NamedFeed[], guesses: readonly string[] = []): Promise<string> {
+  const keys = await Promise.all(named.map((feed) => urlKey(feed.url)));
+  return JSON.stringify(
+    named.map((feed, index) => [feed.url, keys[index], feed.podcastGuid, ...(guesses[index] ? [guesses[index]] : [])]),
+  );
+}
+
+function readResolved(rows: readonly Row[], count: number): ResolvedFeed[] {
+  const resolved: ResolvedFeed[] = new Array(count);
+  for (const row of rows) {
+    resolved[row.i as number] = { guid: row.guid as string, activeUrl: row.activeUrl as string | null };
+  }
+  return resolved;
+}
+
+/** The guid each named feed resolves to (one statement): what the episode actions naming it apply to. */
+export async function resolveFeeds(db: Database, user: string, named: readonly NamedFeed[]): Promise<ResolvedFeed[]> {
+  if (named.length === 0) return [];
+  const value = await feedsValue(named);
+  const { results } = await call(() => resolvedStatement.bind(db, { userId: user, feeds: value }).all<Row>());
+  return readResolved(results, named.length);
+}
+
+/**
+ * A gpodder subscription upload in one batch (one round trip, one transaction): the removes (each URL, then
+ * with `keepOnly` every active subscription whose URL is not listed), then the adds in order, then what each
+ * add's URL resolves to, and the database's clock.
+ */
+export async function writeGpodderSubscriptions(
   db: Database,
   user: string,
-  operations: readonly T[],
+  changes: { remove: readonly string[]; keepOnly?: readonly string[]; add: readonly NamedFeed[] },
   at: number,
-): Promise<{ now: number; results: WriteResult<T>[] }> {
+): Promise<{ now: number; added: ResolvedFeed[] }> {
   const batch = new WriteBatch();
-  const plan = subscriptionWriter({ batch, db, user, at });
-  const readers = operations.map((operation) => plan(operation));
+  const bindUrl = async (bound: Statement, url: string, podcast?: string) =>
+    bound.bind(db, { userId: user, now: at, feedUrl: url, urlKey: await urlKey(url), guid: podcast ?? null });
+  batch.push(...changes.remove.map((url) => bindUrl(removeUrlStatement, url)));
+  if (changes.keepOnly) {
+    batch.push(removeUnlistedStatement.bind(db, { userId: user, now: at, urls: JSON.stringify(changes.keepOnly) }));
+  }
+  batch.push(...changes.add.map((feed) => bindUrl(addUrlStatement, feed.url, feed.podcastGuid)));
+  const added =
+    changes.add.length === 0
+      ? undefined
+      : batch.push(feedsValue(changes.add).then((value) => resolvedStatement.bind(db, { userId: user, feeds: value })));
   const clock = batch.push(clockStatement.bind(db, {}));
   await batch.run(db);
-  return { now: clock.results()[0].results[0].now as number, results: readers.map((read) => read()) };
+  return {
+    now: clock.results()[0].results[0].now as number,
+    added: added ? readResolved(added.results()[0].results, changes.add.length) : [],
+  };
 }
 
 /**
@@ -210,7 +314,9 @@ export async function episodeChangesSince(
 
 /**
  * Applies episode writes in order in one batch (one round trip), creating the devices the actions name
- * (past the device limit they are ignored), with the database's clock read after them.
+ * (past the device limit they are ignored), with the database's clock read after them. With `guessed`, the
+ * writes were computed from guessed feed guids: the batch starts with the guard, and answers undefined,
+ * having written nothing, when a guess is not what its URL resolves to.
  */
 export async function writeEpisodes(
   db: Database,
@@ -218,19 +324,35 @@ export async function writeEpisodes(
   operations: readonly EpisodeOperation[],
   devices: readonly string[],
   at: number,
-): Promise<{ now: number; results: EpisodeWriteResult[] }> {
+  guessed?: { feeds: readonly NamedFeed[]; guids: readonly string[] },
+): Promise<{ now: number; results: EpisodeWriteResult[] } | undefined> {
   const batch = new WriteBatch();
+  if (guessed && guessed.feeds.length > 0) {
+    const value = feedsValue(guessed.feeds, guessed.guids);
+    batch.push(value.then((feedsJson) => guessGuardStatement.bind(db, { userId: user, feeds: feedsJson })));
+  }
   const plan = episodeWriter({ batch, db, user, at });
   const readers = operations.map((operation) => plan(operation));
   batch.push(...devices.map((device) => deviceStatement(db, user, { id: device }, at)));
   const clock = batch.push(clockStatement.bind(db, {}));
-  await batch.run(db);
+  try {
+    await batch.run(db);
+  } catch (err) {
+    if (guessed && err instanceof DatabaseError && String((err.cause as Error)?.message).includes(GUESS_REFUSED)) {
+      return undefined;
+    }
+    throw err;
+  }
   return { now: clock.results()[0].results[0].now as number, results: readers.map((read) => read()) };
 }
 
 export const gpodderStatements: Record<string, Statement> = {
   changesSince: changesSinceStatement,
-  feeds: feedsStatement,
+  addUrl: addUrlStatement,
+  removeUrl: removeUrlStatement,
+  removeUnlisted: removeUnlistedStatement,
+  resolved: resolvedStatement,
+  guessGuard: guessGuardStatement,
   active: activeStatement,
   clock: clockStatement,
   episodeChangesSince: episodeChangesSinceStatement,

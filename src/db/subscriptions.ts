@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { type Row, WriteBatch } from "./batch";
 import { changeFeedReader } from "./change-feed";
 import { call, type Database } from "./database";
@@ -36,18 +36,27 @@ const returned = sql`${s.guid}, ${s.feedUrl}, ${s.subscribedAt}`;
  * checked inside the statement: concurrent writers cannot overshoot it. The row it writes is exactly
  * (guid, feedUrl, now), so it returns only that it wrote one: D1's answer is parsed in the isolate,
  * once per statement of a bulk request.
+ *
+ * `guid` is the SQL of the guid it writes (the bound one, or one the statement resolves, as the gpodder
+ * API's adds do: db/gpodder.ts); `onlyIf`, a further condition for writing anything. One builder, so both
+ * kinds of add keep the same quota and revival rules.
  */
-const subscribeStatement = statement(sql`
+export function subscribeSql(source: { guid: SQL; onlyIf?: SQL }): SQL {
+  const onlyIf = source.onlyIf === undefined ? sql`` : sql` AND ${source.onlyIf}`;
+  return sql`
   INSERT INTO ${s} (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, received_at, url_key)
-  SELECT ${userId}, ${guid}, ${feedUrl}, ${now}, NULL, ${nextChange}, ${nextChange}, unixepoch(), ${feedUrlKey}
-  WHERE coalesce((SELECT ${stats.storedCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) < ${MAX_STORED_SUBSCRIPTIONS}
-    OR EXISTS (SELECT 1 FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = ${guid})
+  SELECT ${userId}, ${source.guid}, ${feedUrl}, ${now}, NULL, ${nextChange}, ${nextChange}, unixepoch(), ${feedUrlKey}
+  WHERE (coalesce((SELECT ${stats.storedCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) < ${MAX_STORED_SUBSCRIPTIONS}
+    OR EXISTS (SELECT 1 FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = ${source.guid}))${onlyIf}
   ON CONFLICT (user_id, guid) DO UPDATE SET
     feed_url = excluded.feed_url, subscribed_at = excluded.subscribed_at, unsubscribed_at = NULL,
     change_seq = excluded.change_seq, subscribed_seq = excluded.subscribed_seq, received_at = excluded.received_at,
     url_key = excluded.url_key
   WHERE ${s.unsubscribedAt} IS NOT NULL
-  RETURNING 1 AS written`);
+  RETURNING 1 AS written`;
+}
+
+const subscribeStatement = statement(subscribeSql({ guid: sql`${guid}` }));
 
 /**
  * Moves an active subscription to a new feed URL; the same URL as stored changes nothing. It returns
@@ -57,11 +66,23 @@ const moveStatement = statement(sql`
   UPDATE ${s} SET feed_url = ${feedUrl}, url_key = ${feedUrlKey}, change_seq = ${nextChange}, received_at = unixepoch()
   WHERE ${isActive} AND ${s.feedUrl} IS NOT ${feedUrl}`);
 
-/** Unsubscribes, keeping the row as a tombstone the change feed reports. */
-const unsubscribeStatement = statement(sql`
-  UPDATE ${s} SET unsubscribed_at = ${now}, change_seq = ${nextChange}, received_at = unixepoch()
-  WHERE ${isActive}
-  RETURNING 1 AS written`);
+/**
+ * The next change number of the row being written. Correlated with the row on purpose: SQLite evaluates an
+ * uncorrelated subquery once per statement, so every row of an UPDATE that changes several (the gpodder
+ * API's removes by URL) would get the same number; this one is read again for each row, after the trigger
+ * recorded the previous row's.
+ */
+const rowNextChange = sql`(SELECT coalesce(max(${stats.version}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${s.userId})`;
+
+/** Unsubscribes every active row `where` selects, keeping each as a tombstone the change feed reports. */
+export function unsubscribeSql(where: SQL): SQL {
+  return sql`
+  UPDATE ${s} SET unsubscribed_at = ${now}, change_seq = ${rowNextChange}, received_at = unixepoch()
+  WHERE ${where} AND ${s.unsubscribedAt} IS NULL
+  RETURNING 1 AS written`;
+}
+
+const unsubscribeStatement = statement(unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} = ${guid}`));
 
 const findActiveStatement = statement(sql`SELECT ${returned} FROM ${s} WHERE ${isActive}`);
 

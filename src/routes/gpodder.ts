@@ -6,15 +6,20 @@ import { listDevices, saveDevice } from "../db/devices";
 import {
   activeFeeds,
   episodeChangesSince,
-  findFeeds,
-  type KnownFeed,
+  resolveFeeds,
   subscriptionChangesSince,
   writeEpisodes,
-  writeSubscriptions,
+  writeGpodderSubscriptions,
 } from "../db/gpodder";
 import type { AppEnv } from "../env";
 import { deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
-import { parseEpisodeAction, toEpisodeAction, toEpisodeOperation } from "../gpodder/episode-actions";
+import {
+  type EpisodeAction,
+  parseEpisodeAction,
+  toEpisodeAction,
+  toEpisodeOperation,
+} from "../gpodder/episode-actions";
+import { guessFeedGuids, nameFeeds, rememberFeedGuids } from "../gpodder/feed-guids";
 import {
   badRequest,
   DEVICE_ID,
@@ -27,19 +32,12 @@ import {
   tooMany,
   urlList,
 } from "../gpodder/protocol";
-import {
-  candidateGuids,
-  checkUpload,
-  cleanUrls,
-  planSubscriptionChanges,
-  type SentUrl,
-} from "../gpodder/subscriptions";
+import { checkUpload, cleanUrls, type SentUrl, updateUrls } from "../gpodder/subscriptions";
 import { d1PrimarySession } from "../middleware/d1-session";
 import { checkPathUsername, gpodderAuth, sessionCookieHeader } from "../middleware/gpodder-auth";
 import { limitPerUser } from "../middleware/rate-limit";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { serialiseOpml } from "../opml/serialise";
-import { podcastGuid } from "../podcast-guid";
 
 /**
  * The gpodder.net API v2 and its simple API (docs/API.md §14), on the same data as /v1: what gPodder,
@@ -63,26 +61,24 @@ function json(c: Context<AppEnv>, value: unknown): Response {
   return c.body(JSON.stringify(value), 200, { "Content-Type": "application/json" });
 }
 
-/** Subscribes and unsubscribes as the JSON:API would (one subscription writer); answers `update_urls`. */
+const validUrls = (items: readonly SentUrl[]) => items.flatMap((item) => (item.url === undefined ? [] : [item.url]));
+
+/**
+ * Subscribes and unsubscribes in one round trip (db/gpodder.ts); answers `update_urls`. `replaceAll` (the
+ * simple API's PUT): every active subscription whose URL is not among the adds is removed too.
+ */
 async function applySubscriptionChanges(c: Context<AppEnv>, add: SentUrl[], remove: SentUrl[], replaceAll = false) {
-  const db = c.get("db");
   const userId = c.get("userId");
-  const guids = await candidateGuids(add);
-  const urls = [...add, ...remove].flatMap((item) => (item.url === undefined ? [] : [item.url]));
-  const { matching, active } = await findFeeds(db, userId, {
-    urls,
-    guids: guids.filter((guid): guid is string => guid !== undefined),
-    active: replaceAll,
-  });
-  if (replaceAll) {
-    const kept = new Set(add.map((item) => item.url));
-    remove.push(
-      ...active.filter((feed) => !kept.has(feed.feedUrl)).map((feed) => ({ sent: feed.feedUrl, url: feed.feedUrl })),
-    );
-  }
-  const plan = planSubscriptionChanges(add, remove, guids, [...matching, ...active]);
-  const { now, results } = await writeSubscriptions(db, userId, plan.operations, Date.now());
-  return { timestamp: now, update_urls: plan.updateUrls(results) };
+  const feeds = await nameFeeds(validUrls(add));
+  const { now, added } = await writeGpodderSubscriptions(
+    c.get("db"),
+    userId,
+    { remove: validUrls(remove), keepOnly: replaceAll ? validUrls(add) : undefined, add: feeds },
+    Date.now(),
+  );
+  // An episode upload naming one of these feeds next guesses its guid right.
+  rememberFeedGuids(userId, feeds, added);
+  return { timestamp: now, update_urls: updateUrls(add, added) };
 }
 
 /** The simple API's list in one of its formats. */
@@ -102,13 +98,37 @@ async function simpleList(c: Context<AppEnv>, format: "json" | "txt" | "opml"): 
 }
 
 /**
- * The guid of the feed an episode action names by URL: the user's subscription with exactly that URL (the
- * active one, else the one changed last), else the feed's podcast:guid.
+ * Applies episode actions in one round trip: their episode ids need their feeds' guids, so these are guessed
+ * (feed-guids.ts) and the batch writes only if every guess is right. A wrong guess costs two more round trips
+ * (the lookup, then the write), once per feed and isolate. Answers the database's clock.
  */
-function feedGuidOf(url: string, known: readonly KnownFeed[]): Promise<string> | string {
-  const matching = known.filter((feed) => feed.feedUrl === url);
-  const best = matching.find((feed) => feed.active) ?? matching.sort((a, b) => b.changeSeq - a.changeSeq)[0];
-  return best?.guid ?? podcastGuid(url);
+async function applyEpisodeActions(
+  c: Context<AppEnv>,
+  actions: readonly EpisodeAction[],
+  devices: readonly string[],
+  now: number,
+): Promise<{ timestamp: number; skipped: number }> {
+  const db = c.get("db");
+  const userId = c.get("userId");
+  const podcasts = [...new Set(actions.map((action) => action.podcast))];
+  const feeds = await nameFeeds(podcasts);
+  // The writes for the feeds' guids `guids`; undefined when `guarded` and a guess was wrong (nothing written).
+  const write = async (guids: readonly string[], guarded: boolean) => {
+    const guidOf = new Map(podcasts.map((url, index) => [url, guids[index]]));
+    const operations = (
+      await Promise.all(actions.map((action) => toEpisodeOperation(action, guidOf.get(action.podcast) as string, now)))
+    ).filter((operation) => operation !== undefined);
+    const written = await writeEpisodes(db, userId, operations, devices, now, guarded ? { feeds, guids } : undefined);
+    return written && { timestamp: written.now, skipped: actions.length - operations.length };
+  };
+  const guessed = await write(guessFeedGuids(userId, feeds), true);
+  if (guessed) return guessed;
+  const resolved = await resolveFeeds(db, userId, feeds);
+  rememberFeedGuids(userId, feeds, resolved);
+  return (await write(
+    resolved.map((feed) => feed.guid),
+    false,
+  )) as { timestamp: number; skipped: number };
 }
 
 const SIMPLE_FORMATS = ["json", "txt", "opml"] as const;
@@ -226,30 +246,17 @@ export const gpodderRoutes = new Hono<AppEnv>()
     return empty(c);
   })
 
-  // Episode actions in: each applies to its episode state (one round trip to find the feeds, one to write).
+  // Episode actions in: each applies to its episode state, in one round trip.
   .post("/api/2/episodes/:file", signedIn, async (c) => {
     checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
     const body = await jsonRequestBody(c);
     if (!Array.isArray(body)) throw badRequest("Send a JSON array of episode actions.");
     if (body.length > MAX_GPODDER_ITEMS) throw tooMany("episode actions");
-    const db = c.get("db");
-    const userId = c.get("userId");
-    const now = Date.now();
     const actions = body.map(parseEpisodeAction);
-    const skipped = actions.filter((action) => action === undefined).length;
     const valid = actions.filter((action) => action !== undefined);
-    const { matching } = await findFeeds(db, userId, {
-      urls: [...new Set(valid.map((action) => action.podcast))],
-      guids: [],
-      active: false,
-    });
-    const operations = [];
-    for (const action of valid) {
-      const operation = await toEpisodeOperation(action, await feedGuidOf(action.podcast, matching), now);
-      if (operation) operations.push(operation);
-    }
     const devices = [...new Set(valid.flatMap((action) => (action.device === undefined ? [] : [action.device])))];
-    const invalid = skipped + valid.length - operations.length;
+    const { timestamp, skipped } = await applyEpisodeActions(c, valid, devices, Date.now());
+    const invalid = actions.length - valid.length + skipped;
     if (invalid > 0) {
       console.warn(
         JSON.stringify({
@@ -260,7 +267,6 @@ export const gpodderRoutes = new Hono<AppEnv>()
         }),
       );
     }
-    const { now: timestamp } = await writeEpisodes(db, userId, operations, devices, now);
     return json(c, { timestamp, update_urls: [] });
   })
 
