@@ -565,7 +565,6 @@ async function main() {
       rows,
       scalingRows,
       syncRows,
-      episodeFeedRows,
       bundle,
       ceilingTimeline,
       settings,
