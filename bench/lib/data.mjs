@@ -52,7 +52,7 @@ FROM seq`;
 
 // Episode states (docs/API.md §13), numbered 1..count in the user's episode change feed; the insert trigger
 // counts them against the quota and makes the last one the user's episode version. State n belongs to feed
-// n / 100, has a mediaUrl of about 100 bytes and an itemGuid of about 40, a position and `played` set at
+// n / 100, has a mediaUrl of about 105 bytes and an itemGuid of 45, a position and `played` set at
 // BASE_TIME on the device (a merge with a later changedAt applies; one at BASE_TIME changes nothing). Every
 // `goneEvery`-th state (none when 0) is a tombstone: no URL, no values, no times, as DELETE leaves one.
 const INSERT_EPISODES = `
