@@ -589,7 +589,7 @@ export function renderMarkdown({
     `New states carry a mediaUrl of about 110 bytes and an itemGuid of 45; the feed user stores ${int(EPISODE_FEED_STATES)}` +
       " states (the quota), one in five a tombstone. Feed page of 100 from change 25 000:" +
       ` ${details.episode_feed_since_25000_rows_read ?? "–"} rows read. Rows written per add in bulk:` +
-      ` ${EPISODE_BULK_SIZES.map((n) => `${n} add(s) ${details.episode_bulk_rows_written_per_add[n] ?? "–"}`).join(", ")}.`,
+      ` ${EPISODE_BULK_SIZES.map((n) => `${details.episode_bulk_rows_written_per_add[n] ?? "–"} (${n} per request)`).join(", ")}.`,
     "",
   );
   const notMeasured = [...details.not_served_by_this_build, ...details.skipped];
