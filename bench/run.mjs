@@ -25,13 +25,13 @@ const { tmpdir } = await import("node:os");
 const { join, resolve } = await import("node:path");
 const { fileURLToPath } = await import("node:url");
 const { analyseBundle, buildWorker } = await import("./lib/build.mjs");
-const { countRows, seed } = await import("./lib/data.mjs");
+const { countEpisodes, countRows, seed } = await import("./lib/data.mjs");
 const { combine, cpuMs, percentile, runSample } = await import("./lib/load.mjs");
 const { machine, renderMarkdown, summarise } = await import("./lib/report.mjs");
 const scenario = await import("./lib/scenario.mjs");
 const { applyMigrations, startServer } = await import("./lib/server.mjs");
 
-const { BULK_SIZES, SCALING_SIZES, STATEMENT_FLOOR_NAMES, pastEndPage } = scenario;
+const { BULK_SIZES, EPISODE_NAMES, SCALING_SIZES, STATEMENT_FLOOR_NAMES, pastEndPage } = scenario;
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
 const RECORD_HEADER = "X-Bench-Record";
@@ -272,6 +272,9 @@ async function prepareData(databases, userList, checked) {
       if (rows.active !== user.active || rows.tombstones !== (user.tombstones ?? 0)) {
         throw new Error(`seed of ${user.id} went wrong: ${JSON.stringify(rows)}`);
       }
+      if ((user.episodes ?? 0) !== (await countEpisodes(db, user.id))) {
+        throw new Error(`seed of ${user.id} went wrong: not ${user.episodes} episode states`);
+      }
     }
   }
   return { migrations, seeded };
@@ -330,7 +333,11 @@ async function main() {
   const loadSeconds = settings.warmupSeconds + settings.rounds * settings.seconds + 1;
   const u = scenario.users(loadSeconds);
   const userList = scenario.allUsers(u);
-  const { migrations, seeded } = await prepareData(databases, userList, [u.list, ...Object.values(u.scaling)]);
+  const { migrations, seeded } = await prepareData(databases, userList, [
+    u.list,
+    ...Object.values(u.scaling),
+    u.episodeFeed,
+  ]);
   log(
     `bench: ${Object.keys(databases).join(", ")}: migrations ${migrations.join(", ")}; seeded ${seeded} rows (incl. trigger writes)`,
   );
@@ -341,6 +348,7 @@ async function main() {
   const absent = new Set();
   const scalingRows = {};
   const syncRows = {};
+  const episodeFeedRows = {};
   if (!options.isolateOnly) {
     for (const endpoint of scenario.endpoints(u, u.probe, tokens)) {
       if (skip.has(endpoint.name)) continue;
@@ -361,6 +369,12 @@ async function main() {
     if (!skip.has("sync")) {
       for (const since of [0, 5000]) {
         syncRows[since] = await probe(urls.probe, scenario.syncEndpoint(u, tokens, since), settings.probes, workerdPid);
+      }
+    }
+    if (!skip.has("episode-feed")) {
+      for (const since of [0, 25000]) {
+        const endpoint = scenario.episodeFeedEndpoint(u, tokens, since);
+        episodeFeedRows[since] = await probe(urls.probe, endpoint, settings.probes, workerdPid);
       }
     }
     log(`bench: row probes done (list page 1: ${rows.list?.rowsRead} rows read)`);
@@ -473,6 +487,8 @@ async function main() {
     "ceiling",
     ...BULK_SIZES.map((n) => `bulk-${n}`),
     "ceiling",
+    ...EPISODE_NAMES,
+    "ceiling",
     ...isolateNames.slice(0, 5).flat(),
     "isolate-console:get-one",
     "ceiling",
@@ -506,6 +522,7 @@ async function main() {
     rows,
     scalingRows,
     syncRows,
+    episodeFeedRows,
     bundle,
     isolate,
     absent: [...absent],

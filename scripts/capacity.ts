@@ -82,7 +82,7 @@ function timeRequests(sqlite: DatabaseSync) {
     "get one": (user) => [rendered("findOne", { userId: user, guid: (someGuid.get(user) as { guid: string }).guid })],
     "change feed (25)": (user) => [rendered("changes", { userId: user, since: 0, limit: 25, knownVersion: null })],
     "subscribe (new)": (user) => {
-      const values = { userId: user, guid: uuid(), feedUrl: feedUrl(), now: Date.now() };
+      const values = { userId: user, guid: uuid(), feedUrl: feedUrl(), now: Date.now(), urlKey: 0 };
       return [rendered("subscribe", values), rendered("findActive", values)];
     },
   };
@@ -208,3 +208,179 @@ try {
   await mf.dispose().catch(() => {});
   rmSync(persist, { recursive: true, force: true });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Episode states (docs/API.md §13): what one stored state costs, in a database of its own so that
+// nothing else shares its pages. 100 users of 1 000 states each (10 % tombstones), ids as random UUIDs
+// (inserted in random key order, as devices name episodes), enclosure URLs of about 100 bytes (a
+// tracking prefix, a host, a path) and item guids of about 40.
+
+const EPISODE_USERS = 100;
+const EPISODES_PER_USER = 1000;
+const EPISODE_TOMBSTONES = 0.1;
+const EPISODE_COLUMNS = 13; // bound parameters a row
+const EPISODE_ROWS_PER_STATEMENT = Math.floor(100 / EPISODE_COLUMNS); // D1 allows 100 per statement
+/** D1's limit per database, and the share of it planned for (as for subscriptions above). */
+const DATABASE_BYTES = 1e10;
+const PLANNED_SHARE = 0.7;
+
+const mediaUrl = () =>
+  `https://dts.podtrac.com/redirect.mp3/${hosts[Math.floor(random() * hosts.length)]}/${hex(16)}/${hex(10 + Math.floor(random() * 20))}.mp3`;
+const itemGuid = () => `gid://art19-episode-locator/V0/${hex(10)}`;
+
+/**
+ * A local D1 database (Miniflare) through the migrations of drizzle/, filled by `fill`, then opened as the plain
+ * SQLite file D1 wrote (D1 refuses page PRAGMAs and dbstat); `remove` closes it and deletes the files.
+ */
+async function migratedDatabase(name: string, fill: (db: D1Database) => Promise<void>) {
+  const dir = mkdtempSync(join(tmpdir(), `${name}-`));
+  const miniflare = new Miniflare(
+    convertV4MiniflareOptions({
+      log: new NoOpLog(),
+      modules: true,
+      script: "export default { fetch() { return new Response(null); } }",
+      d1Databases: { DB: name },
+      resourcePersistencePath: dir,
+    }),
+  );
+  try {
+    const db = await miniflare.getD1Database("DB");
+    for (const file of readdirSync(MIGRATIONS)
+      .filter((migration) => migration.endsWith(".sql"))
+      .sort()) {
+      const queries = unstable_splitSqlQuery(readFileSync(new URL(file, MIGRATIONS), "utf8"));
+      await db.batch(queries.map((query) => db.prepare(query)));
+    }
+    await fill(db);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  } finally {
+    await miniflare.dispose();
+  }
+  const file = sqliteFiles(join(dir, "d1")).sort((a, b) => statSync(b).size - statSync(a).size)[0];
+  const sqlite = new DatabaseSync(file);
+  sqlite.exec("PRAGMA wal_checkpoint(TRUNCATE)"); // the rows are still in the write-ahead log
+  return {
+    sqlite,
+    remove() {
+      sqlite.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Inserts the episode states of one user, numbered 1.. in its episode change feed. */
+function episodeStatements(
+  db: D1Database,
+  userId: string,
+  t0: number,
+): { statements: D1PreparedStatement[]; gone: number } {
+  const statements: D1PreparedStatement[] = [];
+  let gone = 0;
+  for (let start = 0; start < EPISODES_PER_USER; start += EPISODE_ROWS_PER_STATEMENT) {
+    const count = Math.min(EPISODE_ROWS_PER_STATEMENT, EPISODES_PER_USER - start);
+    const params: (string | number | null)[] = [];
+    for (let i = 0; i < count; i++) {
+      const at = t0 + Math.floor(random() * 3e10);
+      const change = start + i + 1;
+      if (random() < EPISODE_TOMBSTONES) {
+        gone++;
+        params.push(userId, uuid(), uuid(), null, null, 0, null, 0, null, null, change, at / 1000, at);
+      } else {
+        const played = random() < 0.3 ? 1 : 0;
+        const position = Math.floor(random() * 3600);
+        params.push(
+          userId,
+          uuid(),
+          uuid(),
+          mediaUrl(),
+          itemGuid(),
+          position,
+          1800 + position,
+          played,
+          at,
+          at,
+          change,
+          at / 1000,
+          null,
+        );
+      }
+    }
+    statements.push(
+      db
+        .prepare(
+          `INSERT INTO episodes (user_id, id, feed_guid, media_url, item_guid, position, duration, played, position_changed_at, played_changed_at, change_seq, received_at, deleted_at) VALUES ${Array(
+            count,
+          )
+            .fill(`(${Array(EPISODE_COLUMNS).fill("?").join(", ")})`)
+            .join(", ")}`,
+        )
+        .bind(...params),
+    );
+  }
+  return { statements, gone };
+}
+
+/** Bytes per stored episode state, per object and in all, and users per 10 GB database at 1 000 and 10 000 states. */
+async function measureEpisodeStates() {
+  let tombstones = 0;
+  const t0 = Date.UTC(2024, 0, 1);
+  const { sqlite, remove } = await migratedDatabase("capacity-episodes", async (db) => {
+    for (let user = 0; user < EPISODE_USERS; user++) {
+      const { statements, gone } = episodeStatements(db, `auth0|${hex(24)}`, t0);
+      tombstones += gone;
+      for (let i = 0; i < statements.length; i += 100) await db.batch(statements.slice(i, i + 100));
+    }
+  });
+  try {
+    const states = EPISODE_USERS * EPISODES_PER_USER;
+    const pragma = (name: string) => Number(Object.values(sqlite.prepare(`PRAGMA ${name}`).get() ?? {})[0]);
+    const pageSize = pragma("page_size");
+    const databaseBytes = (pragma("page_count") - pragma("freelist_count")) * pageSize;
+    const averages = sqlite
+      .prepare(
+        "SELECT avg(length(CAST(media_url AS BLOB))) AS mediaUrl, avg(length(CAST(item_guid AS BLOB))) AS itemGuid FROM episodes",
+      )
+      .get() as { mediaUrl: number; itemGuid: number };
+    const objects = sqlite
+      .prepare(
+        "SELECT name, sum(pgsize) AS bytes, sum(pgsize - unused) AS used FROM dbstat GROUP BY name ORDER BY bytes DESC",
+      )
+      .all() as { name: string; bytes: number; used: number }[];
+    const perState = databaseBytes / states;
+    const usersPer = (bytes: number, perUser: number) => Math.floor(bytes / (perState * perUser));
+    console.log(
+      JSON.stringify(
+        {
+          episodeStates: states,
+          episodeTombstones: tombstones,
+          users: EPISODE_USERS,
+          averageMediaUrlBytes: Math.round(averages.mediaUrl * 10) / 10,
+          averageItemGuidBytes: Math.round(averages.itemGuid * 10) / 10,
+          databaseBytes,
+          bytesPerEpisodeState: Math.round(perState * 10) / 10,
+          usersPerDatabase: Object.fromEntries(
+            [1000, 10000].map((perUser) => [
+              `${perUser} states each`,
+              { planned: usersPer(DATABASE_BYTES * PLANNED_SHARE, perUser), full: usersPer(DATABASE_BYTES, perUser) },
+            ]),
+          ),
+          objects: objects
+            .filter((object) => object.bytes >= pageSize * 4)
+            .map((object) => ({
+              ...object,
+              bytesPerEpisodeState: Math.round((object.bytes / states) * 10) / 10,
+              fill: Math.round((object.used / object.bytes) * 100) / 100,
+            })),
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    remove();
+  }
+}
+
+await measureEpisodeStates();

@@ -15,6 +15,25 @@ export function seededGuid(userNo, n) {
   return `${userNo.toString(16).padStart(8, "0")}-0000-4000-8000-${n.toString(16).padStart(12, "0")}`;
 }
 
+/** The device time of every seeded episode change (RFC 3339, as a request sends it). */
+export const EPISODE_SEEDED_AT = new Date(BASE_TIME).toISOString();
+/** The position (seconds) seeded into state n: the SQL below and `seededEpisode` agree. */
+const EPISODE_POSITION = "(n * 37) % 3600";
+
+/** The mediaUrl of seeded state n of a user, as SQL over the expressions `user` and `n`. */
+const mediaUrlSql = (user, n) =>
+  `printf('https://media.podcast-host.example.com/%s/episodes/%08d/episode-%d-final-mix.mp3', ${user}, ${n}, ${n})`;
+
+/** Seeded episode state n of user `userNo` / `userId` (live): its id, feed guid, mediaUrl and position. */
+export function seededEpisode(userId, userNo, n) {
+  return {
+    id: seededGuid(userNo, n),
+    feedGuid: seededGuid(userNo, Math.floor(n / 100)).replace("-4000-", "-5000-"),
+    mediaUrl: `https://media.podcast-host.example.com/${userId}/episodes/${String(n).padStart(8, "0")}/episode-${n}-final-mix.mp3`,
+    position: (n * 37) % 3600,
+  };
+}
+
 const INSERT_ACTIVE = `
 WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n + 1 < ?1)
 INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq)
@@ -31,21 +50,46 @@ SELECT ?2, printf('%08x-0000-4000-8000-%012x', ?3, ?5 + k), printf('https://feed
        ?5 + k + 1
 FROM seq`;
 
+// Episode states (docs/API.md §13), numbered 1..count in the user's episode change feed; the insert trigger
+// counts them against the quota and makes the last one the user's episode version. State n belongs to feed
+// n / 100, has a mediaUrl of about 105 bytes and an itemGuid of 45, a position and `played` set at
+// BASE_TIME on the device (a merge with a later changedAt applies; one at BASE_TIME changes nothing). Every
+// `goneEvery`-th state (none when 0) is a tombstone: no URL, no values, no times, as DELETE leaves one.
+const INSERT_EPISODES = `
+WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n + 1 < ?1),
+  states(n, gone) AS (SELECT n, ?5 > 0 AND n % ?5 = ?5 - 1 FROM seq)
+INSERT INTO episodes (user_id, id, feed_guid, media_url, item_guid, position, duration, played,
+  position_changed_at, played_changed_at, change_seq, received_at, deleted_at)
+SELECT ?2, printf('%08x-0000-4000-8000-%012x', ?3, n), printf('%08x-0000-5000-8000-%012x', ?3, n / 100),
+  CASE WHEN gone THEN NULL ELSE ${mediaUrlSql("?2", "n")} END,
+  CASE WHEN gone THEN NULL ELSE printf('tag:podcast.example.com,2025:episode-%08d', n) END,
+  CASE WHEN gone THEN 0 ELSE ${EPISODE_POSITION} END, CASE WHEN gone THEN NULL ELSE 3600 END, 0,
+  CASE WHEN gone THEN NULL ELSE ?4 END, CASE WHEN gone THEN NULL ELSE ?4 END,
+  n + 1, ?4 / 1000, CASE WHEN gone THEN ?4 + 1000 END
+FROM states`;
+
 /**
  * @param {D1Database} db
- * @param {{ id: string, no: number, active: number, tombstones?: number }[]} users
+ * @param {{ id: string, no: number, active: number, tombstones?: number, episodes?: number, goneEvery?: number }[]} users
  */
 export async function seed(db, users) {
   const statements = [];
-  for (const { id, no, active, tombstones = 0 } of users) {
+  for (const { id, no, active, tombstones = 0, episodes = 0, goneEvery = 0 } of users) {
     if (active > 0) statements.push(db.prepare(INSERT_ACTIVE).bind(active, id, no, BASE_TIME));
     if (tombstones > 0) {
       const stride = Math.max(1, Math.floor(active / tombstones));
       statements.push(db.prepare(INSERT_TOMBSTONES).bind(tombstones, id, no, BASE_TIME, active, stride));
     }
+    if (episodes > 0) statements.push(db.prepare(INSERT_EPISODES).bind(episodes, id, no, BASE_TIME, goneEvery));
   }
   const results = await db.batch(statements);
   return results.reduce((sum, result) => sum + (result.meta.rows_written ?? 0), 0);
+}
+
+/** Stored episode states of a user (tombstones included), to check the seed landed. */
+export async function countEpisodes(db, userId) {
+  const row = await db.prepare("SELECT count(*) AS n FROM episodes WHERE user_id = ?").bind(userId).first();
+  return row?.n ?? 0;
 }
 
 /** Active and tombstoned row counts per user, to check the seed landed. */

@@ -7,6 +7,9 @@ import { dirname, join } from "node:path";
 import {
   BULK_SIZES,
   ENDPOINT_NAMES,
+  EPISODE_BULK_SIZES,
+  EPISODE_FEED_STATES,
+  EPISODE_NAMES,
   ISOLATE_NAMES,
   OPML_FEEDS,
   PAGE_SIZE,
@@ -81,6 +84,13 @@ const TARGETS = [
   ["list_past_end_rows_read", "<=", 2],
   ["sync_page_100_rows_read", "<=", SYNC_PAGE_SIZE + 2],
   ["bundle_gzip_kib", "<=", 100],
+  // Episode states (docs/API.md §13).
+  ["episode_create_rows_written", "<=", 4],
+  ["episode_merge_rows_written", "<=", 4],
+  ["episode_noop_rows_written", "<=", 0],
+  ["episode_feed_page_100_rows_read", "<=", SYNC_PAGE_SIZE + 2],
+  ["isolate_episode_bulk_100_vs_bulk_1", "<=", 3],
+  ["isolate_episode_feed_vs_ceiling", "<=", 2.5],
 ];
 /** Stretch goals of the same measures: reported beside the targets, never a miss. */
 const STRETCH = [
@@ -100,25 +110,35 @@ function localConsole(withoutLocal, withLocal) {
   return { get_one_cpu_us: withLocal, extra_cpu_us: withLocal - withoutLocal };
 }
 
-export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolate, absent, skipped, env, compare }) {
+export function summarise({
+  figures,
+  rows,
+  scalingRows,
+  syncRows,
+  episodeFeedRows,
+  bundle,
+  isolate,
+  absent,
+  skipped,
+  env,
+  compare,
+}) {
   const floor = figures["d1-floor"];
   const ceiling = figures.ceiling;
   const measured = (name) => figures[name] !== undefined && rows[name] !== undefined;
 
-  const endpoints = Object.fromEntries(
-    ENDPOINT_NAMES.map((name) => [
-      name,
-      measured(name)
-        ? {
-            rps: round(figures[name].rps, 1),
-            cpu_us: cpuOf(figures[name]),
-            p50_ms: round(figures[name].p50, 2),
-            rows_read: rows[name].rowsRead,
-            rows_written: rows[name].rowsWritten,
-          }
-        : null,
-    ]),
-  );
+  /** An endpoint's figures under load with its probed rows; null when it was not measured. */
+  const loaded = (name) =>
+    measured(name)
+      ? {
+          rps: round(figures[name].rps, 1),
+          cpu_us: cpuOf(figures[name]),
+          p50_ms: round(figures[name].p50, 2),
+          rows_read: rows[name].rowsRead,
+          rows_written: rows[name].rowsWritten,
+        }
+      : null;
+  const endpoints = Object.fromEntries(ENDPOINT_NAMES.map((name) => [name, loaded(name)]));
   const bulk = Object.fromEntries(
     BULK_SIZES.map((n) => {
       const name = `bulk-${n}`;
@@ -143,7 +163,22 @@ export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolat
     "post-new": isolateCpu("post-new"),
     "bulk-1": isolateCpu("bulk-1"),
     "bulk-100": isolateCpu("bulk-100"),
+    "episode-feed": isolateCpu("episode-feed"),
+    "episode-bulk-1": isolateCpu("episode-bulk-1"),
+    "episode-bulk-100": isolateCpu("episode-bulk-100"),
   };
+  // episodes.<post-new|merge|noop|feed|bulk-1|bulk-100>: the load figures, rows and isolate CPU of each row.
+  const episodes = Object.fromEntries(
+    EPISODE_NAMES.map((name) => {
+      const figure = loaded(name);
+      const iso = isolateCpu(name);
+      return [
+        name.slice("episode-".length),
+        figure === null && iso === null ? null : { ...(figure ?? {}), isolate_cpu_us: iso },
+      ];
+    }),
+  );
+  const episodeRows = (name, key) => rows[name]?.[key] ?? null;
   const scalingRead = (size, page) => scalingRows[`${size}:${page}`]?.rowsRead ?? null;
   const listScaling = Object.fromEntries(
     SCALING_SIZES.map((size) => [
@@ -175,6 +210,12 @@ export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolat
     list_past_end_rows_read: pastEnd.includes(null) ? null : Math.max(...pastEnd),
     sync_page_100_rows_read: sync.page_100_rows_read,
     bundle_gzip_kib: bundleGzipKib,
+    episode_create_rows_written: episodeRows("episode-post-new", "rowsWritten"),
+    episode_merge_rows_written: episodeRows("episode-merge", "rowsWritten"),
+    episode_noop_rows_written: episodeRows("episode-noop", "rowsWritten"),
+    episode_feed_page_100_rows_read: episodeFeedRows[0]?.rowsRead ?? null,
+    isolate_episode_bulk_100_vs_bulk_1: ratio(isolateCpuUs["episode-bulk-100"], isolateCpuUs["episode-bulk-1"], 2),
+    isolate_episode_feed_vs_ceiling: ratio(isolateCpuUs["episode-feed"], isolateCpuUs.ceiling, 2),
   };
   const verdict = (value, direction, limit) =>
     value !== null && value !== undefined && (direction === ">=" ? value >= limit : value <= limit);
@@ -221,6 +262,7 @@ export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolat
     list_scaling: listScaling,
     sync,
     bundle_gzip_kib: bundleGzipKib,
+    episodes,
     targets,
     // Beyond the fixed shape above: the reserved rows and everything that explains the figures.
     opml_import: opml
@@ -245,7 +287,7 @@ export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolat
         }),
       ),
       endpoints: Object.fromEntries(
-        [...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`)].map((n) => [n, detail(n)]),
+        [...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`), ...EPISODE_NAMES].map((n) => [n, detail(n)]),
       ),
       isolate_cpu_us: Object.fromEntries(ISOLATE_NAMES.map((name) => [name, isolateCpu(name)])),
       isolate_d1_calls_replayed: isolate.calls,
@@ -254,6 +296,13 @@ export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolat
       isolate_local_console: localConsole(isolateCpu("get-one"), cpuOf(figures["isolate-console:get-one"])),
       list_page40_rows_read: Object.fromEntries(SCALING_SIZES.map((size) => [String(size), scalingRead(size, 40)])),
       sync_since_5000_rows_read: syncRows[5000]?.rowsRead ?? null,
+      episode_feed_since_25000_rows_read: episodeFeedRows[25000]?.rowsRead ?? null,
+      episode_bulk_rows_written_per_add: Object.fromEntries(
+        EPISODE_BULK_SIZES.map((n) => {
+          const written = episodeRows(`episode-bulk-${n}`, "rowsWritten");
+          return [String(n), written === null ? null : round(written / n, 2)];
+        }),
+      ),
       not_served_by_this_build: absent,
       skipped,
     },
@@ -279,7 +328,14 @@ export function summarise({ figures, rows, scalingRows, syncRows, bundle, isolat
   }
 
   const lines = [["target", "req/s", "p50 ms", "p99 ms", "errors", "rows r/w", "CPU µs", "isolate CPU µs"]];
-  for (const name of ["ceiling", "d1-floor", ...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`), "opml-import"]) {
+  for (const name of [
+    "ceiling",
+    "d1-floor",
+    ...ENDPOINT_NAMES,
+    ...BULK_SIZES.map((n) => `bulk-${n}`),
+    "opml-import",
+    ...EPISODE_NAMES,
+  ]) {
     const f = figures[name];
     const iso = isolateCpu(name);
     if (!f && iso === null) continue;
@@ -478,6 +534,12 @@ export function renderMarkdown({
     delete: "DELETE (204, a different one each time)",
     patch: "PATCH feedUrl (200, a real move each time)",
     sync: "sync (filter[since]=0, page of 100, 10 000 changes)",
+    "episode-post-new": "POST new state (201)",
+    "episode-merge": "POST merge that applies (200, a later device time each)",
+    "episode-noop": "POST merge that changes nothing (200)",
+    "episode-feed": "feed (filter[since]=0, page of 100, 50 000 states)",
+    "episode-bulk-1": "bulk, 1 add",
+    "episode-bulk-100": "bulk, 100 adds",
   };
   const cells = (name) => {
     const d = details.endpoints[name];
@@ -515,6 +577,19 @@ export function renderMarkdown({
         int(details.endpoints[name].rps * Number(name.slice(5))),
       ]),
     ),
+    "",
+    "### Episode states (docs/API.md §13)",
+    "",
+    ...table(
+      ["episode", ...columns],
+      ["l", ...columns.map(() => "r")],
+      measuredNames(EPISODE_NAMES).map((name) => [labels[name], ...cells(name)]),
+    ),
+    "",
+    `New states carry a mediaUrl of about 110 bytes and an itemGuid of 45; the feed user stores ${int(EPISODE_FEED_STATES)}` +
+      " states (the quota), one in five a tombstone. Feed page of 100 from change 25 000:" +
+      ` ${details.episode_feed_since_25000_rows_read ?? "–"} rows read. Rows written per add in bulk:` +
+      ` ${EPISODE_BULK_SIZES.map((n) => `${details.episode_bulk_rows_written_per_add[n] ?? "–"} (${n} per request)`).join(", ")}.`,
     "",
   );
   const notMeasured = [...details.not_served_by_this_build, ...details.skipped];
@@ -574,11 +649,11 @@ export function renderMarkdown({
       ...table(
         ["endpoint", "workerd CPU µs: without / with", "isolate CPU µs: without / with", "rows r/w: without / with"],
         ["l", "r", "r", "r"],
-        [...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`)]
+        [...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`), ...EPISODE_NAMES]
           .filter((name) => details.endpoints[name])
           .map((name) => {
-            const before = name.startsWith("bulk-") ? plain.bulk?.[name.slice(5)] : plain.endpoints?.[name];
-            const after = name.startsWith("bulk-") ? results.bulk[name.slice(5)] : results.endpoints[name];
+            const before = loadedFigures(plain, name);
+            const after = loadedFigures(results, name);
             return [
               name,
               pair(before?.cpu_us, after?.cpu_us),
@@ -686,6 +761,13 @@ export function renderMarkdown({
   }
   push("");
   return out.join("\n");
+}
+
+/** An endpoint's load figures in a results.json: `endpoints`, `bulk` or `episodes` by its name. */
+function loadedFigures(results, name) {
+  if (name.startsWith("bulk-")) return results.bulk?.[name.slice("bulk-".length)];
+  if (name.startsWith("episode-")) return results.episodes?.[name.slice("episode-".length)];
+  return results.endpoints?.[name];
 }
 
 function spreadNote(scalingRows) {

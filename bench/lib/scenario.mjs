@@ -8,7 +8,7 @@
 // still runs dry is reported (its later requests would be refused at the limit).
 import { randomUUID } from "node:crypto";
 import { sign } from "hono/jwt";
-import { seededGuid } from "./data.mjs";
+import { EPISODE_SEEDED_AT, seededEpisode, seededGuid } from "./data.mjs";
 
 export const JSONAPI = "application/vnd.api+json";
 export const ATOMIC = `${JSONAPI};ext="https://jsonapi.org/ext/atomic"`;
@@ -20,6 +20,23 @@ export const SCALING_SIZES = [10, 1000, 10000];
 export const OPML_FEEDS = 1000;
 /** The single-request endpoints of results.json, in report order. */
 export const ENDPOINT_NAMES = ["list", "get-one", "post-existing", "post-new", "delete", "patch", "sync"];
+/** The episode-state rows (docs/API.md §13), in report order: load, probes and isolate-only alike. */
+export const EPISODE_NAMES = [
+  "episode-post-new",
+  "episode-merge",
+  "episode-noop",
+  "episode-feed",
+  "episode-bulk-1",
+  "episode-bulk-100",
+];
+export const EPISODE_BULK_SIZES = [1, 100];
+/** Stored episode states per user (tombstones included): the quota, and the feed user's history. */
+export const EPISODE_FEED_STATES = 50000;
+/** One state in five of the feed user is a tombstone. */
+const EPISODE_FEED_GONE_EVERY = 5;
+/** Episodes seeded for each merging user: request k merges into state k mod this. */
+const MERGE_EPISODES = 1000;
+
 /** What the isolate-only worker measures: the required figures first, then the rest of the API. */
 export const ISOLATE_NAMES = [
   "list",
@@ -32,6 +49,7 @@ export const ISOLATE_NAMES = [
   "patch",
   "sync",
   "opml-import",
+  ...EPISODE_NAMES,
 ];
 
 /** The read scenarios whose own D1 statements the statement floor runs (a write would not repeat). */
@@ -39,13 +57,19 @@ export const STATEMENT_FLOOR_NAMES = ["list", "get-one", "sync"];
 
 /** Rows a pool user may gain before the next user takes over: under the 10 000 stored per user. */
 const ROWS_PER_POOL_USER = 9000;
+/** Episode states a pool user may gain: under the 50 000 stored per user. */
+const EPISODES_PER_POOL_USER = 45000;
 /** Bounds on what any machine serves locally, to size the pools (this one serves far less). */
 const SINGLE_WRITES_PER_SECOND_BOUND = 5000;
 const BULK_ADDS_PER_SECOND_BOUND = 25000;
 
 export const listPath = (page, size = PAGE_SIZE) => `/v1/subscriptions?page%5Bnumber%5D=${page}&page%5Bsize%5D=${size}`;
-export const syncPath = (since, size = SYNC_PAGE_SIZE) =>
-  `/v1/subscriptions?filter%5Bsince%5D=${since}&page%5Bsize%5D=${size}`;
+const changesPath =
+  (collection) =>
+  (since, size = SYNC_PAGE_SIZE) =>
+    `${collection}?filter%5Bsince%5D=${since}&page%5Bsize%5D=${size}`;
+export const syncPath = changesPath("/v1/subscriptions");
+export const episodeFeedPath = changesPath("/v1/episodes");
 /** The first page with nothing on it for a user with `size` active subscriptions. */
 export const pastEndPage = (size) => Math.ceil(size / PAGE_SIZE) + 1;
 
@@ -94,6 +118,25 @@ export function users(loadSeconds) {
       ]),
     );
   const bulkCount = Math.ceil((BULK_ADDS_PER_SECOND_BOUND * loadSeconds) / ROWS_PER_POOL_USER);
+  // Episode writers: pools under the episode quota for the writes that add states, one user with
+  // MERGE_EPISODES seeded states for the merges (a merge adds none).
+  const episodeSingles = Math.ceil((SINGLE_WRITES_PER_SECOND_BOUND * loadSeconds) / EPISODES_PER_POOL_USER);
+  const episodeBulkCount = Math.ceil((BULK_ADDS_PER_SECOND_BOUND * loadSeconds) / EPISODES_PER_POOL_USER);
+  const episodeWriters = (prefix, firstNo) => ({
+    episodeNew: pool(`${prefix}-episode-new`, firstNo, episodeSingles, EPISODES_PER_POOL_USER),
+    episodeMerge: { ...plain(firstNo + 1000, `${prefix}-episode-merge`, 0), episodes: MERGE_EPISODES },
+    episodeBulk: Object.fromEntries(
+      EPISODE_BULK_SIZES.map((n, i) => [
+        n,
+        pool(
+          `${prefix}-episode-bulk-${n}`,
+          firstNo + 2000 + i * 1000,
+          episodeBulkCount,
+          Math.floor(EPISODES_PER_POOL_USER / n),
+        ),
+      ]),
+    ),
+  });
   return {
     list: list(1, 300),
     // The user with 10 000 is at the limit of stored subscriptions: no tombstones beside them. Its
@@ -106,6 +149,7 @@ export function users(loadSeconds) {
       delete: pool("bench-delete", 200, singles, ROWS_PER_POOL_USER, ROWS_PER_POOL_USER),
       patch: plain(300, "bench-patch", 10),
       bulk: bulkPools("bench-bulk", 10000, bulkCount),
+      ...episodeWriters("bench", 30000),
     },
     probe: {
       postNew: pool("probe-post-new", 400, 1, ROWS_PER_POOL_USER, 10),
@@ -113,9 +157,20 @@ export function users(loadSeconds) {
       patch: plain(600, "probe-patch", 10),
       bulk: bulkPools("probe-bulk", 20000, 1),
       opml: pool("probe-opml", 700, 1, Math.floor(ROWS_PER_POOL_USER / OPML_FEEDS), 0),
+      ...episodeWriters("probe", 40000),
+    },
+    // At the quota: its states are also the episode feed's 50 000 changes. Writes to it only merge.
+    episodeFeed: {
+      ...plain(50000, `bench-episodes-${EPISODE_FEED_STATES}`, 0),
+      episodes: EPISODE_FEED_STATES,
+      goneEvery: EPISODE_FEED_GONE_EVERY,
     },
     // The fixed requests that the isolate-only worker replays are recorded with these users.
-    isolate: { writer: plain(800, "isolate-writer", 10), opml: plain(801, "isolate-opml", 0) },
+    isolate: {
+      writer: plain(800, "isolate-writer", 10),
+      opml: plain(801, "isolate-opml", 0),
+      episodes: { ...plain(802, "isolate-episodes", 0), episodes: 10 },
+    },
   };
 }
 
@@ -125,6 +180,9 @@ const writers = (set) => [
   set.patch,
   ...Object.values(set.bulk).flatMap((p) => p.users),
   ...(set.opml ? set.opml.users : []),
+  ...set.episodeNew.users,
+  set.episodeMerge,
+  ...Object.values(set.episodeBulk).flatMap((p) => p.users),
 ];
 
 export function allUsers(u) {
@@ -135,6 +193,8 @@ export function allUsers(u) {
     ...writers(u.probe),
     u.isolate.writer,
     u.isolate.opml,
+    u.isolate.episodes,
+    u.episodeFeed,
   ];
 }
 
@@ -144,6 +204,8 @@ export function pools(u) {
     "post-new": u.load.postNew,
     delete: u.load.delete,
     ...Object.fromEntries(Object.entries(u.load.bulk).map(([n, p]) => [`bulk-${n}`, p])),
+    "episode-post-new": u.load.episodeNew,
+    ...Object.fromEntries(Object.entries(u.load.episodeBulk).map(([n, p]) => [`episode-bulk-${n}`, p])),
   };
 }
 
@@ -190,28 +252,83 @@ export function opmlDocument(userId, count = OPML_FEEDS) {
 
 const auth = (tokens, user, extra = {}) => ({ authorization: `Bearer ${tokens[user.id]}`, accept: JSONAPI, ...extra });
 
-function bulkRequest(tokens, user, n) {
+/** `POST /v1/operations` adding `n` resources made by `added(user)` (each a new one). */
+function bulkRequest(tokens, user, n, added = newSubscription) {
   return {
     method: "POST",
     path: "/v1/operations",
     headers: auth(tokens, user, { accept: ATOMIC, "content-type": ATOMIC }),
-    body: JSON.stringify({
-      "atomic:operations": Array.from({ length: n }, () => {
-        const guid = randomUUID();
-        return { op: "add", data: resource(guid, feedUrl(user.id, guid)) };
-      }),
-    }),
+    body: JSON.stringify({ "atomic:operations": Array.from({ length: n }, () => ({ op: "add", data: added(user) })) }),
   };
 }
 
-function postRequest(tokens, user, guid, url) {
+function newSubscription(user) {
+  const guid = randomUUID();
+  return resource(guid, feedUrl(user.id, guid));
+}
+
+/** POST of one resource to a collection. */
+function createRequest(tokens, user, collection, data) {
   return {
     method: "POST",
-    path: "/v1/subscriptions",
+    path: collection,
     headers: auth(tokens, user, { "content-type": JSONAPI }),
-    body: JSON.stringify({ data: resource(guid, url) }),
+    body: JSON.stringify({ data }),
   };
 }
+
+const postRequest = (tokens, user, guid, url) => createRequest(tokens, user, "/v1/subscriptions", resource(guid, url));
+
+// Episode states (docs/API.md §13).
+
+/** The feed of the new states: CONTRACT 13's example feed guid. */
+const EPISODE_FEED_GUID = "9b024349-ccf0-5f69-a609-6b82873eab3c";
+/** When a new state's change happened on the device: after the seeded ones, long before the server's clock. */
+const NEW_EPISODE_CHANGED_AT = "2025-06-01T12:00:00.000Z";
+const SEEDED_AT_MS = Date.parse(EPISODE_SEEDED_AT);
+
+const episodeResource = (id, feedGuid, attributes) => ({
+  type: "episode",
+  id,
+  attributes,
+  relationships: { subscription: { data: { type: "subscription", id: feedGuid } } },
+});
+
+/** A state a device reports for the first time: a mediaUrl of about 110 bytes, an itemGuid of 45, a position. */
+function newEpisode(user) {
+  const id = randomUUID();
+  return episodeResource(id, EPISODE_FEED_GUID, {
+    mediaUrl: `https://media.podcast-host.example.com/${user.id}/episodes/${id}.mp3`,
+    itemGuid: `urn:uuid:${id}`,
+    position: 120,
+    duration: 3600,
+    played: false,
+    changedAt: NEW_EPISODE_CHANGED_AT,
+  });
+}
+
+/**
+ * A POST of seeded state n of `user` with a new position at `changedAt`: a merge that applies when
+ * `changedAt` is later than the stored change (every seeded one is at EPISODE_SEEDED_AT), one that changes
+ * nothing when it is that very time with the stored values.
+ */
+function episodeMergeRequest(tokens, user, n, changedAt, positionDelta) {
+  const state = seededEpisode(user.id, user.no, n);
+  return createRequest(
+    tokens,
+    user,
+    "/v1/episodes",
+    episodeResource(state.id, state.feedGuid, {
+      mediaUrl: state.mediaUrl,
+      position: state.position + positionDelta,
+      changedAt,
+    }),
+  );
+}
+
+/** Merge number k into the merging user's states: each a later device time than the one before. */
+const appliedMerge = (tokens, user, k) =>
+  episodeMergeRequest(tokens, user, k % user.episodes, new Date(SEEDED_AT_MS + (k + 1) * 1000).toISOString(), k + 1);
 
 function patchRequest(tokens, user, guid, url) {
   return {
@@ -240,6 +357,9 @@ function reads(u, tokens) {
     "get-one": () => ({ method: "GET", path: `/v1/subscriptions/${existingGuid}`, headers: auth(tokens, u.list) }),
     "post-existing": () => postRequest(tokens, u.list, existingGuid, feedUrl(u.list.id, 150)),
     sync: () => ({ method: "GET", path: syncPath(0), headers: auth(tokens, syncUser) }),
+    // State 0 of the feed user (live) sent again exactly as stored, at its stored device time.
+    "episode-noop": () => episodeMergeRequest(tokens, u.episodeFeed, 0, EPISODE_SEEDED_AT, 0),
+    "episode-feed": () => ({ method: "GET", path: episodeFeedPath(0), headers: auth(tokens, u.episodeFeed) }),
   };
 }
 
@@ -297,6 +417,7 @@ export function endpoints(u, set, tokens) {
     },
     { name: "sync", expected: [200], dynamic: false, next: read.sync },
     ...bulk,
+    ...episodeEndpoints(read, set, tokens),
   ];
   if (set.opml) {
     list.push({
@@ -311,6 +432,38 @@ export function endpoints(u, set, tokens) {
   return list;
 }
 
+/** The episode rows for one set of writing users: new states from a pool, merges, the no-op, the feed, bulk adds. */
+function episodeEndpoints(read, set, tokens) {
+  let merges = 0;
+  return [
+    {
+      name: "episode-post-new",
+      expected: [201],
+      dynamic: true,
+      next: () => {
+        const { user } = set.episodeNew.take();
+        return createRequest(tokens, user, "/v1/episodes", newEpisode(user));
+      },
+    },
+    {
+      // A different state each request, each at a later device time: every one applies.
+      name: "episode-merge",
+      expected: [200],
+      dynamic: true,
+      next: () => appliedMerge(tokens, set.episodeMerge, merges++),
+    },
+    { name: "episode-noop", expected: [200], dynamic: false, next: read["episode-noop"] },
+    { name: "episode-feed", expected: [200], dynamic: false, next: read["episode-feed"] },
+    ...EPISODE_BULK_SIZES.map((n) => ({
+      name: `episode-bulk-${n}`,
+      expected: [200],
+      dynamic: true,
+      adds: n,
+      next: () => bulkRequest(tokens, set.episodeBulk[n].take().user, n, newEpisode),
+    })),
+  ];
+}
+
 /**
  * One fixed request per isolate-only scenario. Writes use the isolate users: each is recorded once
  * against the real D1 (where it really writes) and then replayed as often as the load asks.
@@ -318,7 +471,7 @@ export function endpoints(u, set, tokens) {
  */
 export function isolateEndpoints(u, tokens) {
   const read = reads(u, tokens);
-  const { writer, opml } = u.isolate;
+  const { writer, opml, episodes } = u.isolate;
   const fresh = randomUUID();
   const requests = {
     ...read,
@@ -328,8 +481,12 @@ export function isolateEndpoints(u, tokens) {
     "bulk-1": bulkRequest(tokens, writer, 1),
     "bulk-100": bulkRequest(tokens, writer, 100),
     "opml-import": opmlRequest(tokens, opml),
+    "episode-post-new": createRequest(tokens, episodes, "/v1/episodes", newEpisode(episodes)),
+    "episode-merge": appliedMerge(tokens, episodes, 0),
+    "episode-bulk-1": bulkRequest(tokens, episodes, 1, newEpisode),
+    "episode-bulk-100": bulkRequest(tokens, episodes, 100, newEpisode),
   };
-  const expected = { "post-new": [201], delete: [204] };
+  const expected = { "post-new": [201], delete: [204], "episode-post-new": [201] };
   return ISOLATE_NAMES.map((name) => {
     const request = typeof requests[name] === "function" ? requests[name]() : requests[name];
     return {
@@ -350,6 +507,16 @@ export function scalingEndpoint(u, tokens, size, page) {
     expected: [200],
     dynamic: false,
     next: () => ({ method: "GET", path: listPath(page), headers: auth(tokens, user) }),
+  };
+}
+
+/** An episode feed page of 100 for the user with 50 000 states, from `since`. */
+export function episodeFeedEndpoint(u, tokens, since) {
+  return {
+    name: `episode-feed-since-${since}`,
+    expected: [200],
+    dynamic: false,
+    next: () => ({ method: "GET", path: episodeFeedPath(since), headers: auth(tokens, u.episodeFeed) }),
   };
 }
 
