@@ -289,22 +289,26 @@ function attributesOfStored(episode: StoredEpisode) {
   };
 }
 
-/** The episode resource object of a response (docs/API.md §13). */
-export function toEpisodeResource(episode: StoredEpisode) {
+function resourceWith<A>(episode: StoredEpisode, attributes: A) {
   return {
     type: EPISODE_TYPE,
     id: episode.id,
-    attributes: attributesOfStored(episode),
+    attributes,
     relationships: feedRelationship(episode.feedGuid),
     links: { self: episodePath(episode.id) },
   };
 }
 
+/** The episode resource object of a response (docs/API.md §13). */
+export function toEpisodeResource(episode: StoredEpisode) {
+  return resourceWith(episode, attributesOfStored(episode));
+}
+
 /** An episode as its change feed reports it: the resource plus `deletedAt: null`, or a tombstone without links. */
 export function toEpisodeChangeResource(change: ChangedEpisode) {
   if (change.deletedAt === null) {
-    const resource = toEpisodeResource(change);
-    return { ...resource, attributes: { ...resource.attributes, deletedAt: null } };
+    // Built in place rather than spread from the resource: a feed page builds a hundred of these.
+    return resourceWith(change, Object.assign(attributesOfStored(change), { deletedAt: null }));
   }
   return {
     type: EPISODE_TYPE,
