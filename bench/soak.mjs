@@ -1699,6 +1699,7 @@ async function verifyGpodder(user, listed) {
     );
   }
 
+  if (all.status === 200) user.devices.add(DEVICE_IDS[0]); // a path naming a device creates it
   const device = user.gpodderDevice;
   const changes = await get(`/api/2/subscriptions/${username}/${DEVICE_IDS[0]}.json?since=${device.since}`);
   if (changes.status === 200) applyGpodderChanges(device, changes.json);
@@ -2500,10 +2501,12 @@ function report({
   lines.push("");
   lines.push(
     "Produced by `npm run soak` (bench/soak.mjs): `wrangler dev` on 127.0.0.1 with a fresh local D1 database",
-    "(migrations applied first), HS256 tokens, mixed traffic from several users at a fixed concurrency, the",
-    "Worker isolate's JS heap and each workerd process's resident memory sampled throughout, then verification",
-    "that every write is there and nothing else is. Timings are client-side, per request (send to last body",
-    "byte), from a Node.js client on the same machine as the server.",
+    "(migrations applied first), HS256 tokens and one app password per user, mixed traffic on every endpoint",
+    "(subscriptions, their change feed, feed moves, OPML, episode states and their feed, bulk, app passwords,",
+    "the gpodder.net API with HTTP Basic and the session cookie) from several users at a fixed concurrency,",
+    "the Worker isolate's JS heap and each workerd process's resident memory sampled throughout, then",
+    "verification that every acknowledged write is there and nothing else is, through every API. Timings are",
+    "client-side, per request (send to last body byte), from a Node.js client on the same machine as the server.",
     "",
   );
   lines.push("## Run", "");
