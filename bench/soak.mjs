@@ -657,24 +657,7 @@ const operations = {
 
   /** A device syncs: the subscription change feed from its stored token, following links.next. */
   async "change-feed"(user) {
-    const device = user.subscriptionDevice;
-    if (device.busy) return operations.list(user);
-    device.busy = true;
-    try {
-      await followChangeFeed(
-        device,
-        "subscriptions",
-        [25, 100][randomInt(2)],
-        async (path) => {
-          const answer = await request("change-feed", E.feed, user, "GET", path);
-          expectStatus("change-feed", answer.status, 200, path);
-          return answer;
-        },
-        applySubscriptionChanges,
-      );
-    } finally {
-      device.busy = false;
-    }
+    await syncDevice(user, "change-feed", "subscriptions", "list");
   },
 
   async "post-new"(user) {
@@ -833,49 +816,37 @@ const operations = {
             expectSame("bulk", [`should be ${expected}, got ${JSON.stringify(result)?.slice(0, 300)}`], context);
           }
         };
-        if (p.type === "subscription") {
-          const live = user.live.index.has(p.id);
-          if (p.op === "add" && live) {
-            failed("409");
-            return;
-          }
-          if (p.op !== "add" && !live) {
-            failed("404");
-            return;
-          }
-          countInline(`${p.type} ${p.op}: ok`);
-          if (p.op === "remove") {
-            if (CHECK && (result?.errors || result?.data)) expectSame("bulk", [JSON.stringify(result)], context);
-            user.unsubscribed(p.id);
-            stats.writes.bulkRemoved += 1;
-            return;
-          }
-          if (!checkResource("bulk", result?.data, p.id, p.feedUrl)) return;
-          if (p.op === "update") {
-            user.setFeedUrl(p.id, p.feedUrl);
-            stats.writes.bulkMoved += 1;
-          } else {
-            if (user.dead.index.has(p.id)) stats.writes.bulkRevived += 1;
-            user.subscribed(p.id, p.feedUrl);
-            stats.writes.bulkAdded += 1;
-          }
-          return;
-        }
-        const live = user.liveEpisodes.index.has(p.id);
-        if (p.op !== "add" && !live) {
-          failed("404");
+        const subscription = p.type === "subscription";
+        const live = subscription ? user.live.index.has(p.id) : user.liveEpisodes.index.has(p.id);
+        // add: 409 for a live subscription (an episode add merges); update and remove: 404 unless live.
+        const refusal = p.op === "add" ? (subscription && live ? "409" : undefined) : live ? undefined : "404";
+        if (refusal) {
+          failed(refusal);
           return;
         }
         countInline(`${p.type} ${p.op}: ok`);
         if (p.op === "remove") {
           if (CHECK && (result?.errors || result?.data)) expectSame("bulk", [JSON.stringify(result)], context);
-          user.episodeForgotten(p.id);
-          stats.writes.bulkEpisodesForgotten += 1;
+          if (subscription) user.unsubscribed(p.id);
+          else user.episodeForgotten(p.id);
+          stats.writes[subscription ? "bulkRemoved" : "bulkEpisodesForgotten"] += 1;
           return;
         }
-        user.episodeWritten(p.id, p.feedGuid, p.write);
-        stats.writes.bulkEpisodeWrites += 1;
-        expectSame("bulk", episodeDifferences(result?.data, user.episodes.get(p.id)), context);
+        if (!subscription) {
+          user.episodeWritten(p.id, p.feedGuid, p.write);
+          stats.writes.bulkEpisodeWrites += 1;
+          expectSame("bulk", episodeDifferences(result?.data, user.episodes.get(p.id)), context);
+          return;
+        }
+        if (!checkResource("bulk", result?.data, p.id, p.feedUrl)) return;
+        if (p.op === "update") {
+          user.setFeedUrl(p.id, p.feedUrl);
+          stats.writes.bulkMoved += 1;
+        } else {
+          if (user.dead.index.has(p.id)) stats.writes.bulkRevived += 1;
+          user.subscribed(p.id, p.feedUrl);
+          stats.writes.bulkAdded += 1;
+        }
       });
     });
   },
@@ -1000,24 +971,7 @@ const operations = {
 
   /** A device syncs listening progress: the episode change feed from its stored token. */
   async "episode-feed"(user) {
-    const device = user.episodeDevice;
-    if (device.busy) return operations["episode-get"](user);
-    device.busy = true;
-    try {
-      await followChangeFeed(
-        device,
-        "episodes",
-        [25, 100][randomInt(2)],
-        async (path) => {
-          const answer = await request("episode-feed", E.episodeFeed, user, "GET", path);
-          expectStatus("episode-feed", answer.status, 200, path);
-          return answer;
-        },
-        applyEpisodeChanges,
-      );
-    } finally {
-      device.busy = false;
-    }
+    await syncDevice(user, "episode-feed", "episodes", "episode-get");
   },
 
   /** The user's app passwords: the list (exactly the model's) or one of them. */
@@ -1320,6 +1274,32 @@ async function readAppPasswords(user) {
       : [JSON.stringify(json?.data)],
     id,
   );
+}
+
+/**
+ * One sync of the user's device that follows a change feed (`resource`: subscriptions or episodes), from its
+ * stored token through links.next; while that device is already syncing, `fallback` runs instead.
+ */
+async function syncDevice(user, kind, resource, fallback) {
+  const subscriptions = resource === "subscriptions";
+  const device = subscriptions ? user.subscriptionDevice : user.episodeDevice;
+  if (device.busy) return operations[fallback](user);
+  device.busy = true;
+  try {
+    await followChangeFeed(
+      device,
+      resource,
+      [25, 100][randomInt(2)],
+      async (path) => {
+        const answer = await request(kind, subscriptions ? E.feed : E.episodeFeed, user, "GET", path);
+        expectStatus(kind, answer.status, 200, path);
+        return answer;
+      },
+      subscriptions ? applySubscriptionChanges : applyEpisodeChanges,
+    );
+  } finally {
+    device.busy = false;
+  }
 }
 
 /** Mints an app password (POST /v1/app-passwords) and makes it the user's gpodder credentials. */
