@@ -6,22 +6,35 @@
 //    a free port with that directory as --persist-to and a random HS256 secret in a temporary --env-file
 //    (so the developer's .dev.vars and .wrangler/state are neither read nor touched). Attaches to the
 //    Worker's V8 isolate through wrangler's inspector port (Chrome DevTools Protocol) before any traffic.
-// 2. Finds the concurrency the machine sustains (a short ramp; skipped when SOAK_CONCURRENCY is set), then
-//    drives mixed traffic for SOAK_SECONDS (default 60) from several users: list, get, get of an unknown
-//    guid, POST new, POST existing, POST of an unsubscribed guid (revive), DELETE, and bulk adds of 1-20
-//    operations (mostly new guids, some already subscribed, some unsubscribed, sometimes one twice).
-//    Guids in flight are locked, so a serial model of each user predicts every answer exactly.
+// 2. Mints one app password per user (the gpodder traffic's credentials). Finds the concurrency the machine
+//    sustains (a short ramp; skipped when SOAK_CONCURRENCY is set), then drives mixed traffic for
+//    SOAK_SECONDS (default 60) from SOAK_USERS users, every endpoint (weights: MIX below): the subscription
+//    list, get (and of an unknown guid: 404), a device following the change feed from its stored token
+//    (links.next), POST new, existing and reviving, PATCH (feed moves; of an unsubscribed guid: 404),
+//    DELETE (of an unsubscribed guid: 404), bulk requests of 1-20 operations mixing subscription and episode
+//    add, update and remove, OPML export and import; episode states: POST (create or merge, with device
+//    times over three days, some older than what is stored, some retries), PATCH, DELETE, GET, a device
+//    following the episode feed; app passwords listed, read, and replaced (mint, then delete the old one);
+//    the gpodder API with HTTP Basic, then the sessionid cookie: login, devices, subscriptions GET with
+//    `since` (a device following them) and POST, the simple API (json, opml, txt), episode actions POST and
+//    GET with `since`. Guids and episode ids in flight are locked, so a serial model of each user
+//    (bench/lib/soak-model.mjs for the rules) predicts every answer and every served state exactly.
 //    Every SOAK_SAMPLE_SECONDS (30): the isolate's JS heap after a full garbage collection
 //    (Runtime.getHeapUsage after HeapProfiler.collectGarbage) and the RSS of each workerd process; heap
 //    snapshots at the start and the end of the verdict window, diffed by constructor and retainer.
 //    Progress is printed every 10 s.
-// 3. Verifies, reading each user's state once: the user's list, page by page (page[size]=100), must hold
-//    exactly the live set (each 201, each successful bulk add, minus later DELETEs) with the right feedUrl,
-//    and meta.total must count it; plus one GET of a live and one of an unsubscribed guid per user.
-// 4. Writes the report to bench/SOAK.md and the memory chart beside it (bench/SOAK-memory.svg), and exits
-//    non-zero on any 5xx, network error, unexpected status, lost or phantom write, or isolate heap growth
-//    of 5 % or more over the last 8 minutes of the soak (the last 80 % of a shorter one). 429 (rate
-//    limited) is counted, retried in the verification, and is not a failure.
+// 3. Verifies, reading each user's state once, against the model of every acknowledged write: the list,
+//    page by page (page[size]=100), holds exactly the live set with the right feedUrl, and meta.total counts
+//    it; the episode feed from 0 holds exactly the live states (every field) and a tombstone for each
+//    forgotten one; one GET of a live and of an unsubscribed subscription and episode; the devices that
+//    followed each change feed, after a last sync, equal the model; the gpodder reads (simple API list,
+//    since=0, the since-follower, episode actions, devices) agree with the JSON:API's; the OPML export equals
+//    the list; the app passwords are exactly those minted and not deleted.
+// 4. Writes the report to bench/SOAK.md and the memory chart beside it (bench/SOAK-memory.svg), with every
+//    status counted per endpoint, and exits non-zero on any 5xx, network error, unexpected status or answer
+//    (the 4xx asked for on purpose are named per endpoint), lost or phantom write, follower or gpodder read
+//    differing, or isolate heap growth of 5 % or more over the last 8 minutes of the soak (the last 80 % of
+//    a shorter one). 429 (rate limited) is counted, retried in the verification, and is not a failure.
 //
 // Reference runs (where does the memory go?): SOAK_WORKER=ceiling or d1-floor serves bench/ceiling-worker.ts
 // (bare Hono, a constant document) or bench/d1-floor-worker.ts (plus one `SELECT 1` on D1) through the same
@@ -32,8 +45,8 @@
 // Settings (environment): SOAK_SECONDS (60), SOAK_CONCURRENCY (auto), SOAK_RATE (requests/s cap, none),
 // SOAK_USERS (200), SOAK_SEED (random), SOAK_SAMPLE_SECONDS (30), SOAK_WORKER (app | ceiling | d1-floor),
 // SOAK_REPORT (bench/SOAK.md; a path ending in .json writes the JSON summary instead), SOAK_KEEP=1 keeps the
-// temporary directory (database and wrangler log), SOAK_SELF_TEST=lose-write loses one write on purpose
-// before the verification (the run must fail).
+// temporary directory (database and wrangler log), SOAK_SELF_TEST=lose-write loses a subscription and an
+// episode state on purpose before the verification (the run must fail). `npm run soak -- --help` prints this.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -45,6 +58,27 @@ import { sign } from "hono/jwt";
 import { diffSnapshots } from "./lib/heap-snapshot.mjs";
 import { connectInspector } from "./lib/inspector.mjs";
 import { memoryChart } from "./lib/memory-chart.mjs";
+import {
+  actionText,
+  episodeDifferences,
+  gpodderActionOf,
+  gpodderWrite,
+  mergeEpisode,
+  newEpisode,
+  podcastGuid,
+  uuidV5,
+} from "./lib/soak-model.mjs";
+
+if (process.argv.includes("--help") || process.argv.includes("-h")) {
+  // This file's opening comment is the documentation: print it.
+  const source = readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n");
+  const comment = source.slice(
+    1,
+    source.findIndex((line) => line.startsWith("import ")),
+  );
+  console.log(comment.map((line) => line.replace(/^\/\/ ?/, "")).join("\n"));
+  process.exit(0);
+}
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const WRANGLER = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
@@ -78,16 +112,39 @@ const RAMP = [2, 4, 8, 16, 32, 64];
 const RAMP_SECONDS = 4;
 const REQUEST_TIMEOUT_MS = 30_000;
 
-// Share of each kind of operation in the traffic (weights).
+// Share of each kind of operation in the traffic (weights, per 100): what podcast apps do, mostly reads
+// and syncs (change feeds, episode progress, gpodder polls), some writes. Grouped by API in the report.
 const MIX = {
-  list: 18,
-  get: 20,
-  "get-missing": 3,
-  "post-new": 17,
-  "post-existing": 9,
-  "post-revive": 4,
-  delete: 12,
-  bulk: 8,
+  // JSON:API subscriptions
+  list: 6,
+  get: 6,
+  "get-missing": 1,
+  "change-feed": 10,
+  "post-new": 5,
+  "post-existing": 2,
+  "post-revive": 1.5,
+  patch: 2,
+  delete: 3,
+  bulk: 4,
+  "opml-export": 1.5,
+  "opml-import": 1,
+  // JSON:API episode states
+  "episode-post": 8,
+  "episode-patch": 3,
+  "episode-delete": 1,
+  "episode-get": 4,
+  "episode-feed": 9,
+  // app passwords
+  "app-passwords": 1,
+  "app-password-rotate": 0.5,
+  // gpodder.net API v2 and simple API
+  "gpodder-login": 1,
+  "gpodder-devices": 2,
+  "gpodder-subscriptions-get": 9,
+  "gpodder-subscriptions-post": 3,
+  "gpodder-simple": 3,
+  "gpodder-episodes-post": 6,
+  "gpodder-episodes-get": 5.5,
 };
 
 function positiveNumber(name, fallback) {
@@ -154,29 +211,96 @@ class PickSet {
 
 // ---------------------------------------------------------------------------------------------------------
 // The model: per user, what the server must hold. Only settled answers change it.
+const DEVICE_IDS = ["phone", "laptop", "tablet", "car", "desktop"];
+const DEVICE_TYPES = ["mobile", "laptop", "mobile", "other", "desktop"];
+
 class User {
   constructor(id, token) {
     this.id = id;
     this.token = token;
     this.live = new PickSet(); // guids subscribed now
     this.dead = new PickSet(); // guids unsubscribed (tombstones)
-    this.feedUrl = new Map(); // guid -> feedUrl the server must return
-    this.busy = new Set(); // guids with a request in flight
+    this.feedUrl = new Map(); // guid -> feedUrl the server must return (a tombstone's: its last one)
+    this.urlGuid = new Map(); // feedUrl -> the guid that has it now, live or tombstone
+    this.formerUrls = new Set(); // feedUrls a subscription left (a move, a revival under another URL)
+    this.busy = new Set(); // guids and episode ids with a request in flight
+    this.touched = new Map(); // guid or episode id -> performance.now() of its last lock or unlock
     this.feeds = 0;
+    this.episodes = new Map(); // episode id -> state (bench/lib/soak-model.mjs), live or forgotten
+    this.liveEpisodes = new PickSet();
+    this.forgottenEpisodes = new PickSet(); // tombstones
+    this.gpodderEpisodes = new Map(); // feed guid -> [{ id, name, guid }] written through gpodder
+    // A device following each change feed with its stored token and local copy (busy: one sync at a time).
+    this.subscriptionDevice = { token: "0", items: new Map(), busy: false };
+    this.episodeDevice = { token: "0", items: new Map(), busy: false };
+    // gpodder: the current app password, the session cookie, the devices, a device following `since`.
+    this.gpodder = { id: "", username: "", password: "", cookie: undefined, inFlight: 0, rotating: false };
+    this.appPasswords = new Set(); // ids that must exist
+    this.devices = new Set(); // gpodder device ids that must exist
+    this.gpodderDevice = { since: 0, urls: new Set(), busy: false };
   }
   newFeedUrl() {
     this.feeds += 1;
     return `https://feeds.soak.test/${this.id}/show-${this.feeds}-${randomInt(1e9)}.xml`;
   }
+  setFeedUrl(guid, feedUrl) {
+    const old = this.feedUrl.get(guid);
+    if (old === feedUrl) return;
+    if (old !== undefined) {
+      if (this.urlGuid.get(old) === guid) this.urlGuid.delete(old);
+      this.formerUrls.add(old);
+    }
+    this.feedUrl.set(guid, feedUrl);
+    this.urlGuid.set(feedUrl, guid);
+  }
   subscribed(guid, feedUrl) {
     this.dead.delete(guid);
     this.live.add(guid);
-    this.feedUrl.set(guid, feedUrl);
+    this.setFeedUrl(guid, feedUrl);
   }
   unsubscribed(guid) {
     this.live.delete(guid);
     this.dead.add(guid);
   }
+  /** Applies an episode write (create or merge); answers whether it created (the id was new or forgotten). */
+  episodeWritten(id, feedGuid, write) {
+    let state = this.episodes.get(id);
+    const created = !state || !this.liveEpisodes.index.has(id);
+    if (created) state = newEpisode(id, feedGuid);
+    this.episodes.set(id, mergeEpisode(state, write));
+    this.forgottenEpisodes.delete(id);
+    this.liveEpisodes.add(id);
+    return created;
+  }
+  episodeForgotten(id) {
+    this.liveEpisodes.delete(id);
+    this.forgottenEpisodes.add(id);
+  }
+  /** Whether nothing touched `id` since `since` (performance.now()): its model state held all along. */
+  stableSince(id, since) {
+    return !this.busy.has(id) && (this.touched.get(id) ?? Number.NEGATIVE_INFINITY) < since;
+  }
+}
+
+/**
+ * A device's clock for episode changes: times over the last three days (so that some writes arrive
+ * older than what is stored, as an offline device's late upload does), sometimes exactly the stored one
+ * (a retry, which must change nothing). Milliseconds; the gpodder API's whole seconds when `seconds`.
+ */
+function deviceTime(stored, seconds = false) {
+  if (stored !== null && stored !== undefined && random() < 0.1 && (!seconds || stored % 1000 === 0)) return stored;
+  const ms = Date.now() - 60_000 - randomInt(3 * 24 * 3600 * 1000);
+  return seconds ? ms - (ms % 1000) : ms;
+}
+
+/** RFC 3339 for `ms`, in UTC or (a third of the time) with an offset, as devices send it. */
+function rfc3339(ms) {
+  if (random() < 0.67) return new Date(ms).toISOString();
+  const offset = [-300, 60, 330][randomInt(3)];
+  const local = new Date(ms + offset * 60_000).toISOString().slice(0, 23);
+  const sign = offset < 0 ? "-" : "+";
+  const abs = Math.abs(offset);
+  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -185,11 +309,33 @@ const stats = {
   phase: "ramp",
   phaseStart: 0, // performance.now() when the phase began
   errors5xx: 0,
-  samples: [], // { phase, kind, ms, end, status }
+  samples: [], // { phase, kind, endpoint, ms, end, status }
   networkErrors: 0,
   unexpected: 0,
   failures: [], // first problems, for the report
-  writes: { single201: 0, singleRevived: 0, bulkAdded: 0, bulkRevived: 0, deleted: 0 },
+  writes: {
+    single201: 0,
+    singleRevived: 0,
+    bulkAdded: 0,
+    bulkRevived: 0,
+    deleted: 0,
+    moved: 0,
+    bulkMoved: 0,
+    bulkRemoved: 0,
+    opmlImported: 0,
+    episodesCreated: 0,
+    episodesMerged: 0,
+    episodesForgotten: 0,
+    bulkEpisodeWrites: 0,
+    bulkEpisodesForgotten: 0,
+    gpodderSubscribed: 0,
+    gpodderUnsubscribed: 0,
+    gpodderEpisodeWrites: 0,
+    gpodderDevices: 0,
+    appPasswordsMinted: 0,
+    appPasswordsDeleted: 0,
+  },
+  inline: new Map(), // "op type -> outcome" -> count, for bulk results
 };
 let base = "";
 
@@ -197,36 +343,59 @@ function problem(text) {
   if (stats.failures.length < 25) stats.failures.push(text);
 }
 
-/** One HTTP request, timed; the body is read (JSON when there is one). */
-async function request(kind, user, method, path, { body, contentType, accept = JSONAPI } = {}) {
-  const headers = { Authorization: `Bearer ${user.token}`, Accept: accept };
+const countInline = (name) => stats.inline.set(name, (stats.inline.get(name) ?? 0) + 1);
+
+/** The Authorization or Cookie header for `auth`: bearer (the JWT), basic (the app password), cookie. */
+function authHeaders(user, auth) {
+  if (auth === "bearer") return { Authorization: `Bearer ${user.token}` };
+  if (auth === "cookie" && user.gpodder.cookie) return { Cookie: `sessionid=${user.gpodder.cookie}` };
+  const basic = Buffer.from(`${user.gpodder.username}:${user.gpodder.password}`).toString("base64");
+  return { Authorization: `Basic ${basic}` };
+}
+
+/**
+ * One HTTP request, timed and counted under `endpoint`; the body is read (parsed when it is JSON). `body`
+ * is sent as JSON unless it is a string. gpodder answers' session cookies are kept for the next request.
+ */
+async function request(kind, endpoint, user, method, path, options = {}) {
+  const { body, contentType, accept = JSONAPI, auth = "bearer" } = options;
+  const headers = { ...authHeaders(user, auth), Accept: accept };
   if (contentType) headers["Content-Type"] = contentType;
   const started = performance.now();
   let status = 0;
   let json;
+  let text;
   try {
     const response = await fetch(base + path, {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
     status = response.status;
-    const text = await response.text();
-    json = text ? JSON.parse(text) : undefined;
+    text = await response.text();
+    const type = response.headers.get("Content-Type") ?? "";
+    json = text && /json/.test(type) ? JSON.parse(text) : undefined;
+    if (auth !== "bearer" && status === 200) {
+      const cookie = response.headers
+        .getSetCookie()
+        .map((line) => /^sessionid=([^;]*)/.exec(line)?.[1])
+        .find(Boolean);
+      if (cookie) user.gpodder.cookie = cookie;
+    }
   } catch (error) {
     stats.networkErrors += 1;
     problem(`${kind} ${method} ${path}: ${status ? `status ${status}, unreadable body` : "network error"}: ${error}`);
   }
   const ended = performance.now();
   if (stats.phase !== "verify") {
-    stats.samples.push({ phase: stats.phase, kind, ms: ended - started, end: ended, status });
+    stats.samples.push({ phase: stats.phase, kind, endpoint, ms: ended - started, end: ended, status });
   }
   if (status >= 500) {
     stats.errors5xx += 1;
-    problem(`${kind} ${method} ${path}: ${status} ${JSON.stringify(json)?.slice(0, 300)}`);
+    problem(`${kind} ${method} ${path}: ${status} ${(text ?? "").slice(0, 300)}`);
   }
-  return { status, json };
+  return { status, json, text };
 }
 
 /** Records an answer the model did not predict (a 429 is allowed: rate limited, nothing done). */
@@ -236,6 +405,14 @@ function expectStatus(kind, got, expected, context) {
   if (got === expected || got === 429 || got === 0 || got >= 500) return got === expected;
   stats.unexpected += 1;
   problem(`${kind}: expected ${expected}, got ${got} (${context})`);
+  return false;
+}
+
+/** Counts a served answer that differs from the model's prediction (nothing when `differences` is empty). */
+function expectSame(kind, differences, context) {
+  if (!CHECK || differences.length === 0) return true;
+  stats.unexpected += 1;
+  problem(`${kind}: ${context}: ${differences.join("; ").slice(0, 400)}`);
   return false;
 }
 
@@ -255,28 +432,207 @@ function checkResource(kind, resource, guid, feedUrl) {
 
 const subscriptionBody = (guid, feedUrl) => ({ data: { type: "subscription", id: guid, attributes: { feedUrl } } });
 
+/** An episode write's JSON:API attributes (changedAt as a device sends it). */
+function episodeAttributes(write) {
+  const attributes = {};
+  for (const name of ["mediaUrl", "itemGuid", "position", "duration", "played"]) {
+    if (write[name] !== undefined) attributes[name] = write[name];
+  }
+  attributes.changedAt = rfc3339(write.changedAt);
+  return attributes;
+}
+
+const episodeData = (id, feedGuid, write) => ({
+  type: "episode",
+  id,
+  attributes: episodeAttributes(write),
+  relationships: { subscription: { data: { type: "subscription", id: feedGuid } } },
+});
+
+/**
+ * A write a device makes to an episode: a pause (position), finished (played, position at the end), or
+ * marked unplayed, with the episode's facts (mediaUrl always to create, duration sometimes).
+ */
+function planEpisodeWrite(state, { create }) {
+  const write = {};
+  const r = random();
+  if (r < 0.6) write.position = randomInt(3600);
+  else if (r < 0.85) {
+    write.played = true;
+    write.position = 1800 + randomInt(3600);
+  } else write.played = false;
+  write.changedAt = deviceTime(write.position !== undefined ? state?.positionChangedAt : state?.playedChangedAt);
+  if (create || random() < 0.2) write.mediaUrl = state?.mediaUrl ?? `https://cdn.soak.test/ep-${randomUUID()}.mp3`;
+  if (create && random() < 0.5) write.itemGuid = `item-${randomUUID()}`;
+  if (random() < 0.4) write.duration = 1800 + randomInt(5400);
+  return write;
+}
+
+/** The feed an app's new episode belongs to: mostly one of the user's subscriptions, else any podcast. */
+function feedForNewEpisode(user) {
+  const all = [...user.live.items, ...user.dead.items];
+  return all.length > 0 && random() < 0.8 ? all[randomInt(all.length)] : randomUUID();
+}
+
+/** An episode id with no request in flight: live (or, sometimes, forgotten), or undefined. */
+function pickEpisode(user, { forgotten = 0 } = {}) {
+  if (random() < forgotten) return user.forgottenEpisodes.pick(user.busy);
+  return user.liveEpisodes.pick(user.busy);
+}
+
 // ---------------------------------------------------------------------------------------------------------
-// The operations. Each locks the guids it touches until its answer has updated the model.
-async function withLocks(user, guids, run) {
-  for (const guid of guids) user.busy.add(guid);
+// The operations. Each locks the guids and episode ids it touches until its answer has updated the model.
+async function withLocks(user, ids, run) {
+  const now = performance.now();
+  for (const id of ids) {
+    user.busy.add(id);
+    user.touched.set(id, now);
+  }
   try {
     return await run();
   } finally {
-    for (const guid of guids) user.busy.delete(guid);
+    const end = performance.now();
+    for (const id of ids) {
+      user.busy.delete(id);
+      user.touched.set(id, end);
+    }
   }
 }
+
+/** Holds a user's gpodder traffic while its app password is replaced (and the other way round). */
+async function asGpodder(user, fallback, run) {
+  if (user.gpodder.rotating || !user.gpodder.username) return operations[fallback](user);
+  user.gpodder.inFlight += 1;
+  try {
+    return await run();
+  } finally {
+    user.gpodder.inFlight -= 1;
+  }
+}
+
+/** The auth a gpodder app uses: the session cookie once it has one (mostly), else HTTP Basic. */
+const gpodderAuth = (user) => (user.gpodder.cookie && random() < 0.85 ? "cookie" : "basic");
+
+/** Whether the list served (guid -> feedUrl) agrees with the model on every guid nothing touched since `since`. */
+function stableDifferences(user, listed, since) {
+  const differences = [];
+  for (const guid of user.live.items) {
+    if (!user.stableSince(guid, since)) continue;
+    if (listed.get(guid) !== user.feedUrl.get(guid)) differences.push(`${guid}: ${listed.get(guid)} (live)`);
+  }
+  for (const guid of listed.keys()) {
+    if (!user.live.index.has(guid) && user.stableSince(guid, since) && user.feedUrl.has(guid)) {
+      differences.push(`${guid} listed but unsubscribed`);
+    }
+  }
+  return differences;
+}
+
+/** The outlines of an OPML export: guid -> xmlUrl, in order; undefined when the document is cut. */
+function opmlOutlines(text) {
+  if (!text?.trimEnd().endsWith("</opml>")) return undefined;
+  const outlines = new Map();
+  for (const [, attributes] of text.matchAll(/<outline\b([^>]*)\/?>/g)) {
+    const attribute = (name) => new RegExp(`\\b${name}="([^"]*)"`).exec(attributes)?.[1];
+    const xmlText = (value) =>
+      value
+        ?.replaceAll("&quot;", '"')
+        .replaceAll("&apos;", "'")
+        .replaceAll("&lt;", "<")
+        .replaceAll("&gt;", ">")
+        .replaceAll("&amp;", "&");
+    outlines.set(attribute("guid"), xmlText(attribute("xmlUrl")));
+  }
+  return outlines;
+}
+
+/** Applies one page of a change feed to a device's copy: guid -> feedUrl (subscriptions) or state (episodes). */
+function applySubscriptionChanges(device, data) {
+  for (const item of data) {
+    if (item.attributes?.userUnsubscribedAt === null) device.items.set(item.id, item.attributes.feedUrl);
+    else device.items.delete(item.id);
+  }
+}
+
+function applyEpisodeChanges(device, data) {
+  for (const item of data) {
+    if (item.attributes?.deletedAt === null) device.items.set(item.id, item);
+    else device.items.delete(item.id);
+  }
+}
+
+const stripOrigin = (link) => link?.replace(/^https?:\/\/[^/]+/, "");
+
+/**
+ * Follows a change feed from the device's stored token, page by page (links.next) until it is null,
+ * storing meta.syncToken after each page; `fetchPage` answers { status, json }.
+ */
+async function followChangeFeed(device, resource, size, fetchPage, apply) {
+  let path = `/v1/${resource}?filter[since]=${device.token}&page[size]=${size}`;
+  for (let page = 0; path && page < 1000; page++) {
+    const { status, json } = await fetchPage(path);
+    if (status !== 200) return status;
+    if (!Array.isArray(json?.data) || typeof json?.meta?.syncToken !== "string") {
+      if (!CHECK) return status;
+      stats.unexpected += 1;
+      problem(`${resource} change feed: malformed page ${JSON.stringify(json)?.slice(0, 300)}`);
+      return status;
+    }
+    apply(device, json.data);
+    device.token = json.meta.syncToken;
+    path = stripOrigin(json.links?.next ?? undefined);
+  }
+  return 200;
+}
+
+const E = {
+  list: "GET /v1/subscriptions?page[number]",
+  feed: "GET /v1/subscriptions?filter[since]",
+  post: "POST /v1/subscriptions",
+  get: "GET /v1/subscriptions/{guid}",
+  patch: "PATCH /v1/subscriptions/{guid}",
+  delete: "DELETE /v1/subscriptions/{guid}",
+  bulk: "POST /v1/operations",
+  opmlExport: "GET /v1/subscriptions.opml",
+  opmlImport: "POST /v1/subscriptions.opml",
+  episodePost: "POST /v1/episodes",
+  episodePatch: "PATCH /v1/episodes/{id}",
+  episodeDelete: "DELETE /v1/episodes/{id}",
+  episodeGet: "GET /v1/episodes/{id}",
+  episodeFeed: "GET /v1/episodes?filter[since]",
+  appPasswordPost: "POST /v1/app-passwords",
+  appPasswordList: "GET /v1/app-passwords",
+  appPasswordGet: "GET /v1/app-passwords/{id}",
+  appPasswordDelete: "DELETE /v1/app-passwords/{id}",
+  login: "POST /api/2/auth/{username}/login.json",
+  devicePost: "POST /api/2/devices/{username}/{device}.json",
+  deviceList: "GET /api/2/devices/{username}.json",
+  gpodderSubsGet: "GET /api/2/subscriptions/{username}/{device}.json?since",
+  gpodderSubsPost: "POST /api/2/subscriptions/{username}/{device}.json",
+  simpleJson: "GET /subscriptions/{username}.json",
+  simpleOpml: "GET /subscriptions/{username}.opml",
+  simpleDeviceTxt: "GET /subscriptions/{username}/{device}.txt",
+  gpodderEpisodesPost: "POST /api/2/episodes/{username}.json",
+  gpodderEpisodesGet: "GET /api/2/episodes/{username}.json?since",
+};
+
+/** The 4xx answers the traffic asks for on purpose, by endpoint; any other 4xx is a failure. */
+const EXPECTED_4XX = {
+  [E.get]: "404: a guid never subscribed (get-missing)",
+  [E.patch]: "404: a move of an unsubscribed guid",
+  [E.delete]: "404: a DELETE of an unsubscribed guid",
+  [E.episodeGet]: "404: an id never written, or forgotten",
+  [E.episodePatch]: "404: a merge into a forgotten state",
+  [E.episodeDelete]: "404: a DELETE of a forgotten state",
+};
 
 const operations = {
   async list(user) {
     const size = [10, 25, 100][randomInt(3)];
     const pages = Math.max(1, Math.ceil(user.live.size / size));
     const number = 1 + randomInt(pages + 1);
-    const { status, json } = await request(
-      "list",
-      user,
-      "GET",
-      `/v1/subscriptions?page[number]=${number}&page[size]=${size}`,
-    );
+    const path = `/v1/subscriptions?page[number]=${number}&page[size]=${size}`;
+    const { status, json } = await request("list", E.list, user, "GET", path);
     if (expectStatus("list", status, 200, `page ${number} size ${size}`) && CHECK) {
       if (!Array.isArray(json?.data) || json.data.length > size || typeof json?.meta?.total !== "number") {
         stats.unexpected += 1;
@@ -289,21 +645,26 @@ const operations = {
     const guid = user.live.pick(user.busy);
     if (guid === undefined) return operations["post-new"](user);
     await withLocks(user, [guid], async () => {
-      const { status, json } = await request("get", user, "GET", `/v1/subscriptions/${guid}`);
+      const { status, json } = await request("get", E.get, user, "GET", `/v1/subscriptions/${guid}`);
       if (expectStatus("get", status, 200, guid)) checkResource("get", json?.data, guid, user.feedUrl.get(guid));
     });
   },
 
   async "get-missing"(user) {
-    const { status } = await request("get-missing", user, "GET", `/v1/subscriptions/${randomUUID()}`);
+    const { status } = await request("get-missing", E.get, user, "GET", `/v1/subscriptions/${randomUUID()}`);
     expectStatus("get-missing", status, 404, "never subscribed");
+  },
+
+  /** A device syncs: the subscription change feed from its stored token, following links.next. */
+  async "change-feed"(user) {
+    await syncDevice(user, "change-feed", "subscriptions", "list");
   },
 
   async "post-new"(user) {
     const guid = randomUUID();
     const feedUrl = user.newFeedUrl();
     await withLocks(user, [guid], async () => {
-      const { status, json } = await request("post-new", user, "POST", "/v1/subscriptions", {
+      const { status, json } = await request("post-new", E.post, user, "POST", "/v1/subscriptions", {
         body: subscriptionBody(guid, feedUrl),
         contentType: JSONAPI,
       });
@@ -320,7 +681,7 @@ const operations = {
     await withLocks(user, [guid], async () => {
       // Half the time with another feedUrl: an existing subscription is answered unchanged.
       const sent = random() < 0.5 ? user.feedUrl.get(guid) : user.newFeedUrl();
-      const { status, json } = await request("post-existing", user, "POST", "/v1/subscriptions", {
+      const { status, json } = await request("post-existing", E.post, user, "POST", "/v1/subscriptions", {
         body: subscriptionBody(guid, sent),
         contentType: JSONAPI,
       });
@@ -335,7 +696,7 @@ const operations = {
     if (guid === undefined) return operations.delete(user);
     const feedUrl = user.newFeedUrl();
     await withLocks(user, [guid], async () => {
-      const { status, json } = await request("post-revive", user, "POST", "/v1/subscriptions", {
+      const { status, json } = await request("post-revive", E.post, user, "POST", "/v1/subscriptions", {
         body: subscriptionBody(guid, feedUrl),
         contentType: JSONAPI,
       });
@@ -347,67 +708,660 @@ const operations = {
     });
   },
 
+  /** A feed move (PATCH); one in ten of an unsubscribed guid, which must answer 404. */
+  async patch(user) {
+    const gone = random() < 0.1 ? user.dead.pick(user.busy) : undefined;
+    const guid = gone ?? user.live.pick(user.busy);
+    if (guid === undefined) return operations["post-new"](user);
+    const feedUrl = user.newFeedUrl();
+    await withLocks(user, [guid], async () => {
+      const { status, json } = await request("patch", E.patch, user, "PATCH", `/v1/subscriptions/${guid}`, {
+        body: subscriptionBody(guid, feedUrl),
+        contentType: JSONAPI,
+      });
+      if (gone) {
+        expectStatus("patch", status, 404, `${guid} unsubscribed`);
+      } else if (expectStatus("patch", status, 200, guid) && checkResource("patch", json?.data, guid, feedUrl)) {
+        user.setFeedUrl(guid, feedUrl);
+        stats.writes.moved += 1;
+      }
+    });
+  },
+
+  /** An unsubscription; one in ten of a guid already unsubscribed, which must answer 404. */
   async delete(user) {
-    const guid = user.live.pick(user.busy);
+    const gone = random() < 0.1 ? user.dead.pick(user.busy) : undefined;
+    const guid = gone ?? user.live.pick(user.busy);
     if (guid === undefined) return operations["post-new"](user);
     await withLocks(user, [guid], async () => {
-      const { status } = await request("delete", user, "DELETE", `/v1/subscriptions/${guid}`);
-      if (expectStatus("delete", status, 204, guid)) {
+      const { status } = await request("delete", E.delete, user, "DELETE", `/v1/subscriptions/${guid}`);
+      if (gone) {
+        expectStatus("delete", status, 404, `${guid} already unsubscribed`);
+      } else if (expectStatus("delete", status, 204, guid)) {
         user.unsubscribed(guid);
         stats.writes.deleted += 1;
       }
     });
   },
 
+  /**
+   * 1-20 independent operations mixing subscriptions (add: mostly new, some live (409), some
+   * unsubscribed (revived), sometimes one twice; update; remove) and episodes (add: new or merge; update;
+   * remove), some aimed at what is not there (inline 404). Each inline result is checked in order against
+   * the model applying the same operations.
+   */
   async bulk(user) {
     const count = 1 + randomInt(20);
-    const plan = []; // { guid, feedUrl, expect: "add" | "conflict" }
-    const seen = new Set();
-    for (let i = 0; i < count; i++) {
+    const plan = [];
+    const locked = new Set();
+    // Mostly what the operation can apply to (live for update and remove), sometimes what it cannot.
+    const subscriptionTarget = (op) => {
       const r = random();
       let guid;
-      if (r < 0.08 && plan.length > 0)
-        guid = plan[randomInt(plan.length)].guid; // the same guid twice
-      else if (r < 0.18) guid = user.live.pick(user.busy);
-      else if (r < 0.26) guid = user.dead.pick(user.busy);
-      if (guid === undefined) guid = randomUUID();
-      const expect = seen.has(guid) || user.live.index.has(guid) ? "conflict" : "add";
-      seen.add(guid);
-      plan.push({ guid, feedUrl: user.newFeedUrl(), expect });
+      if (r < 0.08 && plan.length > 0) guid = plan[randomInt(plan.length)].id;
+      else if (op === "add")
+        guid = r < 0.4 ? user.live.pick(user.busy) : r < 0.55 ? user.dead.pick(user.busy) : undefined;
+      else guid = r < 0.85 ? user.live.pick(user.busy) : r < 0.95 ? user.dead.pick(user.busy) : undefined;
+      return guid ?? randomUUID();
+    };
+    for (let i = 0; i < count; i++) {
+      const r = random();
+      let step;
+      if (r < 0.4)
+        step = { type: "subscription", op: "add", id: subscriptionTarget("add"), feedUrl: user.newFeedUrl() };
+      else if (r < 0.5) {
+        step = { type: "subscription", op: "update", id: subscriptionTarget("update"), feedUrl: user.newFeedUrl() };
+      } else if (r < 0.6) step = { type: "subscription", op: "remove", id: subscriptionTarget("remove") };
+      else {
+        const e = random();
+        const op = e < 0.65 ? "add" : e < 0.9 ? "update" : "remove";
+        const existing = random() < (op === "add" ? 0.6 : 0.9) ? pickEpisode(user, { forgotten: 0.1 }) : undefined;
+        const id = existing ?? randomUUID();
+        const state = user.episodes.get(id);
+        const feedGuid = state?.feedGuid ?? feedForNewEpisode(user);
+        const write = op === "remove" ? undefined : planEpisodeWrite(state, { create: op === "add" });
+        step = { type: "episode", op, id, feedGuid, write };
+      }
+      if (user.busy.has(step.id) && !locked.has(step.id)) continue; // another request holds it
+      locked.add(step.id);
+      plan.push(step);
     }
-    await withLocks(user, [...seen], async () => {
-      const { status, json } = await request("bulk", user, "POST", "/v1/operations", {
-        body: { "atomic:operations": plan.map((p) => ({ op: "add", ...subscriptionBody(p.guid, p.feedUrl) })) },
+    if (plan.length === 0) return operations.list(user);
+    const body = {
+      "atomic:operations": plan.map((p) => {
+        if (p.op === "remove") return { op: "remove", ref: { type: p.type, id: p.id } };
+        if (p.type === "subscription") return { op: p.op, ...subscriptionBody(p.id, p.feedUrl) };
+        return { op: p.op, data: episodeData(p.id, p.feedGuid, p.write) };
+      }),
+    };
+    await withLocks(user, [...locked], async () => {
+      const { status, json } = await request("bulk", E.bulk, user, "POST", "/v1/operations", {
+        body,
         contentType: ATOMIC,
         accept: ATOMIC,
       });
-      if (!expectStatus("bulk", status, 200, `${count} operations`)) return;
-      if (!CHECK) {
-        for (const p of plan) if (p.expect === "add") user.subscribed(p.guid, p.feedUrl);
-        return;
-      }
+      if (!expectStatus("bulk", status, 200, `${plan.length} operations`)) return;
       const results = json?.["atomic:results"];
-      if (!Array.isArray(results) || results.length !== plan.length) {
+      if (CHECK && (!Array.isArray(results) || results.length !== plan.length)) {
         stats.unexpected += 1;
         problem(`bulk: ${plan.length} operations, results ${JSON.stringify(results)?.slice(0, 300)}`);
         return;
       }
       plan.forEach((p, i) => {
-        const result = results[i];
-        if (p.expect === "add") {
-          if (checkResource("bulk", result?.data, p.guid, p.feedUrl)) {
-            if (user.dead.index.has(p.guid)) stats.writes.bulkRevived += 1;
-            user.subscribed(p.guid, p.feedUrl);
-            stats.writes.bulkAdded += 1;
+        const result = results?.[i];
+        const context = `operation ${i} (${p.type} ${p.op} ${p.id})`;
+        const failed = (expected) => {
+          countInline(`${p.type} ${p.op}: ${expected}`);
+          if (CHECK && result?.errors?.[0]?.status !== expected) {
+            expectSame("bulk", [`should be ${expected}, got ${JSON.stringify(result)?.slice(0, 300)}`], context);
           }
-        } else if (result?.errors?.[0]?.status !== "409") {
-          stats.unexpected += 1;
-          problem(`bulk: operation ${i} on ${p.guid} should be 409, got ${JSON.stringify(result)?.slice(0, 300)}`);
+        };
+        const subscription = p.type === "subscription";
+        const live = subscription ? user.live.index.has(p.id) : user.liveEpisodes.index.has(p.id);
+        // add: 409 for a live subscription (an episode add merges); update and remove: 404 unless live.
+        const refusal = p.op === "add" ? (subscription && live ? "409" : undefined) : live ? undefined : "404";
+        if (refusal) {
+          failed(refusal);
+          return;
+        }
+        countInline(`${p.type} ${p.op}: ok`);
+        if (p.op === "remove") {
+          if (CHECK && (result?.errors || result?.data)) expectSame("bulk", [JSON.stringify(result)], context);
+          if (subscription) user.unsubscribed(p.id);
+          else user.episodeForgotten(p.id);
+          stats.writes[subscription ? "bulkRemoved" : "bulkEpisodesForgotten"] += 1;
+          return;
+        }
+        if (!subscription) {
+          user.episodeWritten(p.id, p.feedGuid, p.write);
+          stats.writes.bulkEpisodeWrites += 1;
+          expectSame("bulk", episodeDifferences(result?.data, user.episodes.get(p.id)), context);
+          return;
+        }
+        if (!checkResource("bulk", result?.data, p.id, p.feedUrl)) return;
+        if (p.op === "update") {
+          user.setFeedUrl(p.id, p.feedUrl);
+          stats.writes.bulkMoved += 1;
+        } else {
+          if (user.dead.index.has(p.id)) stats.writes.bulkRevived += 1;
+          user.subscribed(p.id, p.feedUrl);
+          stats.writes.bulkAdded += 1;
         }
       });
     });
   },
+
+  /** The OPML export: every live subscription nothing touched meanwhile is there with its URL, and no other. */
+  async "opml-export"(user) {
+    const started = performance.now();
+    const { status, text } = await request("opml-export", E.opmlExport, user, "GET", "/v1/subscriptions.opml", {
+      accept: "text/x-opml",
+    });
+    if (!expectStatus("opml-export", status, 200, "export") || !CHECK) return;
+    const outlines = opmlOutlines(text);
+    if (!outlines) expectSame("opml-export", ["the document is cut or not OPML"], user.id);
+    else expectSame("opml-export", stableDifferences(user, outlines, started), user.id);
+  },
+
+  /** An OPML import of 1-10 outlines with guids: new feeds, some unsubscribed (revived), some live (kept). */
+  async "opml-import"(user) {
+    const outlines = [];
+    for (let i = 1 + randomInt(10); i > 0; i--) {
+      const r = random();
+      const guid =
+        (r < 0.15 ? user.live.pick(user.busy) : r < 0.3 ? user.dead.pick(user.busy) : undefined) ?? randomUUID();
+      if (outlines.some((o) => o.guid === guid)) continue;
+      outlines.push({ guid, feedUrl: user.newFeedUrl() });
+    }
+    const document = [
+      '<?xml version="1.0" encoding="UTF-8"?>',
+      '<opml version="2.0"><head><title>soak</title></head><body>',
+      ...outlines.map((o) => `<outline type="rss" text="show" xmlUrl="${o.feedUrl}" guid="${o.guid}"/>`),
+      "</body></opml>",
+    ].join("\n");
+    await withLocks(
+      user,
+      outlines.map((o) => o.guid),
+      async () => {
+        const { status, json } = await request("opml-import", E.opmlImport, user, "POST", "/v1/subscriptions.opml", {
+          body: document,
+          contentType: "text/x-opml",
+        });
+        if (!expectStatus("opml-import", status, 200, `${outlines.length} outlines`)) return;
+        const kept = outlines.filter((o) => user.live.index.has(o.guid)).length;
+        const meta = json?.meta;
+        expectSame(
+          "opml-import",
+          meta?.imported === outlines.length - kept && meta?.alreadySubscribed === kept && meta?.skipped?.length === 0
+            ? []
+            : [`meta ${JSON.stringify(meta)}, expected ${outlines.length - kept} imported, ${kept} kept`],
+          user.id,
+        );
+        for (const o of outlines) {
+          if (user.live.index.has(o.guid)) continue;
+          user.subscribed(o.guid, o.feedUrl);
+          stats.writes.opmlImported += 1;
+        }
+      },
+    );
+  },
+
+  /** An app saves an episode state (POST): a new episode, or a merge into a live or a forgotten one. */
+  async "episode-post"(user) {
+    const existing = random() < 0.6 ? pickEpisode(user, { forgotten: 0.1 }) : undefined;
+    const id = existing ?? randomUUID();
+    const state = user.episodes.get(id);
+    const feedGuid = state?.feedGuid ?? feedForNewEpisode(user);
+    const write = planEpisodeWrite(state, { create: true });
+    await withLocks(user, [id], async () => {
+      const { status, json } = await request("episode-post", E.episodePost, user, "POST", "/v1/episodes", {
+        body: { data: episodeData(id, feedGuid, write) },
+        contentType: JSONAPI,
+      });
+      const expected = user.liveEpisodes.index.has(id) ? 200 : 201;
+      if (!expectStatus("episode-post", status, expected, id)) return;
+      user.episodeWritten(id, feedGuid, write);
+      stats.writes[expected === 201 ? "episodesCreated" : "episodesMerged"] += 1;
+      expectSame("episode-post", episodeDifferences(json?.data, user.episodes.get(id)), id);
+    });
+  },
+
+  /** A merge into an existing state (PATCH, no relationships); one in ten into a forgotten one (404). */
+  async "episode-patch"(user) {
+    const id = pickEpisode(user, { forgotten: 0.1 });
+    if (id === undefined) return operations["episode-post"](user);
+    const state = user.episodes.get(id);
+    const write = planEpisodeWrite(state, { create: false });
+    await withLocks(user, [id], async () => {
+      const { status, json } = await request("episode-patch", E.episodePatch, user, "PATCH", `/v1/episodes/${id}`, {
+        body: { data: { type: "episode", id, attributes: episodeAttributes(write) } },
+        contentType: JSONAPI,
+      });
+      if (!user.liveEpisodes.index.has(id)) return expectStatus("episode-patch", status, 404, `${id} forgotten`);
+      if (!expectStatus("episode-patch", status, 200, id)) return;
+      user.episodeWritten(id, state.feedGuid, write);
+      stats.writes.episodesMerged += 1;
+      expectSame("episode-patch", episodeDifferences(json?.data, user.episodes.get(id)), id);
+    });
+  },
+
+  async "episode-delete"(user) {
+    const id = pickEpisode(user, { forgotten: 0.1 });
+    if (id === undefined) return operations["episode-post"](user);
+    await withLocks(user, [id], async () => {
+      const { status } = await request("episode-delete", E.episodeDelete, user, "DELETE", `/v1/episodes/${id}`);
+      if (!user.liveEpisodes.index.has(id)) return expectStatus("episode-delete", status, 404, `${id} forgotten`);
+      if (!expectStatus("episode-delete", status, 204, id)) return;
+      user.episodeForgotten(id);
+      stats.writes.episodesForgotten += 1;
+    });
+  },
+
+  /** One state (GET); sometimes a forgotten one or one never written (404). */
+  async "episode-get"(user) {
+    const id = (random() < 0.1 ? randomUUID() : pickEpisode(user, { forgotten: 0.1 })) ?? randomUUID();
+    await withLocks(user, [id], async () => {
+      const { status, json } = await request("episode-get", E.episodeGet, user, "GET", `/v1/episodes/${id}`);
+      if (!user.liveEpisodes.index.has(id)) return expectStatus("episode-get", status, 404, `${id} absent`);
+      if (expectStatus("episode-get", status, 200, id)) {
+        expectSame("episode-get", episodeDifferences(json?.data, user.episodes.get(id)), id);
+      }
+    });
+  },
+
+  /** A device syncs listening progress: the episode change feed from its stored token. */
+  async "episode-feed"(user) {
+    await syncDevice(user, "episode-feed", "episodes", "episode-get");
+  },
+
+  /** The user's app passwords: the list (exactly the model's) or one of them. */
+  async "app-passwords"(user) {
+    await asGpodder(user, "get", () => readAppPasswords(user));
+  },
+
+  /** Replaces the user's app password: mints a new one, moves the gpodder traffic to it, deletes the old one. */
+  async "app-password-rotate"(user) {
+    if (user.gpodder.rotating || user.gpodder.inFlight > 0) return operations["app-passwords"](user);
+    user.gpodder.rotating = true;
+    try {
+      const old = user.gpodder.id;
+      if (!(await mintAppPassword(user, "app-password-rotate"))) return;
+      const { status } = await request(
+        "app-password-rotate",
+        E.appPasswordDelete,
+        user,
+        "DELETE",
+        `/v1/app-passwords/${old}`,
+      );
+      if (expectStatus("app-password-rotate", status, 204, old)) {
+        user.appPasswords.delete(old);
+        stats.writes.appPasswordsDeleted += 1;
+      }
+    } finally {
+      user.gpodder.rotating = false;
+    }
+  },
+
+  /** What a gpodder client does first: log in with HTTP Basic, keep the session cookie. */
+  async "gpodder-login"(user) {
+    await asGpodder(user, "get", async () => {
+      const path = `/api/2/auth/${user.gpodder.username}/login.json`;
+      const { status } = await request("gpodder-login", E.login, user, "POST", path, { auth: "basic", accept: "*/*" });
+      expectStatus("gpodder-login", status, 200, user.id);
+    });
+  },
+
+  /** Registers (or renames) a device, or lists them: every device written is listed. */
+  async "gpodder-devices"(user) {
+    await asGpodder(user, "get", async () => {
+      const auth = gpodderAuth(user);
+      const username = user.gpodder.username;
+      if (random() < 0.4) {
+        const i = randomInt(DEVICE_IDS.length);
+        const path = `/api/2/devices/${username}/${DEVICE_IDS[i]}.json`;
+        const body = { caption: `${DEVICE_IDS[i]} of ${user.id}`, type: DEVICE_TYPES[i] };
+        const { status } = await request("gpodder-devices", E.devicePost, user, "POST", path, {
+          auth,
+          body,
+          accept: "*/*",
+        });
+        if (expectStatus("gpodder-devices", status, 200, path)) {
+          user.devices.add(DEVICE_IDS[i]);
+          stats.writes.gpodderDevices += 1;
+        }
+        return;
+      }
+      const known = new Set(user.devices);
+      const { status, json } = await request(
+        "gpodder-devices",
+        E.deviceList,
+        user,
+        "GET",
+        `/api/2/devices/${username}.json`,
+        {
+          auth,
+          accept: "application/json",
+        },
+      );
+      if (!expectStatus("gpodder-devices", status, 200, "list") || !CHECK) return;
+      const listed = new Set((Array.isArray(json) ? json : []).map((device) => device.id));
+      expectSame(
+        "gpodder-devices",
+        [...known].filter((id) => !listed.has(id)).map((id) => `${id} not listed`),
+        user.id,
+      );
+    });
+  },
+
+  /** gPodder's sync: the subscription changes since the device's last `timestamp` (a device following them). */
+  async "gpodder-subscriptions-get"(user) {
+    const device = user.gpodderDevice;
+    if (device.busy) return operations["gpodder-simple"](user);
+    await asGpodder(user, "get", async () => {
+      device.busy = true;
+      try {
+        const deviceId = DEVICE_IDS[0];
+        const path = `/api/2/subscriptions/${user.gpodder.username}/${deviceId}.json?since=${device.since}`;
+        const { status, json } = await request("gpodder-subscriptions-get", E.gpodderSubsGet, user, "GET", path, {
+          auth: gpodderAuth(user),
+          accept: "application/json",
+        });
+        if (!expectStatus("gpodder-subscriptions-get", status, 200, path)) return;
+        user.devices.add(deviceId);
+        applyGpodderChanges(device, json);
+      } finally {
+        device.busy = false;
+      }
+    });
+  },
+
+  /** gPodder uploads subscription changes: new feeds, a re-add of an unsubscribed one, removes. */
+  async "gpodder-subscriptions-post"(user) {
+    await asGpodder(user, "get", async () => {
+      const add = [];
+      const remove = [];
+      const guids = new Set();
+      for (let i = 1 + randomInt(3); i > 0; i--) {
+        const r = random();
+        if (r < 0.55) {
+          const url = user.newFeedUrl();
+          add.push(url);
+          guids.add(podcastGuid(url));
+        } else if (r < 0.7) {
+          const guid = user.dead.pick(user.busy);
+          if (guid && !guids.has(guid)) {
+            add.push(user.feedUrl.get(guid));
+            guids.add(guid);
+          }
+        } else if (r < 0.8) {
+          const guid = user.live.pick(user.busy);
+          if (guid && !guids.has(guid)) {
+            add.push(user.feedUrl.get(guid)); // already subscribed: nothing changes
+            guids.add(guid);
+          }
+        } else {
+          const guid = user.live.pick(user.busy);
+          if (guid && !guids.has(guid)) {
+            remove.push(user.feedUrl.get(guid));
+            guids.add(guid);
+          }
+        }
+      }
+      if (add.length + remove.length === 0) return;
+      const deviceId = DEVICE_IDS[randomInt(DEVICE_IDS.length)];
+      const path = `/api/2/subscriptions/${user.gpodder.username}/${deviceId}.json`;
+      await withLocks(user, [...guids], async () => {
+        const { status, json } = await request("gpodder-subscriptions-post", E.gpodderSubsPost, user, "POST", path, {
+          auth: gpodderAuth(user),
+          body: { add, remove },
+          accept: "application/json",
+        });
+        if (!expectStatus("gpodder-subscriptions-post", status, 200, path)) return;
+        user.devices.add(deviceId);
+        const updateUrls = applyGpodderUpload(user, add, remove);
+        expectSame(
+          "gpodder-subscriptions-post",
+          JSON.stringify(json?.update_urls) === JSON.stringify(updateUrls) && Number.isInteger(json?.timestamp)
+            ? []
+            : [`answer ${JSON.stringify(json)?.slice(0, 300)}, expected update_urls ${JSON.stringify(updateUrls)}`],
+          path,
+        );
+      });
+    });
+  },
+
+  /** The simple API: the list as JSON, OPML or a device's text list, compared on what nothing touched meanwhile. */
+  async "gpodder-simple"(user) {
+    await asGpodder(user, "get", async () => {
+      const username = user.gpodder.username;
+      const started = performance.now();
+      const r = random();
+      const [endpoint, path, accept] =
+        r < 0.5
+          ? [E.simpleJson, `/subscriptions/${username}.json`, "application/json"]
+          : r < 0.8
+            ? [E.simpleOpml, `/subscriptions/${username}.opml`, "*/*"]
+            : [E.simpleDeviceTxt, `/subscriptions/${username}/${DEVICE_IDS[1]}.txt`, "text/plain"];
+      const { status, json, text } = await request("gpodder-simple", endpoint, user, "GET", path, {
+        auth: gpodderAuth(user),
+        accept,
+      });
+      if (!expectStatus("gpodder-simple", status, 200, path) || !CHECK) return;
+      if (endpoint === E.simpleDeviceTxt) user.devices.add(DEVICE_IDS[1]);
+      let listed;
+      if (endpoint === E.simpleOpml) listed = opmlOutlines(text);
+      else {
+        const urls = endpoint === E.simpleJson ? json : text?.split("\n").filter(Boolean);
+        if (Array.isArray(urls)) listed = new Map(urls.map((url) => [user.urlGuid.get(url) ?? url, url]));
+      }
+      if (!listed) expectSame("gpodder-simple", ["unreadable answer"], path);
+      else expectSame("gpodder-simple", stableDifferences(user, listed, started), path);
+    });
+  },
+
+  /**
+   * gPodder uploads episode actions for one subscribed feed: plays with a position (some to the end, so
+   * played), `new`, and a `download` that stores nothing; on new episodes and on those written before.
+   */
+  async "gpodder-episodes-post"(user) {
+    const feedGuid = user.live.pick(user.busy);
+    if (feedGuid === undefined) return operations["gpodder-subscriptions-post"](user);
+    await asGpodder(user, "get", async () => {
+      const podcast = user.feedUrl.get(feedGuid);
+      const known = user.gpodderEpisodes.get(feedGuid) ?? [];
+      const actions = [];
+      const ids = new Set([feedGuid]);
+      for (let i = 1 + randomInt(6); i > 0; i--) {
+        let target = known.length > 0 && random() < 0.5 ? known[randomInt(known.length)] : undefined;
+        if (target && user.busy.has(target.id) && !ids.has(target.id)) continue;
+        if (!target) {
+          const guid = random() < 0.8 ? `gp-item-${randomUUID()}` : undefined;
+          const name = guid ?? `https://cdn.soak.test/gp-${randomUUID()}.mp3`;
+          target = { id: uuidV5(feedGuid, name), name, guid };
+          known.push(target);
+        }
+        ids.add(target.id);
+        const state = user.liveEpisodes.index.has(target.id) ? user.episodes.get(target.id) : undefined;
+        const r = random();
+        const action = {
+          podcast,
+          episode: target.guid ? (state?.mediaUrl ?? `https://cdn.soak.test/gp-${randomUUID()}.mp3`) : target.name,
+          ...(target.guid ? { guid: target.guid } : {}),
+          action: r < 0.7 ? "play" : r < 0.85 ? "new" : "download",
+        };
+        const changedAt = deviceTime(
+          action.action === "play" ? state?.positionChangedAt : state?.playedChangedAt,
+          true,
+        );
+        action.timestamp = new Date(changedAt).toISOString().slice(0, 19);
+        if (action.action === "play") {
+          const total = random() < 0.8 ? 1800 + randomInt(3600) : undefined;
+          action.started = 0;
+          action.position = total !== undefined && random() < 0.25 ? total : randomInt(1800);
+          if (total !== undefined) action.total = total;
+        }
+        if (random() < 0.5 && user.devices.size > 0) action.device = [...user.devices][randomInt(user.devices.size)];
+        actions.push({ action, target, changedAt });
+      }
+      user.gpodderEpisodes.set(feedGuid, known);
+      await withLocks(user, [...ids], async () => {
+        const path = `/api/2/episodes/${user.gpodder.username}.json`;
+        const { status, json } = await request("gpodder-episodes-post", E.gpodderEpisodesPost, user, "POST", path, {
+          auth: gpodderAuth(user),
+          body: actions.map((a) => a.action),
+          accept: "application/json",
+        });
+        if (!expectStatus("gpodder-episodes-post", status, 200, path)) return;
+        expectSame(
+          "gpodder-episodes-post",
+          Number.isInteger(json?.timestamp) && Array.isArray(json?.update_urls) && json.update_urls.length === 0
+            ? []
+            : [JSON.stringify(json)?.slice(0, 300)],
+          path,
+        );
+        for (const { action, target, changedAt } of actions) {
+          const write = gpodderWrite(action, changedAt);
+          if (!write) continue;
+          user.episodeWritten(target.id, feedGuid, write);
+          stats.writes.gpodderEpisodeWrites += 1;
+        }
+      });
+    });
+  },
+
+  /** gPodder reads episode actions since a time: well-formed, every podcast one of the user's feeds. */
+  async "gpodder-episodes-get"(user) {
+    await asGpodder(user, "get", async () => {
+      const since = random() < 0.3 ? 0 : Math.floor(Date.now() / 1000) - randomInt(120);
+      const path = `/api/2/episodes/${user.gpodder.username}.json?since=${since}`;
+      const { status, json } = await request("gpodder-episodes-get", E.gpodderEpisodesGet, user, "GET", path, {
+        auth: gpodderAuth(user),
+        accept: "application/json",
+      });
+      if (!expectStatus("gpodder-episodes-get", status, 200, path) || !CHECK) return;
+      const ok =
+        Array.isArray(json?.actions) &&
+        Number.isInteger(json?.timestamp) &&
+        json.actions.every((a) => typeof a.podcast === "string" && (a.action === "play" || a.action === "new"));
+      expectSame("gpodder-episodes-get", ok ? [] : [JSON.stringify(json)?.slice(0, 300)], path);
+    });
+  },
 };
+
+/** The user's app passwords (held like gpodder traffic, so no rotation runs meanwhile): the list or one. */
+async function readAppPasswords(user) {
+  if (random() < 0.5) {
+    const { status, json } = await request("app-passwords", E.appPasswordList, user, "GET", "/v1/app-passwords");
+    if (!expectStatus("app-passwords", status, 200, "list") || !CHECK) return;
+    const ids = (json?.data ?? []).map((resource) => resource.id);
+    const wrong = ids.length !== user.appPasswords.size || ids.some((id) => !user.appPasswords.has(id));
+    const leaked = (json?.data ?? []).some((resource) => "password" in (resource.attributes ?? {}));
+    expectSame(
+      "app-passwords",
+      wrong || leaked ? [`listed ${ids.join(", ")}${leaked ? " with a password" : ""}`] : [],
+      user.id,
+    );
+    return;
+  }
+  const id = user.gpodder.id;
+  const { status, json } = await request("app-passwords", E.appPasswordGet, user, "GET", `/v1/app-passwords/${id}`);
+  if (!expectStatus("app-passwords", status, 200, id) || !CHECK) return;
+  const a = json?.data?.attributes;
+  expectSame(
+    "app-passwords",
+    json?.data?.id === id && a?.username === user.gpodder.username && !("password" in (a ?? {}))
+      ? []
+      : [JSON.stringify(json?.data)],
+    id,
+  );
+}
+
+/**
+ * One sync of the user's device that follows a change feed (`resource`: subscriptions or episodes), from its
+ * stored token through links.next; while that device is already syncing, `fallback` runs instead.
+ */
+async function syncDevice(user, kind, resource, fallback) {
+  const subscriptions = resource === "subscriptions";
+  const device = subscriptions ? user.subscriptionDevice : user.episodeDevice;
+  if (device.busy) return operations[fallback](user);
+  device.busy = true;
+  try {
+    await followChangeFeed(
+      device,
+      resource,
+      [25, 100][randomInt(2)],
+      async (path) => {
+        const answer = await request(kind, subscriptions ? E.feed : E.episodeFeed, user, "GET", path);
+        expectStatus(kind, answer.status, 200, path);
+        return answer;
+      },
+      subscriptions ? applySubscriptionChanges : applyEpisodeChanges,
+    );
+  } finally {
+    device.busy = false;
+  }
+}
+
+/** Mints an app password (POST /v1/app-passwords) and makes it the user's gpodder credentials. */
+async function mintAppPassword(user, kind) {
+  const { status, json } = await request(kind, E.appPasswordPost, user, "POST", "/v1/app-passwords", {
+    body: { data: { type: "app-password", attributes: { label: `soak ${kind}` } } },
+    contentType: JSONAPI,
+  });
+  if (!expectStatus(kind, status, 201, user.id)) return false;
+  const a = json?.data?.attributes;
+  if (!CHECK) {
+    user.gpodder = { ...user.gpodder, id: randomUUID(), username: user.id, password: "x", cookie: undefined };
+    return true;
+  }
+  if (typeof a?.username !== "string" || typeof a?.password !== "string") {
+    expectSame(kind, [JSON.stringify(json)?.slice(0, 300)], user.id);
+    return false;
+  }
+  user.gpodder = { ...user.gpodder, id: json.data.id, username: a.username, password: a.password, cookie: undefined };
+  user.appPasswords.add(json.data.id);
+  stats.writes.appPasswordsMinted += 1;
+  return true;
+}
+
+/** Applies a gpodder `since` answer to a device's URL set; the next `since` is its `timestamp`. */
+function applyGpodderChanges(device, json) {
+  if (CHECK && (!Array.isArray(json?.add) || !Array.isArray(json?.remove) || !Number.isInteger(json?.timestamp))) {
+    expectSame("gpodder-subscriptions-get", [JSON.stringify(json)?.slice(0, 300)], "answer");
+    return;
+  }
+  for (const url of json?.add ?? []) device.urls.add(url);
+  for (const url of json?.remove ?? []) device.urls.delete(url);
+  if (Number.isInteger(json?.timestamp)) device.since = json.timestamp;
+}
+
+/**
+ * A gpodder upload applied to the model (docs/API.md §14): removes first (every live subscription with
+ * the URL), then adds (nothing for a live URL; else the tombstone with that URL, else the podcast:guid,
+ * unless that guid is live under another URL). Answers the expected update_urls.
+ */
+function applyGpodderUpload(user, add, remove) {
+  for (const url of remove) {
+    const guid = user.urlGuid.get(url);
+    if (guid !== undefined && user.live.index.has(guid)) {
+      user.unsubscribed(guid);
+      stats.writes.gpodderUnsubscribed += 1;
+    }
+  }
+  const updateUrls = [];
+  for (const url of add) {
+    const owner = user.urlGuid.get(url);
+    if (owner !== undefined && user.live.index.has(owner)) continue;
+    const guid = owner ?? podcastGuid(url);
+    if (user.live.index.has(guid)) {
+      updateUrls.push([url, user.feedUrl.get(guid)]);
+      continue;
+    }
+    user.subscribed(guid, url);
+    stats.writes.gpodderSubscribed += 1;
+  }
+  return updateUrls;
+}
 
 /**
  * `concurrency` workers send operations until `deadline` (performance.now() ms), at most SOAK_RATE
@@ -463,14 +1417,17 @@ async function whileQuiet(measure) {
 // Verification after the traffic.
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** GET with retries on 429 (Retry-After) and on network errors (counted already). */
-async function verifyRequest(user, path) {
+/**
+ * A read with retries on 429 (Retry-After) and on network errors (counted already): bearer (JSON:API) or,
+ * with `auth: "basic"`, the user's app password (gpodder). Answers { status, json, text }.
+ */
+async function verifyRequest(user, path, { auth = "bearer", accept = JSONAPI } = {}) {
   for (let attempt = 0; ; attempt++) {
     const started = performance.now();
     let response;
     try {
       response = await fetch(base + path, {
-        headers: { Authorization: `Bearer ${user.token}`, Accept: JSONAPI },
+        headers: { ...authHeaders(user, auth), Accept: accept },
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (error) {
@@ -488,8 +1445,12 @@ async function verifyRequest(user, path) {
       await sleep(1000 * Math.min(10, Number(response.headers.get("Retry-After")) || 1));
       continue;
     }
-    if (response.status >= 500) problem(`verify GET ${path}: ${response.status} ${text.slice(0, 300)}`);
-    return { status: response.status, json: text ? JSON.parse(text) : undefined };
+    if (response.status >= 500) {
+      verification.serverErrors += 1;
+      problem(`verify GET ${path}: ${response.status} ${text.slice(0, 300)}`);
+    }
+    const json = text && /json/.test(response.headers.get("Content-Type") ?? "") ? JSON.parse(text) : undefined;
+    return { status: response.status, json, text };
   }
 }
 
@@ -507,9 +1468,25 @@ const verification = {
   listMismatches: 0,
   totalMismatches: 0,
   getMismatches: 0,
+  episodesChecked: 0,
+  forgottenChecked: 0,
+  episodesLost: 0,
+  episodesPhantom: 0,
+  episodesWrong: 0,
+  followers: 0, // devices compared (two change feeds and one gpodder `since` follower per user)
+  followerMismatches: 0,
+  gpodderStale: 0, // URLs a gpodder follower keeps after a move (the protocol cannot say)
+  gpodderMismatches: 0,
+  otherMismatches: 0, // OPML export, devices, app passwords
   serverErrors: 0,
   seconds: 0,
 };
+
+/** Counts one disagreement of the final state with the model under `counter`, with its first lines. */
+function mismatch(counter, text) {
+  verification[counter] += 1;
+  problem(text);
+}
 
 /** Every page of the user's list (page[size]=100, following links.next): guid -> feedUrl, or undefined. */
 async function readList(user) {
@@ -517,7 +1494,6 @@ async function readList(user) {
   let path = "/v1/subscriptions?page[size]=100";
   for (let page = 1; path; page++) {
     const { status, json } = await verifyRequest(user, path);
-    if (status >= 500) verification.serverErrors += 1;
     if (status !== 200 || !Array.isArray(json?.data)) {
       problem(`list of ${user.id} page ${page}: ${status}`);
       return undefined;
@@ -528,21 +1504,21 @@ async function readList(user) {
     }
     for (const resource of json.data) listed.set(resource.id, resource.attributes?.feedUrl);
     const next = json.links?.next;
-    path = json.data.length > 0 && next ? next.replace(/^https?:\/\/[^/]+/, "") : undefined;
+    path = json.data.length > 0 && next ? stripOrigin(next) : undefined;
   }
   return listed;
 }
 
 /**
- * One user's state read once and compared with the model in memory: the list holds exactly the live set
- * with the right feedUrls (a live guid missing is a lost write, a listed guid not live a phantom one); one
- * GET of a live and of an unsubscribed guid checks that the single-resource path agrees.
+ * The subscription list, read once and compared with the model: exactly the live set with the right
+ * feedUrls (a live guid missing is a lost write, a listed guid not live a phantom one); one GET of a live
+ * and of an unsubscribed guid checks that the single-resource path agrees. Answers the list.
  */
-async function verifyUser(user) {
+async function verifySubscriptions(user) {
   const listed = await readList(user);
   if (!listed) {
     verification.listMismatches += 1;
-    return;
+    return undefined;
   }
   let differs = false;
   for (const guid of user.live.items) {
@@ -575,13 +1551,209 @@ async function verifyUser(user) {
   ].filter(([guid]) => guid !== undefined);
   for (const [guid, expected] of samples) {
     const { status, json } = await verifyRequest(user, `/v1/subscriptions/${guid}`);
-    if (status >= 500) verification.serverErrors += 1;
     const feedUrlOk = expected === 404 || json?.data?.attributes?.feedUrl === user.feedUrl.get(guid);
     if (status !== expected || !feedUrlOk) {
       verification.getMismatches += 1;
       problem(`GET of ${user.id} ${guid}: ${status}, expected ${expected}${feedUrlOk ? "" : " with its feedUrl"}`);
     }
   }
+  return listed;
+}
+
+/**
+ * Every episode state, read through the episode change feed from 0 (page[size]=100): each live state of the
+ * model with all its fields, no other live one, every tombstone one the model forgot; one GET of a live
+ * and of a forgotten state.
+ */
+async function verifyEpisodes(user) {
+  const all = { token: "0", items: new Map() };
+  const tombstones = new Set();
+  const status = await followChangeFeed(
+    all,
+    "episodes",
+    100,
+    (path) => verifyRequest(user, path),
+    (device, data) => {
+      applyEpisodeChanges(device, data);
+      for (const item of data) {
+        if (item.attributes?.deletedAt === null) tombstones.delete(item.id);
+        else tombstones.add(item.id);
+      }
+    },
+  );
+  if (status !== 200) return mismatch("episodesWrong", `episode feed of ${user.id}: ${status}`);
+  for (const id of user.liveEpisodes.items) {
+    verification.episodesChecked += 1;
+    const served = all.items.get(id);
+    if (!served) {
+      mismatch("episodesLost", `lost episode write: ${user.id} ${id} is not in the episode feed`);
+      continue;
+    }
+    const differences = episodeDifferences(served, user.episodes.get(id));
+    if (differences.length > 0) mismatch("episodesWrong", `episode ${user.id} ${id}: ${differences.join("; ")}`);
+  }
+  for (const id of all.items.keys()) {
+    if (!user.liveEpisodes.index.has(id)) mismatch("episodesPhantom", `phantom episode: ${user.id} ${id}`);
+  }
+  for (const id of user.forgottenEpisodes.items) {
+    verification.forgottenChecked += 1;
+    if (!tombstones.has(id)) mismatch("episodesWrong", `forgotten episode ${user.id} ${id} has no tombstone`);
+  }
+  for (const [id, expected] of [
+    [user.liveEpisodes.items[0], 200],
+    [user.forgottenEpisodes.items[0], 404],
+  ]) {
+    if (id === undefined) continue;
+    const { status: got, json } = await verifyRequest(user, `/v1/episodes/${id}`);
+    const same = expected === 404 || episodeDifferences(json?.data, user.episodes.get(id)).length === 0;
+    if (got !== expected || !same)
+      mismatch("getMismatches", `GET of episode ${user.id} ${id}: ${got}, expected ${expected}`);
+  }
+}
+
+/** The devices that followed each change feed: one last sync from their stored tokens, then equal to the model. */
+async function verifyFollowers(user) {
+  const subscriptions = user.subscriptionDevice;
+  let status = await followChangeFeed(
+    subscriptions,
+    "subscriptions",
+    100,
+    (path) => verifyRequest(user, path),
+    applySubscriptionChanges,
+  );
+  verification.followers += 1;
+  const subscriptionDiffers =
+    status !== 200 ||
+    subscriptions.items.size !== user.live.size ||
+    user.live.items.some((guid) => subscriptions.items.get(guid) !== user.feedUrl.get(guid));
+  if (subscriptionDiffers) {
+    mismatch(
+      "followerMismatches",
+      `${user.id}: the subscription change-feed device (${subscriptions.items.size}) differs from the model (${user.live.size})`,
+    );
+  }
+  const episodes = user.episodeDevice;
+  status = await followChangeFeed(episodes, "episodes", 100, (path) => verifyRequest(user, path), applyEpisodeChanges);
+  verification.followers += 1;
+  const episodesDiffer =
+    status !== 200 ||
+    episodes.items.size !== user.liveEpisodes.size ||
+    user.liveEpisodes.items.some((id) => episodeDifferences(episodes.items.get(id), user.episodes.get(id)).length > 0);
+  if (episodesDiffer) {
+    mismatch(
+      "followerMismatches",
+      `${user.id}: the episode change-feed device (${episodes.items.size}) differs from the model (${user.liveEpisodes.size})`,
+    );
+  }
+}
+
+/**
+ * The gpodder reads of the final state agree with the JSON:API's: the simple API's list (same URLs, list
+ * order), `since=0` (add: the live URLs; remove: the tombstones' URLs no live one has), the device that
+ * followed `since` (the live URLs, plus at most URLs that subscriptions moved away from, which the gpodder
+ * protocol has no way to report), the episode actions (one per live state of a user's feed, with the
+ * state's position and played), the devices (each one written, counting the live subscriptions).
+ */
+async function verifyGpodder(user, listed) {
+  const username = user.gpodder.username;
+  const get = (path, accept = "application/json") => verifyRequest(user, path, { auth: "basic", accept });
+  const liveUrls = user.live.items.map((guid) => user.feedUrl.get(guid));
+  const liveSet = new Set(liveUrls);
+
+  const simple = await get(`/subscriptions/${username}.json`);
+  const listOrder = listed ? [...listed.values()] : liveUrls;
+  if (simple.status !== 200 || JSON.stringify(simple.json) !== JSON.stringify(listOrder)) {
+    mismatch(
+      "gpodderMismatches",
+      `${user.id}: simple API list (${simple.status}, ${simple.json?.length} URLs) differs from the JSON:API list (${listOrder.length})`,
+    );
+  }
+
+  const all = await get(`/api/2/subscriptions/${username}/${DEVICE_IDS[0]}.json?since=0`);
+  const removed = new Set(user.dead.items.map((guid) => user.feedUrl.get(guid)).filter((url) => !liveSet.has(url)));
+  const sameSet = (array, set) => Array.isArray(array) && array.length === set.size && array.every((x) => set.has(x));
+  if (all.status !== 200 || !sameSet(all.json?.add, liveSet) || !sameSet(all.json?.remove, removed)) {
+    mismatch(
+      "gpodderMismatches",
+      `${user.id}: gpodder since=0 (${all.status}, add ${all.json?.add?.length}, remove ${all.json?.remove?.length}) differs from the model (${liveSet.size}, ${removed.size})`,
+    );
+  }
+
+  if (all.status === 200) user.devices.add(DEVICE_IDS[0]); // a path naming a device creates it
+  const device = user.gpodderDevice;
+  const changes = await get(`/api/2/subscriptions/${username}/${DEVICE_IDS[0]}.json?since=${device.since}`);
+  if (changes.status === 200) applyGpodderChanges(device, changes.json);
+  verification.followers += 1;
+  const missing = liveUrls.filter((url) => !device.urls.has(url));
+  const extra = [...device.urls].filter((url) => !liveSet.has(url));
+  const stale = extra.filter((url) => user.formerUrls.has(url));
+  verification.gpodderStale += stale.length;
+  if (changes.status !== 200 || missing.length > 0 || stale.length < extra.length) {
+    mismatch(
+      "followerMismatches",
+      `${user.id}: the gpodder since-follower misses ${missing.length} live URLs and holds ${extra.length - stale.length} others`,
+    );
+  }
+
+  const actions = await get(`/api/2/episodes/${username}.json?since=0`);
+  const expected = new Map();
+  for (const id of user.liveEpisodes.items) {
+    const state = user.episodes.get(id);
+    const podcast = user.feedUrl.get(state.feedGuid);
+    const action = podcast === undefined ? undefined : gpodderActionOf(podcast, state);
+    if (action) expected.set(actionText(action), id);
+  }
+  const served = Array.isArray(actions.json?.actions) ? actions.json.actions.map(actionText) : undefined;
+  const unexpected = served?.filter((text) => !expected.has(text)) ?? [];
+  if (actions.status !== 200 || !served || served.length !== expected.size || unexpected.length > 0) {
+    mismatch(
+      "gpodderMismatches",
+      `${user.id}: gpodder episode actions (${actions.status}, ${served?.length}) differ from the episode states (${expected.size})${unexpected.length ? `: ${unexpected[0]}` : ""}`,
+    );
+  }
+
+  const devices = await get(`/api/2/devices/${username}.json`);
+  const listedDevices = Array.isArray(devices.json) ? devices.json : [];
+  const devicesDiffer =
+    devices.status !== 200 ||
+    listedDevices.length !== user.devices.size ||
+    listedDevices.some((d) => !user.devices.has(d.id) || d.subscriptions !== user.live.size);
+  if (devicesDiffer)
+    mismatch(
+      "otherMismatches",
+      `${user.id}: devices ${JSON.stringify(devices.json)?.slice(0, 200)}, expected ${[...user.devices]}`,
+    );
+}
+
+/** The OPML export (guids and URLs in list order) and the app passwords (exactly the model's). */
+async function verifyOthers(user, listed) {
+  const opml = await verifyRequest(user, "/v1/subscriptions.opml", { accept: "text/x-opml" });
+  const outlines = opml.status === 200 ? opmlOutlines(opml.text) : undefined;
+  const wanted = listed ? [...listed] : [];
+  if (!outlines || JSON.stringify([...outlines]) !== JSON.stringify(wanted)) {
+    mismatch(
+      "otherMismatches",
+      `${user.id}: the OPML export (${opml.status}, ${outlines?.size} outlines) differs from the list (${wanted.length})`,
+    );
+  }
+  const passwords = await verifyRequest(user, "/v1/app-passwords");
+  const ids = Array.isArray(passwords.json?.data) ? passwords.json.data.map((r) => r.id) : [];
+  if (
+    passwords.status !== 200 ||
+    ids.length !== user.appPasswords.size ||
+    ids.some((id) => !user.appPasswords.has(id))
+  ) {
+    mismatch("otherMismatches", `${user.id}: app passwords ${ids}, expected ${[...user.appPasswords]}`);
+  }
+}
+
+/** One user's whole state, read once and compared with the model in memory. */
+async function verifyUser(user) {
+  const listed = await verifySubscriptions(user);
+  await verifyEpisodes(user);
+  await verifyFollowers(user);
+  if (user.gpodder.username) await verifyGpodder(user, listed);
+  await verifyOthers(user, listed);
 }
 
 /** Verifies every user, `concurrency` users at a time, printing progress every 10 s. */
@@ -610,15 +1782,23 @@ async function verifyAll(users, concurrency) {
 }
 
 /**
- * Self-test of the verification (SOAK_SELF_TEST=lose-write): unsubscribes one live subscription behind the
- * model's back, so the run must report one lost write (and a list mismatch) and exit non-zero.
+ * Self-test of the verification (SOAK_SELF_TEST=lose-write): unsubscribes one live subscription and forgets
+ * one live episode state behind the model's back, so the run must report a lost subscription write, a lost
+ * episode state, followers and gpodder reads differing, and exit non-zero.
  */
 async function loseOneWrite(users) {
   const user = users.find((u) => u.live.size > 0);
-  if (!user) return;
-  const guid = user.live.items[0];
-  const { status } = await request("self-test", user, "DELETE", `/v1/subscriptions/${guid}`);
-  console.log(`soak: self-test: unsubscribed ${user.id} ${guid} behind the model's back (${status})`);
+  if (user) {
+    const guid = user.live.items[0];
+    const { status } = await request("self-test", E.delete, user, "DELETE", `/v1/subscriptions/${guid}`);
+    console.log(`soak: self-test: unsubscribed ${user.id} ${guid} behind the model's back (${status})`);
+  }
+  const listener = users.find((u) => u.liveEpisodes.size > 0);
+  if (listener) {
+    const id = listener.liveEpisodes.items[0];
+    const { status } = await request("self-test", E.episodeDelete, listener, "DELETE", `/v1/episodes/${id}`);
+    console.log(`soak: self-test: forgot episode ${listener.id} ${id} behind the model's back (${status})`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1004,9 +2184,18 @@ function verdictsOf(growth) {
       {
         ok: v.lost + v.phantom + v.wrongFeedUrl + v.listMismatches + v.totalMismatches + v.getMismatches === 0,
         text:
-          `${v.lost} lost and ${v.phantom} phantom writes (${v.wrongFeedUrl} wrong feedUrls, ` +
-          `${v.totalMismatches} wrong meta.total, ${v.getMismatches} GETs disagreeing with the list), ` +
-          `verified in ${v.seconds.toFixed(1)} s`,
+          `${v.lost} lost and ${v.phantom} phantom subscription writes (${v.wrongFeedUrl} wrong feedUrls, ` +
+          `${v.totalMismatches} wrong meta.total, ${v.getMismatches} GETs disagreeing), verified in ${v.seconds.toFixed(1)} s`,
+      },
+      {
+        ok: v.episodesLost + v.episodesPhantom + v.episodesWrong === 0,
+        text: `${v.episodesLost} lost, ${v.episodesPhantom} phantom and ${v.episodesWrong} wrong episode states (${v.episodesChecked} live checked)`,
+      },
+      {
+        ok: v.followerMismatches + v.gpodderMismatches + v.otherMismatches === 0,
+        text:
+          `${v.followerMismatches} of ${v.followers} change-feed and since followers differing from the server, ` +
+          `${v.gpodderMismatches} gpodder reads disagreeing with the JSON:API, ${v.otherMismatches} OPML exports, devices or app-password lists differing`,
       },
     );
   }
@@ -1292,10 +2481,12 @@ function report({
   lines.push("");
   lines.push(
     "Produced by `npm run soak` (bench/soak.mjs): `wrangler dev` on 127.0.0.1 with a fresh local D1 database",
-    "(migrations applied first), HS256 tokens, mixed traffic from several users at a fixed concurrency, the",
-    "Worker isolate's JS heap and each workerd process's resident memory sampled throughout, then verification",
-    "that every write is there and nothing else is. Timings are client-side, per request (send to last body",
-    "byte), from a Node.js client on the same machine as the server.",
+    "(migrations applied first), HS256 tokens and one app password per user, mixed traffic on every endpoint",
+    "(subscriptions, their change feed, feed moves, OPML, episode states and their feed, bulk, app passwords,",
+    "the gpodder.net API with HTTP Basic and the session cookie) from several users at a fixed concurrency,",
+    "the Worker isolate's JS heap and each workerd process's resident memory sampled throughout, then",
+    "verification that every acknowledged write is there and nothing else is, through every API. Timings are",
+    "client-side, per request (send to last body byte), from a Node.js client on the same machine as the server.",
     "",
   );
   lines.push("## Run", "");
@@ -1364,11 +2555,42 @@ function report({
   }
   lines.push("");
   lines.push(
-    "A kind whose target was not available (no live or unsubscribed guid free for that user) ran as",
-    "post-new or delete instead and is counted as that. Bulk requests carry 1-20 add operations (10.5 on",
-    "average); their inline results are checked one by one (new guids added, already subscribed ones 409).",
+    "A kind whose target was not available (no live or unsubscribed guid, no episode free for that user, the",
+    "user's app password being replaced) ran as another kind instead and is counted as that. A kind may send",
+    "several requests (a change-feed sync follows `links.next`; a rotation mints, then deletes).",
     "",
   );
+  lines.push("### Statuses by endpoint", "");
+  lines.push(
+    "Every request of the soak, by endpoint. No 5xx is allowed; the 4xx the traffic asks for on purpose are",
+    "named (any other 4xx, or any 2xx other than the one the model predicts, is an unexpected answer and fails",
+    "the run); 429 (rate limited, nothing done) is counted and allowed everywhere.",
+    "",
+  );
+  row(["Endpoint", "Requests", "p50 ms", "p99 ms", "Statuses", "Expected 4xx"]);
+  row(["---", "---:", "---:", "---:", "---", "---"]);
+  for (const endpoint of Object.values(E)) {
+    const samples = soak.filter((x) => x.endpoint === endpoint);
+    const s = summarize(samples);
+    row([
+      `\`${endpoint}\``,
+      s.count,
+      fmt(s.p50),
+      fmt(s.p99),
+      statuses(samples) || "-",
+      EXPECTED_4XX[endpoint] ?? "none",
+    ]);
+  }
+  lines.push("");
+  if (stats.inline.size > 0) {
+    lines.push(
+      `Bulk requests carry 1-20 operations; their inline results, each checked against the model: ${[...stats.inline]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([name, n]) => `${name} ${n}`)
+        .join(", ")} (409: already subscribed; 404: not there, on purpose).`,
+      "",
+    );
+  }
 
   lines.push("## Over time", "");
   row(["Window", "Requests/s", "p50 ms", "p99 ms", "5xx", "429", "Server RSS MiB"]);
@@ -1400,42 +2622,61 @@ function report({
 
   lines.push("## Writes and their verification", "");
   lines.push(
-    "Counted over the warm-up, the ramp and the soak: every write is verified. Each user's state is read",
-    "once, its whole list page by page (`page[size]=100`), and compared with the model in memory; one GET",
-    "of a live and one of an unsubscribed subscription per user check that single reads agree.",
+    "Counted over the setup, the warm-up, the ramp and the soak: every acknowledged write is in the model, and",
+    "the model is compared with the server once the traffic has stopped, user by user: the subscription list",
+    "page by page (`page[size]=100`), exactly the live set with its feedUrls and `meta.total`; every episode",
+    "state through the episode change feed from `0`, exactly the live states with every field, and a",
+    "tombstone for each forgotten one; one GET of a live and of an unsubscribed subscription and episode; the",
+    "devices that followed each change feed during the soak, after one last sync from their stored tokens,",
+    "equal to the model; the gpodder reads (simple API list in list order, `since=0`, the device that",
+    "followed `since`, episode actions, devices) agreeing with it; the OPML export equal to the list; the",
+    "app passwords exactly those minted and not deleted.",
     "",
   );
   const live = (users) => users.reduce((n, u) => n + u.live.size, 0);
+  const w = stats.writes;
+  const v = verification;
   row(["", ""]);
   row(["---", "---"]);
+  row(["Single POSTs answered 201", `${w.single201} (${w.singleRevived} of them revived a tombstone)`]);
+  row(["Feed moves (PATCH 200, bulk update)", `${w.moved}, ${w.bulkMoved}`]);
+  row(["Unsubscriptions (DELETE 204, bulk remove)", `${w.deleted}, ${w.bulkRemoved}`]);
+  row(["Bulk adds that succeeded", `${w.bulkAdded} (${w.bulkRevived} of them revived a tombstone)`]);
+  row(["Subscribed by OPML import", w.opmlImported]);
+  row(["gpodder uploads: subscribed, unsubscribed", `${w.gpodderSubscribed}, ${w.gpodderUnsubscribed}`]);
   row([
-    "Single POSTs answered 201",
-    `${stats.writes.single201} (${stats.writes.singleRevived} of them revived a tombstone)`,
+    "Episode writes: POST 201, merges (POST 200, PATCH), bulk, gpodder actions",
+    `${w.episodesCreated}, ${w.episodesMerged}, ${w.bulkEpisodeWrites}, ${w.gpodderEpisodeWrites}`,
   ]);
+  row(["Episodes forgotten (DELETE 204, bulk remove)", `${w.episodesForgotten}, ${w.bulkEpisodesForgotten}`]);
   row([
-    "Bulk add operations that succeeded",
-    `${stats.writes.bulkAdded} (${stats.writes.bulkRevived} of them revived a tombstone)`,
+    "App passwords minted, deleted; gpodder devices written",
+    `${w.appPasswordsMinted}, ${w.appPasswordsDeleted}; ${w.gpodderDevices}`,
   ]);
-  row(["DELETEs answered 204", stats.writes.deleted]);
-  row(["Subscriptions that must be live", `${verification.liveChecked} (sum over users: ${live(usersForReport)})`]);
-  row(["Unsubscribed that must be absent", verification.deadChecked]);
-  row(["**Lost writes** (live, but not listed)", `**${verification.lost}**`]);
+  row(["Subscriptions that must be live", `${v.liveChecked} (sum over users: ${live(usersForReport)})`]);
+  row(["Unsubscribed that must be absent", v.deadChecked]);
+  row(["**Lost writes** (live, but not listed)", `**${v.lost}**`]);
+  row(["**Phantom writes** (listed, but not live)", `**${v.phantom}** (${v.resurrected} of them unsubscribed)`]);
+  row(["Wrong feedUrl", v.wrongFeedUrl]);
+  row(["Lists not equal to the live set", `${v.listMismatches} of ${usersForReport.length} users`]);
+  row(["`meta.total` not equal to the live count", v.totalMismatches]);
+  row(["Episode states that must be live; forgotten ones", `${v.episodesChecked}; ${v.forgottenChecked}`]);
+  row(["**Lost, phantom, wrong episode states**", `**${v.episodesLost}, ${v.episodesPhantom}, ${v.episodesWrong}**`]);
+  row(["GETs disagreeing with the list or the feed", v.getMismatches]);
   row([
-    "**Phantom writes** (listed, but not live)",
-    `**${verification.phantom}** (${verification.resurrected} of them unsubscribed)`,
+    "Change-feed and `since` followers not equal to the server",
+    `${v.followerMismatches} of ${v.followers} (gpodder followers hold ${v.gpodderStale} URLs that subscriptions moved away from: the protocol has no way to say)`,
   ]);
-  row(["Wrong feedUrl", verification.wrongFeedUrl]);
-  row(["Lists not equal to the live set", `${verification.listMismatches} of ${usersForReport.length} users`]);
-  row(["`meta.total` not equal to the live count", verification.totalMismatches]);
-  row(["GETs disagreeing with the list", verification.getMismatches]);
+  row(["gpodder reads disagreeing with the JSON:API", v.gpodderMismatches]);
+  row(["OPML exports, devices, app-password lists disagreeing", v.otherMismatches]);
   row([
     "Verification",
-    `**${verification.seconds.toFixed(1)} s**, ${verification.requests} requests (p50 ${fmt(
+    `**${v.seconds.toFixed(1)} s**, ${v.requests} requests (p50 ${fmt(
       percentile(
-        [...verification.ms].sort((a, b) => a - b),
+        [...v.ms].sort((a, b) => a - b),
         50,
       ),
-    )} ms, ${verification.throttled} retried after 429)`,
+    )} ms, ${v.throttled} retried after 429)`,
   ]);
   lines.push("");
   lines.push("## Errors", "");
@@ -1521,6 +2762,16 @@ async function main() {
   };
 
   try {
+    // Setup: one app password per user, for the gpodder traffic (minted again now and then during it).
+    enter("setup");
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < users.length) await mintAppPassword(users[next++], "setup");
+      }),
+    );
+    console.log(`soak: ${users.filter((u) => u.gpodder.username).length} app passwords minted`);
+
     // Warm-up: the first requests compile the worker and open the database.
     enter("warmup");
     await drive(users, 2, performance.now() + 2000);
