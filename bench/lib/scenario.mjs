@@ -281,7 +281,7 @@ const postRequest = (tokens, user, guid, url) => createRequest(tokens, user, "/v
 
 // Episode states (docs/API.md §13).
 
-/** The feed of the new states: CONTRACT 13's example feed guid. */
+/** The feed of the new states: docs/API.md §13's example feed guid. */
 const EPISODE_FEED_GUID = "9b024349-ccf0-5f69-a609-6b82873eab3c";
 /** When a new state's change happened on the device: after the seeded ones, long before the server's clock. */
 const NEW_EPISODE_CHANGED_AT = "2025-06-01T12:00:00.000Z";
