@@ -8,21 +8,18 @@ import { call, type Database } from "./database";
 
 export type Row = Record<string, unknown>;
 
-/** A statement, or one still being bound (its values need an async step, such as a URL's key). */
-export type PendingStatement = D1PreparedStatement | Promise<D1PreparedStatement>;
-
 /** The results of statements appended to a batch, readable once it has run. */
 export interface Slot {
   results(): D1Result<Row>[];
 }
 
 export class WriteBatch {
-  private readonly statements: PendingStatement[] = [];
-  private readonly closers: { make: () => PendingStatement[]; slot: { start: number; count: number } }[] = [];
+  private readonly statements: D1PreparedStatement[] = [];
+  private readonly closers: { make: () => D1PreparedStatement[]; slot: { start: number; count: number } }[] = [];
   private ran: D1Result<Row>[] | undefined;
 
   /** Appends statements in order; the slot reads their results after `run`. */
-  push(...statements: PendingStatement[]): Slot {
+  push(...statements: D1PreparedStatement[]): Slot {
     const start = this.statements.length;
     this.statements.push(...statements);
     return { results: () => this.read(start, statements.length) };
@@ -32,7 +29,7 @@ export class WriteBatch {
    * Statements appended after every operation's, built only when the batch runs (a check over everything
    * the operations did, such as which adds the quota refused). `make` may return none.
    */
-  close(make: () => PendingStatement[]): Slot {
+  close(make: () => D1PreparedStatement[]): Slot {
     const slot = { start: 0, count: 0 };
     this.closers.push({ make, slot });
     return { results: () => this.read(slot.start, slot.count) };
@@ -50,8 +47,7 @@ export class WriteBatch {
       this.ran = [];
       return;
     }
-    const statements = await Promise.all(this.statements);
-    this.ran = await call(() => db.batch<Row>(statements));
+    this.ran = await call(() => db.batch<Row>(this.statements));
   }
 
   private read(start: number, count: number): D1Result<Row>[] {

@@ -208,10 +208,14 @@ export interface ResolvedFeed {
   activeUrl: string | null;
 }
 
-async function feedsValue(named: readonly NamedFeed[], guesses: readonly string[] = []): Promise<string> {
-  const keys = await Promise.all(named.map((feed) => urlKey(feed.url)));
+function feedsValue(named: readonly NamedFeed[], guesses: readonly string[] = []): string {
   return JSON.stringify(
-    named.map((feed, index) => [feed.url, keys[index], feed.podcastGuid, ...(guesses[index] ? [guesses[index]] : [])]),
+    named.map((feed, index) => [
+      feed.url,
+      urlKey(feed.url),
+      feed.podcastGuid,
+      ...(guesses[index] ? [guesses[index]] : []),
+    ]),
   );
 }
 
@@ -226,7 +230,7 @@ function readResolved(rows: readonly Row[], count: number): ResolvedFeed[] {
 /** The guid each named feed resolves to (one statement): what the episode actions naming it apply to. */
 export async function resolveFeeds(db: Database, user: string, named: readonly NamedFeed[]): Promise<ResolvedFeed[]> {
   if (named.length === 0) return [];
-  const value = await feedsValue(named);
+  const value = feedsValue(named);
   const { results } = await call(() => resolvedStatement.bind(db, { userId: user, feeds: value }).all<Row>());
   return readResolved(results, named.length);
 }
@@ -243,8 +247,8 @@ export async function writeGpodderSubscriptions(
   at: number,
 ): Promise<{ now: number; added: ResolvedFeed[] }> {
   const batch = new WriteBatch();
-  const bindUrl = async (bound: Statement, url: string, podcast?: string) =>
-    bound.bind(db, { userId: user, now: at, feedUrl: url, urlKey: await urlKey(url), guid: podcast ?? null });
+  const bindUrl = (bound: Statement, url: string, podcast?: string) =>
+    bound.bind(db, { userId: user, now: at, feedUrl: url, urlKey: urlKey(url), guid: podcast ?? null });
   batch.push(...changes.remove.map((url) => bindUrl(removeUrlStatement, url)));
   if (changes.keepOnly) {
     batch.push(removeUnlistedStatement.bind(db, { userId: user, now: at, urls: JSON.stringify(changes.keepOnly) }));
@@ -253,7 +257,7 @@ export async function writeGpodderSubscriptions(
   const added =
     changes.add.length === 0
       ? undefined
-      : batch.push(feedsValue(changes.add).then((value) => resolvedStatement.bind(db, { userId: user, feeds: value })));
+      : batch.push(resolvedStatement.bind(db, { userId: user, feeds: feedsValue(changes.add) }));
   const clock = batch.push(clockStatement.bind(db, {}));
   await batch.run(db);
   return {
@@ -328,8 +332,7 @@ export async function writeEpisodes(
 ): Promise<{ now: number; results: EpisodeWriteResult[] } | undefined> {
   const batch = new WriteBatch();
   if (guessed && guessed.feeds.length > 0) {
-    const value = feedsValue(guessed.feeds, guessed.guids);
-    batch.push(value.then((feedsJson) => guessGuardStatement.bind(db, { userId: user, feeds: feedsJson })));
+    batch.push(guessGuardStatement.bind(db, { userId: user, feeds: feedsValue(guessed.feeds, guessed.guids) }));
   }
   const plan = episodeWriter({ batch, db, user, at });
   const readers = operations.map((operation) => plan(operation));

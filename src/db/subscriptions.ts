@@ -131,8 +131,8 @@ export interface WriteContext {
   at: number;
 }
 
-async function bindWithKey(statement: Statement, context: WriteContext, item: FeedItem): Promise<D1PreparedStatement> {
-  const values = { userId: context.user, now: context.at, ...item, urlKey: await urlKey(item.feedUrl) };
+function bindWithKey(statement: Statement, context: WriteContext, item: FeedItem): D1PreparedStatement {
+  const values = { userId: context.user, now: context.at, ...item, urlKey: urlKey(item.feedUrl) };
   return statement.bind(context.db, values);
 }
 
