@@ -170,14 +170,21 @@ export function users(loadSeconds) {
       episodeBulkCount,
       Math.floor(EPISODES_PER_POOL_USER / GPODDER_UPLOAD_ACTIONS),
     ),
-    gpodderSubscriptions: pool(
-      `${prefix}-gpodder-subscriptions`,
-      firstNo + 1000,
-      Math.ceil((SINGLE_WRITES_PER_SECOND_BOUND * loadSeconds) / GPODDER_UPLOADS_PER_USER),
-      GPODDER_UPLOADS_PER_USER,
-      GPODDER_SEEDED_ACTIVE,
+    gpodderSubscriptions: keyed(
+      pool(
+        `${prefix}-gpodder-subscriptions`,
+        firstNo + 1000,
+        Math.ceil((SINGLE_WRITES_PER_SECOND_BOUND * loadSeconds) / GPODDER_UPLOADS_PER_USER),
+        GPODDER_UPLOADS_PER_USER,
+        GPODDER_SEEDED_ACTIVE,
+      ),
     ),
   });
+  // The seeded subscriptions that gpodder uploads remove are found by URL: stored with their url_key.
+  const keyed = (p) => {
+    for (const user of p.users) user.urlKeys = true;
+    return p;
+  };
   return {
     list: list(1, 300),
     // The user with 10 000 is at the limit of stored subscriptions: no tombstones beside them. Its
@@ -219,7 +226,7 @@ export function users(loadSeconds) {
       writer: plain(800, "isolate-writer", 10),
       opml: plain(801, "isolate-opml", 0),
       episodes: { ...plain(802, "isolate-episodes", 0), episodes: 10 },
-      gpodder: plain(803, "isolate-gpodder", 10),
+      gpodder: { ...plain(803, "isolate-gpodder", 10), urlKeys: true },
     },
   };
 }
