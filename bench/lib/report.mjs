@@ -570,7 +570,7 @@ export function renderMarkdown({
     "episode-bulk-100": "bulk, 100 adds",
     "gpodder-episodes-upload": `POST episodes, ${GPODDER_UPLOAD_ACTIONS} play actions (new episodes)`,
     "gpodder-episodes-get": `GET episodes since=0 (${int(GPODDER_EPISODE_STATES)} states)`,
-    "gpodder-subscriptions-get": "GET subscriptions since=0 (10 000 subscriptions)",
+    "gpodder-subscriptions-get": `GET subscriptions since=0 (${int(10000)} subscriptions)`,
     "gpodder-subscriptions-post": `POST subscriptions (${GPODDER_ADDS} adds, ${GPODDER_REMOVES} removes)`,
   };
   const cells = (name) => {
