@@ -20,8 +20,15 @@ export interface RecordedCall {
   result: string;
 }
 
-/** `POST /__bench/recordings` body of the isolate-only worker: each scenario's calls, by scenario name. */
+/**
+ * `POST /__bench/recordings` body of the isolate-only worker: each scenario's calls, by scenario name, and
+ * under `warmUpName(scenario)` the calls an isolate makes once to fill its own caches before that scenario's
+ * steady state (a gpodder sign-in, every 60 s; a device the isolate does not know, every 10 min).
+ */
 export type Recordings = Record<string, RecordedCall[]>;
+
+/** The recordings key of a scenario's warm-up calls. */
+export const warmUpName = (scenario: string): string => `warm-up:${scenario}`;
 
 /** The request header that names the scenario whose tape the isolate-only worker replays. */
 export const SCENARIO_HEADER = "X-Bench-Scenario";

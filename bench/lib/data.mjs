@@ -7,6 +7,8 @@
 // shows it in rows read. Each row is one change of the user's change feed: the actives are changes
 // 1..active, the tombstones the ones after (the insert trigger makes the last the user's version).
 
+import { createHash } from "node:crypto";
+
 const BASE_TIME = Date.UTC(2025, 0, 1);
 const SPACING_MS = 4000;
 
@@ -68,19 +70,54 @@ SELECT ?2, printf('%08x-0000-4000-8000-%012x', ?3, n), printf('%08x-0000-5000-80
   n + 1, ?4 / 1000, CASE WHEN gone THEN ?4 + 1000 END
 FROM states`;
 
+// The feeds of a user's seeded episode states, subscribed (`feedsSubscribed`): feed k (states 100k..100k+99)
+// under the guid the states name, its URL `episode-feeds/k.xml`, changes after the user's other subscriptions.
+// The gpodder episode feed reports only states whose feed the user subscribed to.
+const INSERT_EPISODE_FEEDS = `
+WITH RECURSIVE seq(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM seq WHERE k + 1 < ?1)
+INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq)
+SELECT ?2, printf('%08x-0000-5000-8000-%012x', ?3, k), printf('https://feeds.example.com/%s/episode-feeds/%d.xml', ?2, k),
+       ?4 + k * ${SPACING_MS}, NULL, ?5 + k + 1
+FROM seq`;
+
+// The url_key of the seeded actives of users with `urlKeys` (as the API stores it, src/db/url-key.ts: the first
+// 48 bits of SHA-256 of the URL). Without it they are rows from before 0004, which every gpodder lookup of a URL
+// walks in full. ?2 is a JSON array of [guid, key].
+const SET_URL_KEYS = `
+UPDATE subscriptions SET url_key = keyed.value ->> 1
+FROM json_each(?2) AS keyed WHERE subscriptions.user_id = ?1 AND subscriptions.guid = keyed.value ->> 0`;
+
+const urlKeyOf = (url) => Number.parseInt(createHash("sha256").update(url).digest("hex").slice(0, 12), 16);
+
+/** Subscriptions seeded for the feeds of a user's episode states (none unless `feedsSubscribed`). */
+export const episodeFeedCount = (user) => (user.feedsSubscribed ? Math.ceil((user.episodes ?? 0) / 100) : 0);
+
 /**
  * @param {D1Database} db
- * @param {{ id: string, no: number, active: number, tombstones?: number, episodes?: number, goneEvery?: number }[]} users
+ * @param {{ id: string, no: number, active: number, tombstones?: number, episodes?: number, goneEvery?: number,
+ *   feedsSubscribed?: boolean }[]} users
  */
 export async function seed(db, users) {
   const statements = [];
-  for (const { id, no, active, tombstones = 0, episodes = 0, goneEvery = 0 } of users) {
+  for (const user of users) {
+    const { id, no, active, tombstones = 0, episodes = 0, goneEvery = 0 } = user;
     if (active > 0) statements.push(db.prepare(INSERT_ACTIVE).bind(active, id, no, BASE_TIME));
     if (tombstones > 0) {
       const stride = Math.max(1, Math.floor(active / tombstones));
       statements.push(db.prepare(INSERT_TOMBSTONES).bind(tombstones, id, no, BASE_TIME, active, stride));
     }
     if (episodes > 0) statements.push(db.prepare(INSERT_EPISODES).bind(episodes, id, no, BASE_TIME, goneEvery));
+    if (user.urlKeys && active > 0) {
+      const keys = Array.from({ length: active }, (_, n) => [
+        seededGuid(no, n),
+        urlKeyOf(`https://feeds.example.com/${id}/${n}.xml`),
+      ]);
+      statements.push(db.prepare(SET_URL_KEYS).bind(id, JSON.stringify(keys)));
+    }
+    const feeds = episodeFeedCount(user);
+    if (feeds > 0) {
+      statements.push(db.prepare(INSERT_EPISODE_FEEDS).bind(feeds, id, no, BASE_TIME, active + tombstones));
+    }
   }
   const results = await db.batch(statements);
   return results.reduce((sum, result) => sum + (result.meta.rows_written ?? 0), 0);

@@ -10,6 +10,12 @@ import {
   EPISODE_BULK_SIZES,
   EPISODE_FEED_STATES,
   EPISODE_NAMES,
+  GPODDER_ADDS,
+  GPODDER_EPISODE_STATES,
+  GPODDER_NAMES,
+  GPODDER_PODCASTS,
+  GPODDER_REMOVES,
+  GPODDER_UPLOAD_ACTIONS,
   ISOLATE_NAMES,
   OPML_FEEDS,
   PAGE_SIZE,
@@ -91,6 +97,8 @@ const TARGETS = [
   ["episode_feed_page_100_rows_read", "<=", SYNC_PAGE_SIZE + 2],
   ["isolate_episode_bulk_100_vs_bulk_1", "<=", 3],
   ["isolate_episode_feed_vs_ceiling", "<=", 2.5],
+  // gpodder.net API v2 (docs/API.md §14): one D1 round trip per request, credentials cached (the steady state).
+  ["gpodder_d1_calls_per_request", "<=", 1],
 ];
 /** Stretch goals of the same measures: reported beside the targets, never a miss. */
 const STRETCH = [
@@ -179,6 +187,20 @@ export function summarise({
     }),
   );
   const episodeRows = (name, key) => rows[name]?.[key] ?? null;
+  // gpodder.<episodes-upload|episodes-get|subscriptions-get|subscriptions-post>: the same, and the D1 calls.
+  const gpodder = Object.fromEntries(
+    GPODDER_NAMES.map((name) => {
+      const figure = loaded(name);
+      const iso = isolateCpu(name);
+      return [
+        name.slice("gpodder-".length),
+        figure === null && iso === null
+          ? null
+          : { ...(figure ?? {}), d1_calls: rows[name]?.d1Calls ?? null, isolate_cpu_us: iso },
+      ];
+    }),
+  );
+  const gpodderCalls = GPODDER_NAMES.map((name) => rows[name]?.d1Calls).filter((calls) => calls !== undefined);
   const scalingRead = (size, page) => scalingRows[`${size}:${page}`]?.rowsRead ?? null;
   const listScaling = Object.fromEntries(
     SCALING_SIZES.map((size) => [
@@ -216,6 +238,7 @@ export function summarise({
     episode_feed_page_100_rows_read: episodeFeedRows[0]?.rowsRead ?? null,
     isolate_episode_bulk_100_vs_bulk_1: ratio(isolateCpuUs["episode-bulk-100"], isolateCpuUs["episode-bulk-1"], 2),
     isolate_episode_feed_vs_ceiling: ratio(isolateCpuUs["episode-feed"], isolateCpuUs.ceiling, 2),
+    gpodder_d1_calls_per_request: gpodderCalls.length === 0 ? null : Math.max(...gpodderCalls),
   };
   const verdict = (value, direction, limit) =>
     value !== null && value !== undefined && (direction === ">=" ? value >= limit : value <= limit);
@@ -263,6 +286,7 @@ export function summarise({
     sync,
     bundle_gzip_kib: bundleGzipKib,
     episodes,
+    gpodder,
     targets,
     // Beyond the fixed shape above: the reserved rows and everything that explains the figures.
     opml_import: opml
@@ -287,7 +311,10 @@ export function summarise({
         }),
       ),
       endpoints: Object.fromEntries(
-        [...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`), ...EPISODE_NAMES].map((n) => [n, detail(n)]),
+        [...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`), ...EPISODE_NAMES, ...GPODDER_NAMES].map((n) => [
+          n,
+          detail(n),
+        ]),
       ),
       isolate_cpu_us: Object.fromEntries(ISOLATE_NAMES.map((name) => [name, isolateCpu(name)])),
       isolate_d1_calls_replayed: isolate.calls,
@@ -335,6 +362,7 @@ export function summarise({
     ...BULK_SIZES.map((n) => `bulk-${n}`),
     "opml-import",
     ...EPISODE_NAMES,
+    ...GPODDER_NAMES,
   ]) {
     const f = figures[name];
     const iso = isolateCpu(name);
@@ -540,6 +568,10 @@ export function renderMarkdown({
     "episode-feed": "feed (filter[since]=0, page of 100, 50 000 states)",
     "episode-bulk-1": "bulk, 1 add",
     "episode-bulk-100": "bulk, 100 adds",
+    "gpodder-episodes-upload": `POST episodes, ${GPODDER_UPLOAD_ACTIONS} play actions (new episodes)`,
+    "gpodder-episodes-get": `GET episodes since=0 (${int(GPODDER_EPISODE_STATES)} states)`,
+    "gpodder-subscriptions-get": `GET subscriptions since=0 (${int(10000)} subscriptions)`,
+    "gpodder-subscriptions-post": `POST subscriptions (${GPODDER_ADDS} adds, ${GPODDER_REMOVES} removes)`,
   };
   const cells = (name) => {
     const d = details.endpoints[name];
@@ -590,6 +622,21 @@ export function renderMarkdown({
       " states (the quota), one in five a tombstone. Feed page of 100 from change 25 000:" +
       ` ${details.episode_feed_since_25000_rows_read ?? "–"} rows read. Rows written per add in bulk:` +
       ` ${EPISODE_BULK_SIZES.map((n) => `${details.episode_bulk_rows_written_per_add[n] ?? "–"} (${n} per request)`).join(", ")}.`,
+    "",
+    "### gpodder.net API v2 (docs/API.md §14)",
+    "",
+    ...table(
+      ["gpodder", ...columns],
+      ["l", ...columns.map(() => "r")],
+      measuredNames(GPODDER_NAMES).map((name) => [labels[name], ...cells(name)]),
+    ),
+    "",
+    "Every request sends HTTP Basic with an app password minted through `POST /v1/app-passwords`. Measured: the" +
+      " steady state, the credentials verified and the device known to the isolate (cached 60 s and 10 min); the" +
+      " first request of a credential in an isolate, and one every 60 s, adds the sign-in round trip. The" +
+      ` upload's actions are spread over ${GPODDER_PODCASTS} subscribed podcasts; the episode GET reports every` +
+      ` state of its user (${int(GPODDER_EPISODE_STATES)}, over 100 subscribed feeds), the subscription GET every` +
+      " subscription of the user with 10 000.",
     "",
   );
   const notMeasured = [...details.not_served_by_this_build, ...details.skipped];
@@ -649,7 +696,7 @@ export function renderMarkdown({
       ...table(
         ["endpoint", "workerd CPU µs: without / with", "isolate CPU µs: without / with", "rows r/w: without / with"],
         ["l", "r", "r", "r"],
-        [...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`), ...EPISODE_NAMES]
+        [...ENDPOINT_NAMES, ...BULK_SIZES.map((n) => `bulk-${n}`), ...EPISODE_NAMES, ...GPODDER_NAMES]
           .filter((name) => details.endpoints[name])
           .map((name) => {
             const before = loadedFigures(plain, name);
@@ -767,6 +814,7 @@ export function renderMarkdown({
 function loadedFigures(results, name) {
   if (name.startsWith("bulk-")) return results.bulk?.[name.slice("bulk-".length)];
   if (name.startsWith("episode-")) return results.episodes?.[name.slice("episode-".length)];
+  if (name.startsWith("gpodder-")) return results.gpodder?.[name.slice("gpodder-".length)];
   return results.endpoints?.[name];
 }
 

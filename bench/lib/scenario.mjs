@@ -36,6 +36,31 @@ export const EPISODE_FEED_STATES = 50000;
 const EPISODE_FEED_GONE_EVERY = 5;
 /** Episodes seeded for each merging user: request k merges into state k mod this. */
 const MERGE_EPISODES = 1000;
+/**
+ * The gpodder.net API v2 rows (docs/API.md §14), in report order: an upload of 100 `play` actions, the
+ * episode actions since 0 over 10 000 states, the subscription changes since 0 over 10 000 subscriptions, and
+ * an upload of a few adds and removes. Every request sends HTTP Basic with an app password minted at seed
+ * time; the bench measures the steady state, the credentials and the device already known to the isolate.
+ */
+export const GPODDER_NAMES = [
+  "gpodder-episodes-upload",
+  "gpodder-episodes-get",
+  "gpodder-subscriptions-get",
+  "gpodder-subscriptions-post",
+];
+/** The device every gpodder request names (created through the API at seed time, as apps do first). */
+export const GPODDER_DEVICE = "bench-phone";
+export const GPODDER_UPLOAD_ACTIONS = 100;
+/** The podcasts an upload's actions are spread over (subscribed through the API at seed time). */
+export const GPODDER_PODCASTS = 5;
+/** Episode states of the user whose actions the episode GET reports (each feed of 100 subscribed). */
+export const GPODDER_EPISODE_STATES = 10000;
+/** A subscription upload: this many new feeds added, this many seeded ones removed. */
+export const GPODDER_ADDS = 3;
+export const GPODDER_REMOVES = 2;
+/** Subscription uploads per pool user: adds stay under the 10 000 stored, removes within the seeded actives. */
+const GPODDER_UPLOADS_PER_USER = 1800;
+const GPODDER_SEEDED_ACTIVE = GPODDER_REMOVES * GPODDER_UPLOADS_PER_USER + 400;
 
 /** What the isolate-only worker measures: the required figures first, then the rest of the API. */
 export const ISOLATE_NAMES = [
@@ -50,6 +75,7 @@ export const ISOLATE_NAMES = [
   "sync",
   "opml-import",
   ...EPISODE_NAMES,
+  ...GPODDER_NAMES,
 ];
 
 /** The read scenarios whose own D1 statements the statement floor runs (a write would not repeat). */
@@ -137,6 +163,28 @@ export function users(loadSeconds) {
       ]),
     ),
   });
+  const gpodderWriters = (prefix, firstNo) => ({
+    gpodderUpload: pool(
+      `${prefix}-gpodder-upload`,
+      firstNo,
+      episodeBulkCount,
+      Math.floor(EPISODES_PER_POOL_USER / GPODDER_UPLOAD_ACTIONS),
+    ),
+    gpodderSubscriptions: keyed(
+      pool(
+        `${prefix}-gpodder-subscriptions`,
+        firstNo + 1000,
+        Math.ceil((SINGLE_WRITES_PER_SECOND_BOUND * loadSeconds) / GPODDER_UPLOADS_PER_USER),
+        GPODDER_UPLOADS_PER_USER,
+        GPODDER_SEEDED_ACTIVE,
+      ),
+    ),
+  });
+  // The seeded subscriptions that gpodder uploads remove are found by URL: stored with their url_key.
+  const keyed = (p) => {
+    for (const user of p.users) user.urlKeys = true;
+    return p;
+  };
   return {
     list: list(1, 300),
     // The user with 10 000 is at the limit of stored subscriptions: no tombstones beside them. Its
@@ -150,6 +198,7 @@ export function users(loadSeconds) {
       patch: plain(300, "bench-patch", 10),
       bulk: bulkPools("bench-bulk", 10000, bulkCount),
       ...episodeWriters("bench", 30000),
+      ...gpodderWriters("bench", 60000),
     },
     probe: {
       postNew: pool("probe-post-new", 400, 1, ROWS_PER_POOL_USER, 10),
@@ -158,6 +207,13 @@ export function users(loadSeconds) {
       bulk: bulkPools("probe-bulk", 20000, 1),
       opml: pool("probe-opml", 700, 1, Math.floor(ROWS_PER_POOL_USER / OPML_FEEDS), 0),
       ...episodeWriters("probe", 40000),
+      ...gpodderWriters("probe", 70000),
+    },
+    // The gpodder episode GET: 10 000 states over 100 feeds, each subscribed.
+    gpodderEpisodes: {
+      ...plain(80000, `bench-gpodder-episodes-${GPODDER_EPISODE_STATES}`, 0),
+      episodes: GPODDER_EPISODE_STATES,
+      feedsSubscribed: true,
     },
     // At the quota: its states are also the episode feed's 50 000 changes. Writes to it only merge.
     episodeFeed: {
@@ -170,6 +226,7 @@ export function users(loadSeconds) {
       writer: plain(800, "isolate-writer", 10),
       opml: plain(801, "isolate-opml", 0),
       episodes: { ...plain(802, "isolate-episodes", 0), episodes: 10 },
+      gpodder: { ...plain(803, "isolate-gpodder", 10), urlKeys: true },
     },
   };
 }
@@ -183,6 +240,8 @@ const writers = (set) => [
   ...set.episodeNew.users,
   set.episodeMerge,
   ...Object.values(set.episodeBulk).flatMap((p) => p.users),
+  ...set.gpodderUpload.users,
+  ...set.gpodderSubscriptions.users,
 ];
 
 export function allUsers(u) {
@@ -194,8 +253,25 @@ export function allUsers(u) {
     u.isolate.writer,
     u.isolate.opml,
     u.isolate.episodes,
+    u.isolate.gpodder,
     u.episodeFeed,
+    u.gpodderEpisodes,
   ];
+}
+
+/**
+ * The users that sign in to the gpodder API, each given an app password at seed time (`user.gpodder`); the
+ * isolate-only scenarios sign in with a second one (`user.gpodderIsolate`), which the instrumented worker has
+ * never verified when it records their warm-up. `podcasts`: the users whose uploads name the podcasts.
+ */
+export function gpodderUsers(u) {
+  const writers = (set) => [...set.gpodderUpload.users, ...set.gpodderSubscriptions.users];
+  const uploaders = (set) => set.gpodderUpload.users;
+  return {
+    all: [u.gpodderEpisodes, u.scaling[10000], ...writers(u.load), ...writers(u.probe), u.isolate.gpodder],
+    isolate: [u.gpodderEpisodes, u.scaling[10000], u.isolate.gpodder],
+    podcasts: [...uploaders(u.load), ...uploaders(u.probe), u.isolate.gpodder],
+  };
 }
 
 /** The pools of a run, by endpoint, to report any that ran dry. */
@@ -206,6 +282,8 @@ export function pools(u) {
     ...Object.fromEntries(Object.entries(u.load.bulk).map(([n, p]) => [`bulk-${n}`, p])),
     "episode-post-new": u.load.episodeNew,
     ...Object.fromEntries(Object.entries(u.load.episodeBulk).map(([n, p]) => [`episode-bulk-${n}`, p])),
+    "gpodder-episodes-upload": u.load.gpodderUpload,
+    "gpodder-subscriptions-post": u.load.gpodderSubscriptions,
   };
 }
 
@@ -247,7 +325,7 @@ export function opmlDocument(userId, count = OPML_FEEDS) {
 /**
  * @typedef {{ method: string, path: string, headers: Record<string, string>, body?: string }} Request
  * @typedef {{ name: string, expected: number[], dynamic: boolean, next: () => Request, adds?: number,
- *   imports?: number, optional?: boolean }} Endpoint
+ *   imports?: number, optional?: boolean, warmUp?: () => Request[] }} Endpoint
  */
 
 const auth = (tokens, user, extra = {}) => ({ authorization: `Bearer ${tokens[user.id]}`, accept: JSONAPI, ...extra });
@@ -330,6 +408,75 @@ function episodeMergeRequest(tokens, user, n, changedAt, positionDelta) {
 const appliedMerge = (tokens, user, k) =>
   episodeMergeRequest(tokens, user, k % user.episodes, new Date(SEEDED_AT_MS + (k + 1) * 1000).toISOString(), k + 1);
 
+// gpodder.net API v2 (docs/API.md §14).
+
+/** `POST /v1/app-passwords` with the user's bearer token: answers the gpodder username and the password. */
+export function appPasswordRequest(tokens, user, label) {
+  return createRequest(tokens, user, "/v1/app-passwords", { type: "app-password", attributes: { label } });
+}
+
+/** HTTP Basic with an app password, as gPodder, AntennaPod and Kasts send it. */
+const basic = ({ username, password }, extra = {}) => ({
+  authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`,
+  ...extra,
+});
+
+const gpodderJson = (credential, method, path, body) => ({
+  method,
+  path,
+  headers: basic(credential, body === undefined ? {} : { "content-type": "application/json" }),
+  ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+});
+
+const gpodderPodcast = (user, i) => `https://feeds.example.com/${user.id}/gpodder-podcast-${i}.xml`;
+
+/**
+ * What an app does before it syncs, and what fills the isolate's caches: sign in (verifies the credentials,
+ * cached 60 s) and create its device (known to the isolate 10 min).
+ */
+export function gpodderWarmUp(credential) {
+  return [
+    gpodderJson(credential, "POST", `/api/2/auth/${credential.username}/login.json`),
+    gpodderJson(credential, "POST", `/api/2/devices/${credential.username}/${GPODDER_DEVICE}.json`, {
+      caption: "Bench phone",
+      type: "mobile",
+    }),
+  ];
+}
+
+/** The subscription upload of request k of a pool user: new feeds added, two seeded ones removed. */
+function gpodderSubscriptionsPost(credential, user, k) {
+  return gpodderJson(credential, "POST", `/api/2/subscriptions/${credential.username}/${GPODDER_DEVICE}.json`, {
+    add: Array.from({ length: GPODDER_ADDS }, (_, i) => feedUrl(user.id, `gpodder-${k}-${i}`)),
+    remove: Array.from({ length: GPODDER_REMOVES }, (_, i) => feedUrl(user.id, GPODDER_REMOVES * k + i)),
+  });
+}
+
+/** The upload that subscribes a user to the podcasts its episode uploads name (seed time). */
+export function gpodderPodcastsRequest(credential, user) {
+  return gpodderJson(credential, "POST", `/api/2/subscriptions/${credential.username}/${GPODDER_DEVICE}.json`, {
+    add: Array.from({ length: GPODDER_PODCASTS }, (_, i) => gpodderPodcast(user, i)),
+    remove: [],
+  });
+}
+
+/** 100 `play` actions with positions for episodes new to the server, spread over the user's podcasts. */
+function gpodderEpisodesUpload(credential, user) {
+  const batch = randomUUID();
+  const actions = Array.from({ length: GPODDER_UPLOAD_ACTIONS }, (_, i) => ({
+    podcast: gpodderPodcast(user, i % GPODDER_PODCASTS),
+    episode: `https://media.podcast-host.example.com/${user.id}/episodes/${batch}/${i}.mp3`,
+    guid: `urn:uuid:${batch}:${i}`,
+    action: "play",
+    timestamp: NEW_EPISODE_CHANGED_AT.slice(0, 19),
+    started: 0,
+    position: 60 + i,
+    total: 3600,
+    device: GPODDER_DEVICE,
+  }));
+  return gpodderJson(credential, "POST", `/api/2/episodes/${credential.username}.json`, actions);
+}
+
 function patchRequest(tokens, user, guid, url) {
   return {
     method: "PATCH",
@@ -348,8 +495,11 @@ function opmlRequest(tokens, user) {
   };
 }
 
-/** The requests that only read: the same for load, probes and the isolate-only worker. */
-function reads(u, tokens) {
+/**
+ * The requests that only read: the same for load, probes and the isolate-only worker (whose gpodder requests
+ * sign in with the users' second app password, `credential`).
+ */
+function reads(u, tokens, credential = "gpodder") {
   const existingGuid = seededGuid(u.list.no, 150);
   const syncUser = u.scaling[10000];
   return {
@@ -360,8 +510,24 @@ function reads(u, tokens) {
     // State 0 of the feed user (live) sent again exactly as stored, at its stored device time.
     "episode-noop": () => episodeMergeRequest(tokens, u.episodeFeed, 0, EPISODE_SEEDED_AT, 0),
     "episode-feed": () => ({ method: "GET", path: episodeFeedPath(0), headers: auth(tokens, u.episodeFeed) }),
+    "gpodder-episodes-get": () => {
+      const signedIn = u.gpodderEpisodes[credential];
+      return gpodderJson(signedIn, "GET", `/api/2/episodes/${signedIn.username}.json?since=0`);
+    },
+    "gpodder-subscriptions-get": () => {
+      const signedIn = u.scaling[10000][credential];
+      return gpodderJson(signedIn, "GET", `/api/2/subscriptions/${signedIn.username}/${GPODDER_DEVICE}.json?since=0`);
+    },
   };
 }
+
+/** The user each gpodder row signs in as, given the writers of its two uploads. */
+const gpodderUserOf = (u, uploader, subscriber) => ({
+  "gpodder-episodes-upload": uploader,
+  "gpodder-episodes-get": u.gpodderEpisodes,
+  "gpodder-subscriptions-get": u.scaling[10000],
+  "gpodder-subscriptions-post": subscriber,
+});
 
 /**
  * The measured endpoints, for one set of writing users (the load set or the probe set).
@@ -418,6 +584,7 @@ export function endpoints(u, set, tokens) {
     { name: "sync", expected: [200], dynamic: false, next: read.sync },
     ...bulk,
     ...episodeEndpoints(read, set, tokens),
+    ...gpodderEndpoints(u, read, set),
   ];
   if (set.opml) {
     list.push({
@@ -465,13 +632,52 @@ function episodeEndpoints(read, set, tokens) {
 }
 
 /**
+ * The gpodder rows for one set of writing users. `warmUp`: what the probes send first, so they measure the
+ * steady state.
+ */
+function gpodderEndpoints(u, read, set) {
+  // A probe pool has one user: its first.
+  const users = gpodderUserOf(u, set.gpodderUpload.users[0], set.gpodderSubscriptions.users[0]);
+  const warmUp = (name) => () => gpodderWarmUp(users[name].gpodder);
+  return [
+    {
+      name: "gpodder-episodes-upload",
+      expected: [200],
+      dynamic: true,
+      warmUp: warmUp("gpodder-episodes-upload"),
+      next: () => {
+        const { user } = set.gpodderUpload.take();
+        return gpodderEpisodesUpload(user.gpodder, user);
+      },
+    },
+    ...["gpodder-episodes-get", "gpodder-subscriptions-get"].map((name) => ({
+      name,
+      expected: [200],
+      dynamic: false,
+      warmUp: warmUp(name),
+      next: read[name],
+    })),
+    {
+      name: "gpodder-subscriptions-post",
+      expected: [200],
+      dynamic: true,
+      warmUp: warmUp("gpodder-subscriptions-post"),
+      next: () => {
+        const { user, k } = set.gpodderSubscriptions.take();
+        return gpodderSubscriptionsPost(user.gpodder, user, k);
+      },
+    },
+  ];
+}
+
+/**
  * One fixed request per isolate-only scenario. Writes use the isolate users: each is recorded once
  * against the real D1 (where it really writes) and then replayed as often as the load asks.
  * @returns {Endpoint[]}
  */
 export function isolateEndpoints(u, tokens) {
-  const read = reads(u, tokens);
-  const { writer, opml, episodes } = u.isolate;
+  const read = reads(u, tokens, "gpodderIsolate");
+  const { writer, opml, episodes, gpodder } = u.isolate;
   const fresh = randomUUID();
   const requests = {
     ...read,
@@ -485,7 +691,10 @@ export function isolateEndpoints(u, tokens) {
     "episode-merge": appliedMerge(tokens, episodes, 0),
     "episode-bulk-1": bulkRequest(tokens, episodes, 1, newEpisode),
     "episode-bulk-100": bulkRequest(tokens, episodes, 100, newEpisode),
+    "gpodder-episodes-upload": gpodderEpisodesUpload(gpodder.gpodderIsolate, gpodder),
+    "gpodder-subscriptions-post": gpodderSubscriptionsPost(gpodder.gpodderIsolate, gpodder, 0),
   };
+  const gpodderUser = gpodderUserOf(u, gpodder, gpodder);
   const expected = { "post-new": [201], delete: [204], "episode-post-new": [201] };
   return ISOLATE_NAMES.map((name) => {
     const request = typeof requests[name] === "function" ? requests[name]() : requests[name];
@@ -495,6 +704,8 @@ export function isolateEndpoints(u, tokens) {
       dynamic: false,
       optional: name === "opml-import",
       next: () => request,
+      // The calls that fill the isolate's caches (sign-in, device), recorded before the steady-state tape.
+      ...(gpodderUser[name] ? { warmUp: () => gpodderWarmUp(gpodderUser[name].gpodderIsolate) } : {}),
     };
   });
 }
