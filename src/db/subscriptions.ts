@@ -4,6 +4,15 @@ import { changeFeedReader } from "./change-feed";
 import { call, type Database } from "./database";
 import { subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
+import {
+  bytesNeeded,
+  type RoomNeed,
+  refusal,
+  roomStatement,
+  rowsNeeded,
+  subscriptionTombstones,
+  utf8Bytes,
+} from "./storage";
 import { urlKey } from "./url-key";
 
 /** Stored subscriptions per user, tombstones included (docs/API.md §12); reviving a tombstone is not creating. */
@@ -28,20 +37,47 @@ const nextChange = sql`(SELECT coalesce(max(${stats.version}), 0) + 1 FROM ${sta
 const isActive = sql`${s.userId} = ${userId} AND ${s.guid} = ${guid} AND ${s.unsubscribedAt} IS NULL`;
 const returned = sql`${s.guid}, ${s.feedUrl}, ${s.subscribedAt}`;
 
+const isStored = sql`EXISTS (SELECT 1 FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = ${guid})`;
+const isStoredActive = sql`EXISTS (SELECT 1 FROM ${s} WHERE ${isActive})`;
+const storedBytes = sql`(SELECT ${utf8Bytes(s.feedUrl)} FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = ${guid})`;
+
+/**
+ * What a subscribe must free first (docs/API.md §15): a slot when the feed is not stored (reviving one's own
+ * tombstone never counts as creating), and the bytes its URL adds over the stored one's. An active
+ * subscription is left as it is: it needs nothing.
+ */
+const subscribeNeed: RoomNeed = {
+  count: rowsNeeded(sql`NOT ${isStored}`, stats.storedCount, MAX_STORED_SUBSCRIPTIONS),
+  bytes: sql`(CASE WHEN ${isStoredActive} THEN 0 ELSE ${bytesNeeded(
+    sql`(${utf8Bytes(feedUrl)} - coalesce(${storedBytes}, 0))`,
+  )} END)`,
+  exclude: guid,
+};
+
+/** What a feed move must free first: the bytes the new URL adds over the active subscription's. */
+const moveNeed: RoomNeed = {
+  count: sql`0`,
+  bytes: bytesNeeded(sql`(${utf8Bytes(feedUrl)} - (SELECT ${utf8Bytes(s.feedUrl)} FROM ${s} WHERE ${isActive}))`),
+  exclude: sql`NULL`,
+};
+
+const subscribeRoomStatement = roomStatement(subscriptionTombstones, subscribeNeed);
+const moveRoomStatement = roomStatement(subscriptionTombstones, moveNeed);
+
 /**
  * Subscribes: inserts the row, or revives its tombstone with the new feedUrl and a fresh time, under
  * the next change number (which also places it in the list among feeds subscribed in the same
  * millisecond). For an active subscription it does nothing and returns no row, so statements of one
- * batch stay independent. A new row is inserted only while the user stores fewer than the quota,
- * checked inside the statement: concurrent writers cannot overshoot it. The row it writes is exactly
- * (guid, feedUrl, now), so it returns only that it wrote one: D1's answer is parsed in the isolate,
- * once per statement of a bulk request.
+ * batch stay independent. It writes only within the quota and the storage budget, checked inside the
+ * statement (concurrent writers cannot overshoot); subscribeRoomStatement, just before it, purged
+ * tombstones to make room when there were enough. The row it writes is exactly (guid, feedUrl, now),
+ * so it returns only that it wrote one: D1's answer is parsed in the isolate, once per statement of a
+ * bulk request.
  */
 const subscribeStatement = statement(sql`
   INSERT INTO ${s} (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, received_at, url_key)
   SELECT ${userId}, ${guid}, ${feedUrl}, ${now}, NULL, ${nextChange}, ${nextChange}, unixepoch(), ${feedUrlKey}
-  WHERE coalesce((SELECT ${stats.storedCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) < ${MAX_STORED_SUBSCRIPTIONS}
-    OR EXISTS (SELECT 1 FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = ${guid})
+  WHERE ${subscribeNeed.count} <= 0 AND ${subscribeNeed.bytes} <= 0
   ON CONFLICT (user_id, guid) DO UPDATE SET
     feed_url = excluded.feed_url, subscribed_at = excluded.subscribed_at, unsubscribed_at = NULL,
     change_seq = excluded.change_seq, subscribed_seq = excluded.subscribed_seq, received_at = excluded.received_at,
@@ -55,7 +91,7 @@ const subscribeStatement = statement(sql`
  */
 const moveStatement = statement(sql`
   UPDATE ${s} SET feed_url = ${feedUrl}, url_key = ${feedUrlKey}, change_seq = ${nextChange}, received_at = unixepoch()
-  WHERE ${isActive} AND ${s.feedUrl} IS NOT ${feedUrl}`);
+  WHERE ${isActive} AND ${s.feedUrl} IS NOT ${feedUrl} AND ${moveNeed.bytes} <= 0`);
 
 /** Unsubscribes, keeping the row as a tombstone the change feed reports. */
 const unsubscribeStatement = statement(sql`
@@ -64,15 +100,6 @@ const unsubscribeStatement = statement(sql`
   RETURNING 1 AS written`);
 
 const findActiveStatement = statement(sql`SELECT ${returned} FROM ${s} WHERE ${isActive}`);
-
-/**
- * Which of the guids the user stores (active or tombstone) once the batch has run. An add that
- * returned no row found either an active subscription or a full quota; since nothing in a batch
- * deletes rows, a guid still unknown at the end was refused by the quota.
- */
-const storedGuidsStatement = statement(sql`
-  SELECT json_group_array(${s.guid}) AS guids FROM ${s}
-  WHERE ${s.userId} = ${userId} AND ${s.guid} IN (SELECT value FROM json_each(${sql.placeholder("guids")}))`);
 
 /** The row subscribeStatement wrote (it returns only that it wrote one). */
 function writtenRow(item: FeedItem, at: number): StoredSubscription {
@@ -87,8 +114,13 @@ function toStored(row: Row | undefined): StoredSubscription | undefined {
 // ---------------------------------------------------------------------------------------------
 // Writes
 
-export type AddResult = { kind: "created"; subscription: StoredSubscription } | { kind: "exists" } | { kind: "limit" };
-export type UpdateResult = { kind: "updated"; subscription: StoredSubscription } | { kind: "not-found" };
+/** A write refused by the count quota (`limit`) or the storage budget (`storage`), tombstones purged first. */
+export type Refused = { kind: "limit" } | { kind: "storage" };
+export type AddResult = { kind: "created"; subscription: StoredSubscription } | { kind: "exists" } | Refused;
+export type UpdateResult =
+  | { kind: "updated"; subscription: StoredSubscription }
+  | { kind: "not-found" }
+  | { kind: "storage" };
 export type RemoveResult = { kind: "removed" } | { kind: "not-found" };
 
 export type WriteOperation =
@@ -118,43 +150,42 @@ async function bindWithKey(statement: Statement, context: WriteContext, item: Fe
 /** Plans one subscription operation into the batch and returns the reader of its result (valid once the batch ran). */
 export type SubscriptionWriter = <T extends WriteOperation>(operation: T) => () => WriteResult<T>;
 
+function bindRoom(room: Statement, context: WriteContext, item: FeedItem): D1PreparedStatement {
+  return room.bind(context.db, { userId: context.user, guid: item.guid, feedUrl: item.feedUrl });
+}
+
 /**
- * The subscription writes of one request. Each operation's statements go into the batch in request order
- * (a move is followed by a read of the row as it then is); the adds share one trailing check
- * (storedGuidsStatement) that tells an existing subscription from a full quota.
+ * The subscription writes of one request. Each operation's statements go into the batch in request order:
+ * an add or a move is preceded by its make-room statement (which also says why a write was refused), a move
+ * is followed by a read of the row as it then is.
  */
 export function subscriptionWriter(context: WriteContext): SubscriptionWriter {
   const { batch, db, user, at } = context;
-  const adds: string[] = [];
-  const check = batch.close(() =>
-    adds.length === 0 ? [] : [storedGuidsStatement.bind(db, { userId: user, guids: JSON.stringify(adds) })],
-  );
-  let stored: Set<string> | undefined;
-  const isStored = (guid: string) => {
-    stored ??= new Set(JSON.parse(check.results()[0].results[0].guids as string) as string[]);
-    return stored.has(guid);
-  };
-
   const plan = (operation: WriteOperation): (() => WriteResult<WriteOperation>) => {
     switch (operation.op) {
       case "add": {
-        adds.push(operation.guid);
-        const slot = batch.push(bindWithKey(subscribeStatement, context, operation));
+        const slot = batch.push(
+          bindRoom(subscribeRoomStatement, context, operation),
+          bindWithKey(subscribeStatement, context, operation),
+        );
         return () => {
-          if (slot.results()[0].results.length > 0) {
-            return { kind: "created", subscription: writtenRow(operation, at) };
-          }
-          return isStored(operation.guid) ? { kind: "exists" } : { kind: "limit" };
+          const [room, written] = slot.results();
+          if (written.results.length > 0) return { kind: "created", subscription: writtenRow(operation, at) };
+          const refused = refusal([room]);
+          return refused ? { kind: refused } : { kind: "exists" };
         };
       }
       case "update": {
         const slot = batch.push(
+          bindRoom(moveRoomStatement, context, operation),
           bindWithKey(moveStatement, context, operation),
           findActiveStatement.bind(db, { userId: user, guid: operation.guid }),
         );
         return () => {
-          const current = toStored(slot.results()[1].results[0]);
-          return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
+          const [room, , found] = slot.results();
+          const current = toStored(found.results[0]);
+          if (!current) return { kind: "not-found" };
+          return refusal([room]) === "storage" ? { kind: "storage" } : { kind: "updated", subscription: current };
         };
       }
       case "remove": {
@@ -196,31 +227,28 @@ export function subscribeMany(db: Database, user: string, items: readonly FeedIt
 export type SubscribeResult =
   | { kind: "created"; subscription: StoredSubscription }
   | { kind: "exists"; subscription: StoredSubscription }
-  | { kind: "limit" };
+  | Refused;
 
 /** Subscribes the user to one feed; an active subscription is returned unchanged. */
 export async function subscribe(db: Database, user: string, item: FeedItem, at: number): Promise<SubscribeResult> {
   const context: WriteContext = { batch: new WriteBatch(), db, user, at };
   const slot = context.batch.push(
+    bindRoom(subscribeRoomStatement, context, item),
     bindWithKey(subscribeStatement, context, item),
     findActiveStatement.bind(db, { userId: user, guid: item.guid }),
   );
   await context.batch.run(db);
-  const [inserted, current] = slot.results();
+  const [room, inserted, current] = slot.results();
   if (inserted.results.length > 0) return { kind: "created", subscription: writtenRow(item, at) };
-  const existing = toStored(current.results[0]);
-  return existing ? { kind: "exists", subscription: existing } : { kind: "limit" };
+  const refused = refusal([room]);
+  if (refused) return { kind: refused };
+  return { kind: "exists", subscription: toStored(current.results[0]) as StoredSubscription };
 }
 
 /** Moves an active subscription to `feedUrl` (a no-op when unchanged); undefined when there is none. */
-export async function moveFeed(
-  db: Database,
-  user: string,
-  item: FeedItem,
-  at: number,
-): Promise<StoredSubscription | undefined> {
+export async function moveFeed(db: Database, user: string, item: FeedItem, at: number): Promise<UpdateResult> {
   const [result] = await applyOperations(db, user, [{ op: "update" as const, ...item }], at);
-  return result.kind === "updated" ? result.subscription : undefined;
+  return result;
 }
 
 /** Marks the active subscription unsubscribed, keeping its row as a tombstone. False when there was none. */
@@ -356,7 +384,8 @@ export const allStatements: Record<string, Statement> = {
   move: moveStatement,
   unsubscribe: unsubscribeStatement,
   findActive: findActiveStatement,
-  storedGuids: storedGuidsStatement,
+  subscribeRoom: subscribeRoomStatement,
+  moveRoom: moveRoomStatement,
   list: listStatement,
   findOne: findOneStatement,
   changes: listChanges.statement,

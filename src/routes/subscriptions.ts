@@ -22,7 +22,7 @@ import { guidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
 import { collectionQuery, noQueryParameters, type PageParams, pageLink, paginationLinks } from "../pagination";
-import type { ResourceRef } from "../resources/resource-object";
+import { type ResourceRef, storageLimitReached } from "../resources/resource-object";
 import {
   alreadySubscribed,
   parseFeedMove,
@@ -30,7 +30,7 @@ import {
   SUBSCRIPTION_TYPE,
   subscriptionDocumentError,
   subscriptionDocumentSchema,
-  subscriptionLimitReached,
+  subscriptionRefused,
   subscriptionNotFound,
   subscriptionNotFoundAt,
   subscriptionPath,
@@ -82,7 +82,7 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   // Add a subscription; idempotent (docs/API.md §5).
   .post("/", jsonApi, jsonBody(subscriptionDocumentSchema, subscriptionDocumentError), async (c) => {
     const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
-    if (result.kind === "limit") throw new ApiError({ ...subscriptionLimitReached(), status: 403 });
+    if (result.kind === "limit" || result.kind === "storage") throw ApiError.from(subscriptionRefused(result));
     const document = dataDocument(toSubscriptionResource(result.subscription));
     if (result.kind === "exists") return respond(c, document);
     return respond(c, document, 201, { Location: absoluteUrl(c, subscriptionPath(result.subscription.guid)) });
@@ -112,12 +112,15 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     const db = c.get("db");
     const userId = c.get("userId");
     const { feedUrl } = move.value;
-    const subscription =
-      feedUrl === undefined
-        ? (await findSubscription(db, userId, guid)).subscription
-        : await moveFeed(db, userId, { guid, feedUrl }, Date.now());
-    if (!subscription) throw subscriptionNotFound();
-    return respond(c, dataDocument(toSubscriptionResource(subscription)));
+    if (feedUrl === undefined) {
+      const { subscription } = await findSubscription(db, userId, guid);
+      if (!subscription) throw subscriptionNotFound();
+      return respond(c, dataDocument(toSubscriptionResource(subscription)));
+    }
+    const result = await moveFeed(db, userId, { guid, feedUrl }, Date.now());
+    if (result.kind === "storage") throw ApiError.from(storageLimitReached());
+    if (result.kind === "not-found") throw subscriptionNotFound();
+    return respond(c, dataDocument(toSubscriptionResource(result.subscription)));
   })
 
   // Unsubscribe: the target of links.unsubscribe. The row stays as a tombstone (docs/API.md §5).
@@ -163,7 +166,8 @@ export const subscriptionOperations: OperationKind<WriteOperation> = {
           case "exists":
             return { errors: [alreadySubscribed(pointer, operation as FeedItem)] };
           case "limit":
-            return { errors: [subscriptionLimitReached(pointer)] };
+          case "storage":
+            return { errors: [subscriptionRefused(result, pointer)] };
           case "not-found":
             return { errors: [subscriptionNotFoundAt(pointer)] };
         }

@@ -1,0 +1,130 @@
+import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import type { Row } from "./batch";
+import { episodes as e, subscriptions as s, userStats as stats } from "./schema";
+import { type Statement, statement } from "./statements";
+
+/**
+ * What an account may store, beyond row counts (docs/API.md §15): the URL text, and how tombstones are recycled
+ * to make room. Purging is raising a horizon (`user_stats.*_horizon`): a trigger (drizzle/0005) then renumbers
+ * the live rows below it and deletes the tombstones at or below it, so every writer purges the same way.
+ */
+
+/** The UTF-8 bytes of URL text a user may store: feedUrls (tombstones included), mediaUrls and itemGuids. */
+export const MAX_URL_BYTES = 8 * 1024 * 1024;
+
+/** The UTF-8 byte length of a text value in SQL (0 for NULL). */
+export function utf8Bytes(value: SQLWrapper): SQL {
+  return sql`coalesce(length(CAST(${value} AS BLOB)), 0)`;
+}
+
+const userId = sql.placeholder("userId");
+
+/** A resource whose deleted rows stay as tombstones, ordered by its own change numbers. */
+export interface TombstoneTable {
+  table: SQL;
+  userId: SQLiteColumn;
+  /** The row's id within the user (the primary key's second column). */
+  id: SQLiteColumn;
+  changeSeq: SQLiteColumn;
+  /** The tombstone time column (NULL on live rows), also what the retention cron ages by. */
+  deletedAt: SQLiteColumn;
+  /** The URL bytes one row stores. */
+  bytes: SQL;
+  /** The user_stats column raising which purges this resource's tombstones. */
+  horizon: SQLiteColumn;
+  /** The user_stats column of this resource's latest change number. */
+  version: SQLiteColumn;
+}
+
+export const subscriptionTombstones: TombstoneTable = {
+  table: sql`${s}`,
+  userId: s.userId,
+  id: s.guid,
+  changeSeq: s.changeSeq,
+  deletedAt: s.unsubscribedAt,
+  bytes: utf8Bytes(s.feedUrl),
+  horizon: stats.subscriptionHorizon,
+  version: stats.version,
+};
+
+export const episodeTombstones: TombstoneTable = {
+  table: sql`${e}`,
+  userId: e.userId,
+  id: e.id,
+  changeSeq: e.changeSeq,
+  deletedAt: e.deletedAt,
+  bytes: sql`${utf8Bytes(e.mediaUrl)} + ${utf8Bytes(e.itemGuid)}`,
+  horizon: stats.episodeHorizon,
+  version: stats.episodeVersion,
+};
+
+/** The user's stats column, read inside a statement. */
+export function statOf(column: SQLiteColumn): SQL {
+  return sql`(SELECT ${column} FROM ${stats} WHERE ${stats.userId} = ${userId})`;
+}
+
+/**
+ * The URL bytes a write growing the user's text by `growth` must free first (<= 0: it fits). A write that keeps
+ * or shrinks the text needs nothing, even over the budget (an account stored before the budget may shrink).
+ * The write checks `<= 0` itself, so concurrent writers cannot overshoot.
+ */
+export function bytesNeeded(growth: SQL): SQL {
+  return sql`(CASE WHEN ${growth} > 0 THEN coalesce(${statOf(stats.urlBytes)}, 0) + ${growth} - ${MAX_URL_BYTES} ELSE 0 END)`;
+}
+
+/** The tombstones a write adding a row (`isNew`) must free first under a count quota (<= 0: it fits). */
+export function rowsNeeded(isNew: SQL, count: SQLiteColumn, max: number): SQL {
+  return sql`(CASE WHEN ${isNew} THEN coalesce(${statOf(count)}, 0) + 1 - ${max} ELSE 0 END)`;
+}
+
+/** What a write needs freed before it can run: tombstones (`count`) and URL bytes (`bytes`); <= 0 is none. */
+export interface RoomNeed {
+  count: SQL;
+  bytes: SQL;
+  /** A row the write itself revives: not counted as freeing anything (it may still be purged, see below). */
+  exclude: SQLWrapper;
+}
+
+/**
+ * Makes room for one write, placed just before it in the batch: when the write would pass the count quota or the
+ * budget, it raises the horizon to the newest of the user's oldest tombstones (change order) that free enough,
+ * which purges them (the trigger), and returns whether room was found: `count_ok`, `bytes_ok` (1 or 0). Live rows
+ * alone filling the quota or the budget: nothing is purged, and the write that follows refuses itself. When the
+ * write needs nothing it reads the stats row only, writes nothing and returns no row.
+ *
+ * The revived row is left out of what frees room: if the trigger deletes it (it lies below the new horizon),
+ * the write inserts it as new, which the freed tombstones made room for as well.
+ */
+export function roomStatement(table: TombstoneTable, need: RoomNeed): Statement {
+  const needed = sql`(SELECT k > 0 OR b > 0 FROM need)`;
+  return statement(sql`
+    WITH need AS (SELECT ${need.count} AS k, ${need.bytes} AS b),
+    t AS (
+      SELECT ${table.changeSeq} AS seq, row_number() OVER w AS rn, sum(${table.bytes}) OVER w AS cum,
+        ${table.bytes} AS len
+      FROM ${table.table}
+      WHERE ${table.userId} = ${userId} AND ${table.deletedAt} IS NOT NULL AND ${table.id} IS NOT ${need.exclude}
+        AND ${needed}
+      WINDOW w AS (ORDER BY ${table.changeSeq} ROWS UNBOUNDED PRECEDING)
+    ),
+    pick AS (
+      SELECT (SELECT max(seq) FROM t WHERE rn <= k OR cum - len < b) AS h,
+        k <= 0 OR (SELECT count(*) FROM t) >= k AS count_ok,
+        b <= 0 OR (SELECT coalesce(max(cum), 0) FROM t) >= b AS bytes_ok
+      FROM need
+    )
+    UPDATE ${stats} SET ${sql.identifier(table.horizon.name)} = CASE
+      WHEN (SELECT count_ok AND bytes_ok FROM pick) THEN max(${table.horizon}, (SELECT h FROM pick))
+      ELSE ${table.horizon} END
+    WHERE ${stats.userId} = ${userId} AND ${needed}
+    RETURNING (SELECT count_ok FROM pick) AS count_ok, (SELECT bytes_ok FROM pick) AS bytes_ok`);
+}
+
+/** Why a make-room statement found no room, if it did not: the count quota wins over the budget. */
+export function refusal(results: D1Result<Row>[]): "limit" | "storage" | undefined {
+  const rows = results.flatMap((result) => result.results);
+  if (rows.some((row) => row.count_ok === 0)) return "limit";
+  if (rows.some((row) => row.bytes_ok === 0)) return "storage";
+  return undefined;
+}
