@@ -58,12 +58,8 @@ export const subscriptions = sqliteTable(
     index("subscriptions_url").on(table.userId, table.urlKey),
     // Tombstones only, no URL text: a purge finds the user's oldest tombstones in change order without walking
     // live rows, and the retention cron finds tombstones past their age without a scan (docs/API.md §15).
-    index("subscriptions_tombstones")
-      .on(table.userId, table.changeSeq)
-      .where(sql`${table.unsubscribedAt} is not null`),
-    index("subscriptions_tombstone_age")
-      .on(table.unsubscribedAt)
-      .where(sql`${table.unsubscribedAt} is not null`),
+    index("subscriptions_tombstones").on(table.userId, table.changeSeq).where(sql`${table.unsubscribedAt} is not null`),
+    index("subscriptions_tombstone_age").on(table.unsubscribedAt).where(sql`${table.unsubscribedAt} is not null`),
   ],
 );
 

@@ -30,10 +30,10 @@ import {
   SUBSCRIPTION_TYPE,
   subscriptionDocumentError,
   subscriptionDocumentSchema,
-  subscriptionRefused,
   subscriptionNotFound,
   subscriptionNotFoundAt,
   subscriptionPath,
+  subscriptionRefused,
   toChangeResource,
   toSubscriptionResource,
 } from "../resources/subscription";
