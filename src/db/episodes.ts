@@ -316,6 +316,7 @@ export async function findEpisode(db: Database, user: string, episode: string): 
 /** The episode change feed (docs/API.md §13): its own sequence, tombstones included. */
 export const listEpisodeChanges = changeFeedReader<ChangedEpisode>({
   version: stats.episodeVersion,
+  horizon: stats.episodeHorizon,
   from: sql`${e}`,
   userId: e.userId,
   changeSeq: e.changeSeq,

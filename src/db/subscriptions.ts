@@ -365,6 +365,7 @@ export async function findSubscription(db: Database, user: string, feed: string)
 /** The subscription change feed (docs/API.md §8). */
 export const listChanges = changeFeedReader<ChangedSubscription>({
   version: stats.version,
+  horizon: stats.subscriptionHorizon,
   from: sql`${s}`,
   userId: s.userId,
   changeSeq: s.changeSeq,

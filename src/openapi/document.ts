@@ -2,6 +2,7 @@ import pkg from "../../package.json";
 import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import { MAX_BODY_BYTES, MAX_OPERATIONS, MAX_OPML_FEEDS } from "../limits";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../pagination";
+import { accountPaths } from "../routes/account.openapi";
 import { extensionPaths } from "../routes/extensions.openapi";
 import { operationPaths } from "../routes/operations.openapi";
 import { opmlPaths } from "../routes/opml.openapi";
@@ -15,7 +16,13 @@ import { ATOMIC, componentSchemas, headers, JSONAPI, type Json, parameters, resp
  * bundle nothing. Examples are produced by the service's own serialisation and error functions.
  */
 
-const paths: Record<string, Json> = { ...subscriptionPaths, ...operationPaths, ...opmlPaths, ...extensionPaths };
+const paths: Record<string, Json> = {
+  ...subscriptionPaths,
+  ...operationPaths,
+  ...opmlPaths,
+  ...accountPaths,
+  ...extensionPaths,
+};
 
 // ---------------------------------------------------------------------------------------------
 // The document
@@ -74,6 +81,7 @@ export function buildOpenApiDocument(): Json {
         name: "OPML",
         description: "Moving subscriptions between apps and services: OPML 2.0 export and merge-import.",
       },
+      { name: "Account", description: "Erasing everything stored for the user." },
       { name: "Extensions", description: "Documentation of the JSON:API extensions this server uses." },
     ],
     paths: sortResponses(paths),
