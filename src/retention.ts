@@ -7,7 +7,11 @@ import { shardRouting } from "./shards";
  * the shard map, a bounded slice per database per run (src/db/retention.ts). A database that fails is logged and
  * retried by the next run; the others still run.
  */
-export async function scheduled(controller: ScheduledController, env: AppBindings): Promise<void> {
+export async function scheduled(
+  controller: ScheduledController,
+  env: AppBindings,
+  _ctx?: ExecutionContext,
+): Promise<void> {
   const cutoff = controller.scheduledTime - TOMBSTONE_RETENTION_MS;
   const { databases } = shardRouting(env);
   const runs = [...databases].map(async ([name, database]) => {

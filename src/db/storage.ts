@@ -97,27 +97,36 @@ export interface RoomNeed {
  * the write inserts it as new, which the freed tombstones made room for as well.
  */
 export function roomStatement(table: TombstoneTable, need: RoomNeed): Statement {
-  const needed = sql`(SELECT k > 0 OR b > 0 FROM need)`;
+  const tombstones = sql`${table.userId} = ${userId} AND ${table.deletedAt} IS NOT NULL AND ${table.id} IS NOT ${need.exclude}`;
+  // The user's next tombstone in change order after `seq`, and its change number and bytes (primary-key lookups).
+  const nextAfter = (seq: SQL) =>
+    sql`(SELECT ${table.id} FROM ${table.table} WHERE ${tombstones} AND ${table.changeSeq} > ${seq} ORDER BY ${table.changeSeq} LIMIT 1)`;
+  const column = (value: SQL | SQLiteColumn, id: SQL) =>
+    sql`(SELECT ${value} FROM ${table.table} WHERE ${table.userId} = ${userId} AND ${table.id} = ${id})`;
+  const k = sql`(SELECT k FROM need)`;
+  const b = sql`(SELECT b FROM need)`;
+  // Walks the tombstone index one entry at a time and stops as soon as enough is freed: a write reads the
+  // tombstones it purges (at most the whole prefix only when it is refused anyway), never all of them.
   return statement(sql`
-    WITH need AS (SELECT ${need.count} AS k, ${need.bytes} AS b),
-    t AS (
-      SELECT ${table.changeSeq} AS seq, row_number() OVER w AS rn, sum(${table.bytes}) OVER w AS cum,
-        ${table.bytes} AS len
-      FROM ${table.table}
-      WHERE ${table.userId} = ${userId} AND ${table.deletedAt} IS NOT NULL AND ${table.id} IS NOT ${need.exclude}
-        AND ${needed}
-      WINDOW w AS (ORDER BY ${table.changeSeq} ROWS UNBOUNDED PRECEDING)
+    WITH RECURSIVE need AS (SELECT ${need.count} AS k, ${need.bytes} AS b),
+    walk(id, seq, n, cum) AS (
+      SELECT id, ${column(table.changeSeq, sql`id`)}, 1, ${column(table.bytes, sql`id`)}
+      FROM (SELECT ${nextAfter(sql`-1`)} AS id) WHERE id IS NOT NULL AND (${k} > 0 OR ${b} > 0)
+      UNION ALL
+      SELECT ${nextAfter(sql`walk.seq`)}, ${column(table.changeSeq, nextAfter(sql`walk.seq`))}, walk.n + 1,
+        walk.cum + ${column(table.bytes, nextAfter(sql`walk.seq`))}
+      FROM walk WHERE (walk.n < ${k} OR walk.cum < ${b}) AND ${nextAfter(sql`walk.seq`)} IS NOT NULL
     ),
     pick AS (
-      SELECT (SELECT max(seq) FROM t WHERE rn <= k OR cum - len < b) AS h,
-        k <= 0 OR (SELECT count(*) FROM t) >= k AS count_ok,
-        b <= 0 OR (SELECT coalesce(max(cum), 0) FROM t) >= b AS bytes_ok
+      SELECT (SELECT max(seq) FROM walk) AS h,
+        k <= 0 OR coalesce((SELECT max(n) FROM walk), 0) >= k AS count_ok,
+        b <= 0 OR coalesce((SELECT max(cum) FROM walk), 0) >= b AS bytes_ok
       FROM need
     )
     UPDATE ${stats} SET ${sql.identifier(table.horizon.name)} = CASE
       WHEN (SELECT count_ok AND bytes_ok FROM pick) THEN max(${table.horizon}, (SELECT h FROM pick))
       ELSE ${table.horizon} END
-    WHERE ${stats.userId} = ${userId} AND ${needed}
+    WHERE ${stats.userId} = ${userId} AND (${k} > 0 OR ${b} > 0)
     RETURNING (SELECT count_ok FROM pick) AS count_ok, (SELECT bytes_ok FROM pick) AS bytes_ok`);
 }
 
