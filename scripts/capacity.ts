@@ -4,6 +4,7 @@
 //
 //   npm run capacity                          100 000 subscriptions, 100 per user, 10 % tombstones
 //   npm run capacity -- --subscriptions 200000 --per-user 200 --tombstones 0.2
+//   npm run capacity -- --account             the worst account: bytes at the budget, SQL time of its requests
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,14 +13,20 @@ import { parseArgs } from "node:util";
 import { convertV4MiniflareOptions, Miniflare, NoOpLog } from "miniflare";
 import { unstable_splitSqlQuery } from "wrangler";
 import { allStatements } from "../src/db/subscriptions";
+import { measureWorstAccount } from "./capacity-account";
 
 const { values } = parseArgs({
   options: {
     subscriptions: { type: "string", default: "100000" },
     "per-user": { type: "string", default: "100" },
     tombstones: { type: "string", default: "0.1" },
+    account: { type: "boolean", default: false },
   },
 });
+if (values.account) {
+  console.log(JSON.stringify(measureWorstAccount(), null, 2));
+  process.exit(0);
+}
 const total = Number(values.subscriptions);
 const perUser = Number(values["per-user"]);
 const tombstoneShare = Number(values.tombstones);

@@ -95,6 +95,33 @@ async function walkFromZero(user: Caller, resource: Resource) {
   return device.local;
 }
 
+/**
+ * Tombstones are recycled, never a lockout: a write refused by a quota or the budget had no tombstones left that
+ * could have made room (the user's counters are padded, so "live rows alone" is the padding plus the live rows).
+ */
+async function refusalWasJustified(db: D1Database, userId: string, response: Response, sentBytes: number) {
+  const body = (await response.clone().json()) as {
+    errors?: { title: string }[];
+    "atomic:results"?: { errors?: { title: string }[] }[];
+  };
+  const title = body.errors?.[0]?.title ?? body["atomic:results"]?.[0]?.errors?.[0]?.title;
+  if (title === undefined || !title.endsWith("limit reached")) return;
+  const room = (await db
+    .prepare(
+      `SELECT (SELECT count(*) FROM subscriptions WHERE user_id = ?1 AND unsubscribed_at IS NOT NULL) AS subscription_tombstones,
+        (SELECT coalesce(sum(length(CAST(feed_url AS BLOB))), 0) FROM subscriptions WHERE user_id = ?1 AND unsubscribed_at IS NOT NULL) AS tombstone_bytes,
+        (SELECT count(*) FROM episodes WHERE user_id = ?1 AND deleted_at IS NOT NULL) AS episode_tombstones,
+        (SELECT url_bytes FROM user_stats WHERE user_id = ?1) AS url_bytes`,
+    )
+    .bind(userId)
+    .first()) as Record<string, number>;
+  if (title === "Subscription limit reached") expect(room.subscription_tombstones, title).toBe(0);
+  if (title === "Episode limit reached") expect(room.episode_tombstones, title).toBe(0);
+  if (title === "Storage limit reached") {
+    expect(MAX_URL_BYTES - room.url_bytes + room.tombstone_bytes, title).toBeLessThan(sentBytes);
+  }
+}
+
 async function runCron() {
   const ctx = createExecutionContext();
   await worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, ctx);
@@ -138,9 +165,11 @@ async function history(seed: number) {
   for (let step = 0; step < STEPS; step++) {
     const roll = rng.int(100);
     let response: Response | undefined;
+    let sentBytes = 0;
     if (roll < 20) {
       const id = rng.pick(subscriptionIds);
       const document = { data: { type: "subscription", id, attributes: { feedUrl: url("feeds") } } };
+      sentBytes = document.data.attributes.feedUrl.length;
       response = rng.int(2)
         ? await user.post("/v1/subscriptions", document)
         : await user.operations({ "atomic:operations": [{ op: "add", ...document }] });
@@ -148,12 +177,15 @@ async function history(seed: number) {
       response = await user.delete(`/v1/subscriptions/${rng.pick(subscriptionIds)}`);
     } else if (roll < 36) {
       const id = rng.pick(subscriptionIds);
+      const feedUrl = url("moved");
+      sentBytes = feedUrl.length;
       response = await user.patch(`/v1/subscriptions/${id}`, {
-        data: { type: "subscription", id, attributes: { feedUrl: url("moved") } },
+        data: { type: "subscription", id, attributes: { feedUrl } },
       });
     } else if (roll < 56) {
       clock += 1000;
       const attributes = { mediaUrl: url("cdn"), position: rng.int(3600), changedAt: new Date(clock).toISOString() };
+      sentBytes = attributes.mediaUrl.length;
       response = await user.post("/v1/episodes", episodeDocument(rng.pick(episodeIds), attributes));
     } else if (roll < 66) {
       response = await user.delete(`/v1/episodes/${rng.pick(episodeIds)}`);
@@ -176,6 +208,9 @@ async function history(seed: number) {
     }
     if (response)
       expect(statuses.has(response.status), `${response.status} ${await response.clone().text()}`).toBe(true);
+    if (response && (response.status === 403 || response.status === 200)) {
+      await refusalWasJustified(db, userId, response, sentBytes);
+    }
   }
 
   const stats = await db

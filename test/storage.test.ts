@@ -229,13 +229,13 @@ describe("tombstones are recycled at the count quotas, never a lockout (docs/API
   it("episodes: episode tombstones make room for a new state; only live states alone refuse it", async () => {
     const userId = "recycle-episodes";
     const db = await databaseFor(userId);
-    // 49 999 tombstones and one live state (numbered last), in one statement.
+    // One live state numbered first (and first by id), then 49 999 tombstones, in one statement.
     await db
       .prepare(
         `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000)
          INSERT INTO episodes (user_id, id, feed_guid, media_url, change_seq, received_at, deleted_at)
          SELECT ?1, printf('00000000-0000-4000-8000-%012d', i), ?2,
-           CASE WHEN i = 50000 THEN 'https://cdn.example.com/live.mp3' END, i, 0, CASE WHEN i < 50000 THEN ?3 END FROM n`,
+           CASE WHEN i = 1 THEN 'https://cdn.example.com/live.mp3' END, i, 0, CASE WHEN i > 1 THEN ?3 END FROM n`,
       )
       .bind(userId, FEED, Date.now())
       .run();
@@ -252,8 +252,21 @@ describe("tombstones are recycled at the count quotas, never a lockout (docs/API
     expect(created.status).toBe(201);
     const after = await stats(userId);
     expect(after?.episode_count).toBe(50_000);
-    expect(after?.episode_horizon).toBe(1);
-    expect((await user.get("/v1/episodes?filter[since]=1")).status).toBe(200);
+    // Exactly the oldest tombstone (change 2) went; the live state below it took a fresh number.
+    expect(after?.episode_horizon).toBe(2);
+    expect(await rowCount(userId, "episodes", "deleted_at IS NOT NULL")).toBe(49_998);
+    expect(await rowCount(userId, "episodes", "change_seq < 3")).toBe(0);
+    await expectExpired(user, "/v1/episodes", "1");
+    // Live states alone at the quota: refused, nothing purged.
+    await db.prepare("DELETE FROM episodes WHERE user_id = ? AND deleted_at IS NOT NULL").bind(userId).run();
+    await db.prepare("UPDATE user_stats SET episode_count = 50000 WHERE user_id = ?").bind(userId).run();
+    const refused = await user.post("/v1/episodes", document(crypto.randomUUID()));
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as ErrorDocument).errors[0]).toMatchObject({
+      title: "Episode limit reached",
+      meta: { maxEpisodes: 50_000 },
+    });
+    expect((await user.get("/v1/episodes?filter[since]=2")).status).toBe(200);
   });
 });
 

@@ -99,6 +99,7 @@ export interface RoomNeed {
 export function roomStatement(table: TombstoneTable, need: RoomNeed): Statement {
   const tombstones = sql`${table.userId} = ${userId} AND ${table.deletedAt} IS NOT NULL AND ${table.id} IS NOT ${need.exclude}`;
   // The user's next tombstone in change order after `seq`, and its change number and bytes (primary-key lookups).
+  // The walk's column is named `tombstone`, a name no table has, so it never resolves to a table's own column.
   const nextAfter = (seq: SQL) =>
     sql`(SELECT ${table.id} FROM ${table.table} WHERE ${tombstones} AND ${table.changeSeq} > ${seq} ORDER BY ${table.changeSeq} LIMIT 1)`;
   const column = (value: SQL | SQLiteColumn, id: SQL) =>
@@ -109,9 +110,9 @@ export function roomStatement(table: TombstoneTable, need: RoomNeed): Statement 
   // tombstones it purges (at most the whole prefix only when it is refused anyway), never all of them.
   return statement(sql`
     WITH RECURSIVE need AS (SELECT ${need.count} AS k, ${need.bytes} AS b),
-    walk(id, seq, n, cum) AS (
-      SELECT id, ${column(table.changeSeq, sql`id`)}, 1, ${column(table.bytes, sql`id`)}
-      FROM (SELECT ${nextAfter(sql`-1`)} AS id) WHERE id IS NOT NULL AND (${k} > 0 OR ${b} > 0)
+    walk(tombstone, seq, n, cum) AS (
+      SELECT tombstone, ${column(table.changeSeq, sql`tombstone`)}, 1, ${column(table.bytes, sql`tombstone`)}
+      FROM (SELECT ${nextAfter(sql`-1`)} AS tombstone) WHERE tombstone IS NOT NULL AND (${k} > 0 OR ${b} > 0)
       UNION ALL
       SELECT ${nextAfter(sql`walk.seq`)}, ${column(table.changeSeq, nextAfter(sql`walk.seq`))}, walk.n + 1,
         walk.cum + ${column(table.bytes, nextAfter(sql`walk.seq`))}
