@@ -217,7 +217,20 @@ export function measureWorstAccount() {
     );
     full.close();
 
+    // 5. Bytes on disk per URL byte by URL length: a WITHOUT ROWID row whose record passes ~1 000 bytes keeps
+    //    ~490 bytes in the b-tree and the rest on an overflow page of its own (4 KiB, however little it holds).
+    const byLength: Record<string, number> = {};
+    for (const bytes of [60, 200, 500, 900, 1000, 1100, 1500, 2048]) {
+      const sweep = freshDatabase(dir, `sweep-${bytes}`);
+      const before = fileBytes(sweep);
+      seedSubscriptions(sweep, Math.min(4096, Math.floor(MAX_URL_BYTES / bytes)), bytes, () => false);
+      byLength[`${bytes}-byte feedUrls`] =
+        Math.round(((fileBytes(sweep) - before) / stat(sweep, "url_bytes")) * 100) / 100;
+      sweep.close();
+    }
+
     return {
+      bytesPerUrlByteByLength: byLength,
       budget: {
         account: "4 096 live subscriptions of 2 048-byte feedUrls (the 8 MiB budget)",
         urlBytes,
