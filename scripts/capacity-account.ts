@@ -31,8 +31,8 @@ function freshDatabase(dir: string, name: string): DatabaseSync {
   return sqlite;
 }
 
-/** The SQL text and parameters of one of the app's statements for `values`. */
-function rendered(statement: Statement, values: Record<string, unknown>) {
+/** The SQL text and parameters of one of the app's statements for `values` (also used by capacity.ts). */
+export function rendered(statement: Statement, values: Record<string, unknown>) {
   let captured: { sql: string; params: SQLInputValue[] } | undefined;
   const client = {
     prepare: (sql: string) => ({

@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import { convertV4MiniflareOptions, Miniflare, NoOpLog } from "miniflare";
 import { unstable_splitSqlQuery } from "wrangler";
 import { allStatements } from "../src/db/subscriptions";
-import { measureWorstAccount } from "./capacity-account";
+import { measureWorstAccount, rendered } from "./capacity-account";
 
 const { values } = parseArgs({
   options: {
@@ -60,19 +60,9 @@ function sqliteFiles(dir: string): string[] {
   );
 }
 
-/** The SQL text and parameters of one of the app's statements (src/db/subscriptions.ts) for `values`. */
-function rendered(name: keyof typeof allStatements, values: Record<string, unknown>) {
-  let captured: { sql: string; params: unknown[] } | undefined;
-  const client = {
-    prepare: (sql: string) => ({
-      bind: (...params: unknown[]) => {
-        captured = { sql, params };
-      },
-    }),
-  } as unknown as D1Database;
-  allStatements[name].bind(client, values);
-  return captured as { sql: string; params: SQLInputValue[] };
-}
+/** The SQL text and parameters of one of src/db/subscriptions.ts's statements for `values`. */
+const renderedStatement = (name: keyof typeof allStatements, values: Record<string, unknown>) =>
+  rendered(allStatements[name], values);
 
 /**
  * SQL time of the app's own statements on the filled database, per request kind, measured in-process
@@ -85,12 +75,18 @@ function timeRequests(sqlite: DatabaseSync) {
   ).map((row) => row.user_id);
   const someGuid = sqlite.prepare("SELECT guid FROM subscriptions WHERE user_id = ? LIMIT 1");
   const kinds: Record<string, (user: string) => { sql: string; params: SQLInputValue[] }[]> = {
-    "list page 1 (25)": (user) => [rendered("list", { userId: user, knownVersion: null, limit: 25, offset: 0 })],
-    "get one": (user) => [rendered("findOne", { userId: user, guid: (someGuid.get(user) as { guid: string }).guid })],
-    "change feed (25)": (user) => [rendered("changes", { userId: user, since: 0, limit: 25, knownVersion: null })],
+    "list page 1 (25)": (user) => [
+      renderedStatement("list", { userId: user, knownVersion: null, limit: 25, offset: 0 }),
+    ],
+    "get one": (user) => [
+      renderedStatement("findOne", { userId: user, guid: (someGuid.get(user) as { guid: string }).guid }),
+    ],
+    "change feed (25)": (user) => [
+      renderedStatement("changes", { userId: user, since: 0, limit: 25, knownVersion: null }),
+    ],
     "subscribe (new)": (user) => {
       const values = { userId: user, guid: uuid(), feedUrl: feedUrl(), now: Date.now() };
-      return [rendered("subscribe", values), rendered("findActive", values)];
+      return [renderedStatement("subscribe", values), renderedStatement("findActive", values)];
     },
   };
   const report: Record<string, { meanMs: number; p99Ms: number; perSecond: number }> = {};
