@@ -270,6 +270,33 @@ describe("tombstones are recycled at the count quotas, never a lockout (docs/API
   });
 });
 
+describe("a purge's renumbering is charged to the user's rate limit (docs/API.md §15, README)", () => {
+  it("one request per 100 renumbered rows, after the write that purged", async () => {
+    const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
+    const seed = async (userId: string) => {
+      // 600 live subscriptions below the only tombstone, at the quota.
+      await seedSubscriptions(userId, 600);
+      await seedSubscriptions(userId, 1, { unsubscribed: true });
+      await (await databaseFor(userId))
+        .prepare("UPDATE user_stats SET stored_count = ? WHERE user_id = ?")
+        .bind(MAX_SUBSCRIPTIONS, userId)
+        .run();
+      return as(userId, tight);
+    };
+    const purging = await seed("charged-purge");
+    const feed = newFeed();
+    expect((await purging.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl))).status).toBe(201);
+    expect((await stats("charged-purge"))?.subscription_horizon).toBe(601);
+    // 1 for the request and 6 for the 600 renumbered rows: the limit of 5 is spent.
+    expect((await purging.get("/v1/subscriptions")).status).toBe(429);
+
+    const plain = await as("charged-nothing", tight);
+    const other = newFeed();
+    expect((await plain.post("/v1/subscriptions", subscriptionDocument(other.guid, other.feedUrl))).status).toBe(201);
+    expect((await plain.get("/v1/subscriptions")).status).toBe(200);
+  });
+});
+
 describe("retention: the Cron Trigger purges tombstones older than 180 days (docs/API.md §15)", () => {
   it("purges expired tombstones, raising the horizon only once no live row lies below, in bounded slices", async () => {
     const userId = "retention";

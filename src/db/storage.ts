@@ -128,7 +128,20 @@ export function roomStatement(table: TombstoneTable, need: RoomNeed): Statement 
       WHEN (SELECT count_ok AND bytes_ok FROM pick) THEN max(${table.horizon}, (SELECT h FROM pick))
       ELSE ${table.horizon} END
     WHERE ${stats.userId} = ${userId} AND (${k} > 0 OR ${b} > 0)
-    RETURNING (SELECT count_ok FROM pick) AS count_ok, (SELECT bytes_ok FROM pick) AS bytes_ok`);
+    RETURNING (SELECT count_ok FROM pick) AS count_ok, (SELECT bytes_ok FROM pick) AS bytes_ok,
+      (SELECT count(*) FROM ${table.table} WHERE ${table.userId} = ${userId} AND ${table.deletedAt} IS NULL
+        AND ${table.changeSeq} < (SELECT h FROM pick) AND (SELECT count_ok AND bytes_ok FROM pick)) AS renumbered`);
+}
+
+/**
+ * The live rows the purges of a batch renumbered (each make-room statement reports those below its new horizon):
+ * what the request is charged for beyond itself (middleware/rate-limit.ts).
+ */
+export function renumberedRows(results: D1Result<Row>[]): number {
+  return results.reduce(
+    (sum, result) => sum + result.results.reduce((rows, row) => rows + (Number(row.renumbered) || 0), 0),
+    0,
+  );
 }
 
 /** Why a make-room statement found no room, if it did not: the count quota wins over the budget. */

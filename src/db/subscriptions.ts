@@ -206,8 +206,8 @@ export async function applyOperations<T extends WriteOperation>(
   user: string,
   operations: readonly T[],
   at: number,
+  batch = new WriteBatch(),
 ): Promise<WriteResult<T>[]> {
-  const batch = new WriteBatch();
   const plan = subscriptionWriter({ batch, db, user, at });
   const readers = operations.map((operation) => plan(operation));
   await batch.run(db);
@@ -215,12 +215,13 @@ export async function applyOperations<T extends WriteOperation>(
 }
 
 /** Subscribes to each item in order, in one batch (bulk adds, OPML import). */
-export function subscribeMany(db: Database, user: string, items: readonly FeedItem[], at: number) {
+export function subscribeMany(db: Database, user: string, items: readonly FeedItem[], at: number, batch?: WriteBatch) {
   return applyOperations(
     db,
     user,
     items.map((item) => ({ op: "add" as const, guid: item.guid, feedUrl: item.feedUrl })),
     at,
+    batch,
   );
 }
 
@@ -230,8 +231,14 @@ export type SubscribeResult =
   | Refused;
 
 /** Subscribes the user to one feed; an active subscription is returned unchanged. */
-export async function subscribe(db: Database, user: string, item: FeedItem, at: number): Promise<SubscribeResult> {
-  const context: WriteContext = { batch: new WriteBatch(), db, user, at };
+export async function subscribe(
+  db: Database,
+  user: string,
+  item: FeedItem,
+  at: number,
+  batch = new WriteBatch(),
+): Promise<SubscribeResult> {
+  const context: WriteContext = { batch, db, user, at };
   const slot = context.batch.push(
     bindRoom(subscribeRoomStatement, context, item),
     bindWithKey(subscribeStatement, context, item),
@@ -246,8 +253,14 @@ export async function subscribe(db: Database, user: string, item: FeedItem, at: 
 }
 
 /** Moves an active subscription to `feedUrl` (a no-op when unchanged); undefined when there is none. */
-export async function moveFeed(db: Database, user: string, item: FeedItem, at: number): Promise<UpdateResult> {
-  const [result] = await applyOperations(db, user, [{ op: "update" as const, ...item }], at);
+export async function moveFeed(
+  db: Database,
+  user: string,
+  item: FeedItem,
+  at: number,
+  batch?: WriteBatch,
+): Promise<UpdateResult> {
+  const [result] = await applyOperations(db, user, [{ op: "update" as const, ...item }], at, batch);
   return result;
 }
 

@@ -17,6 +17,7 @@ import { ApiError, absoluteUrl, dataDocument, type ErrorObject, pointerTo, respo
 import { guidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
+import { chargeRenumbering } from "../middleware/rate-limit";
 import { changeFeedQuery, noQueryParameters } from "../pagination";
 import {
   EPISODE_TYPE,
@@ -64,6 +65,7 @@ async function writeOne(c: Context<AppEnv>, operation: EpisodeOperation): Promis
   const batch = new WriteBatch();
   const read = episodeWriter({ batch, db, user: c.get("userId"), at: Date.now() })(operation);
   await batch.run(db);
+  await chargeRenumbering(c, batch);
   return read();
 }
 

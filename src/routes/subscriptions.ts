@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import * as z from "zod";
 import type { AtomicResult, OperationKind } from "../atomic-operations";
 import { type ChangeFeed, changeFeedPage } from "../change-feed";
+import { WriteBatch } from "../db/batch";
 import {
   type ChangedSubscription,
   type FeedItem,
@@ -21,6 +22,7 @@ import { ApiError, absoluteUrl, dataDocument, pointerTo, respond } from "../json
 import { guidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
+import { chargeRenumbering } from "../middleware/rate-limit";
 import { collectionQuery, noQueryParameters, type PageParams, pageLink, paginationLinks } from "../pagination";
 import { type ResourceRef, storageLimitReached } from "../resources/resource-object";
 import {
@@ -81,7 +83,9 @@ export const subscriptionRoutes = new Hono<AppEnv>()
 
   // Add a subscription; idempotent (docs/API.md §5).
   .post("/", jsonApi, jsonBody(subscriptionDocumentSchema, subscriptionDocumentError), async (c) => {
-    const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
+    const batch = new WriteBatch();
+    const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now(), batch);
+    await chargeRenumbering(c, batch);
     if (result.kind === "limit" || result.kind === "storage") throw ApiError.from(subscriptionRefused(result));
     const document = dataDocument(toSubscriptionResource(result.subscription));
     if (result.kind === "exists") return respond(c, document);
@@ -117,7 +121,9 @@ export const subscriptionRoutes = new Hono<AppEnv>()
       if (!subscription) throw subscriptionNotFound();
       return respond(c, dataDocument(toSubscriptionResource(subscription)));
     }
-    const result = await moveFeed(db, userId, { guid, feedUrl }, Date.now());
+    const batch = new WriteBatch();
+    const result = await moveFeed(db, userId, { guid, feedUrl }, Date.now(), batch);
+    await chargeRenumbering(c, batch);
     if (result.kind === "storage") throw ApiError.from(storageLimitReached());
     if (result.kind === "not-found") throw subscriptionNotFound();
     return respond(c, dataDocument(toSubscriptionResource(result.subscription)));
