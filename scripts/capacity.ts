@@ -4,6 +4,7 @@
 //
 //   npm run capacity                          100 000 subscriptions, 100 per user, 10 % tombstones
 //   npm run capacity -- --subscriptions 200000 --per-user 200 --tombstones 0.2
+//   npm run capacity -- --account             the worst account: bytes at the budget, SQL time of its requests
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,14 +13,20 @@ import { parseArgs } from "node:util";
 import { convertV4MiniflareOptions, Miniflare, NoOpLog } from "miniflare";
 import { unstable_splitSqlQuery } from "wrangler";
 import { allStatements } from "../src/db/subscriptions";
+import { measureWorstAccount, rendered } from "./capacity-account";
 
 const { values } = parseArgs({
   options: {
     subscriptions: { type: "string", default: "100000" },
     "per-user": { type: "string", default: "100" },
     tombstones: { type: "string", default: "0.1" },
+    account: { type: "boolean", default: false },
   },
 });
+if (values.account) {
+  console.log(JSON.stringify(measureWorstAccount(), null, 2));
+  process.exit(0);
+}
 const total = Number(values.subscriptions);
 const perUser = Number(values["per-user"]);
 const tombstoneShare = Number(values.tombstones);
@@ -53,19 +60,9 @@ function sqliteFiles(dir: string): string[] {
   );
 }
 
-/** The SQL text and parameters of one of the app's statements (src/db/subscriptions.ts) for `values`. */
-function rendered(name: keyof typeof allStatements, values: Record<string, unknown>) {
-  let captured: { sql: string; params: unknown[] } | undefined;
-  const client = {
-    prepare: (sql: string) => ({
-      bind: (...params: unknown[]) => {
-        captured = { sql, params };
-      },
-    }),
-  } as unknown as D1Database;
-  allStatements[name].bind(client, values);
-  return captured as { sql: string; params: SQLInputValue[] };
-}
+/** The SQL text and parameters of one of src/db/subscriptions.ts's statements for `values`. */
+const renderedStatement = (name: keyof typeof allStatements, values: Record<string, unknown>) =>
+  rendered(allStatements[name], values);
 
 /**
  * SQL time of the app's own statements on the filled database, per request kind, measured in-process
@@ -78,12 +75,18 @@ function timeRequests(sqlite: DatabaseSync) {
   ).map((row) => row.user_id);
   const someGuid = sqlite.prepare("SELECT guid FROM subscriptions WHERE user_id = ? LIMIT 1");
   const kinds: Record<string, (user: string) => { sql: string; params: SQLInputValue[] }[]> = {
-    "list page 1 (25)": (user) => [rendered("list", { userId: user, knownVersion: null, limit: 25, offset: 0 })],
-    "get one": (user) => [rendered("findOne", { userId: user, guid: (someGuid.get(user) as { guid: string }).guid })],
-    "change feed (25)": (user) => [rendered("changes", { userId: user, since: 0, limit: 25, knownVersion: null })],
+    "list page 1 (25)": (user) => [
+      renderedStatement("list", { userId: user, knownVersion: null, limit: 25, offset: 0 }),
+    ],
+    "get one": (user) => [
+      renderedStatement("findOne", { userId: user, guid: (someGuid.get(user) as { guid: string }).guid }),
+    ],
+    "change feed (25)": (user) => [
+      renderedStatement("changes", { userId: user, since: 0, limit: 25, knownVersion: null }),
+    ],
     "subscribe (new)": (user) => {
       const values = { userId: user, guid: uuid(), feedUrl: feedUrl(), now: Date.now(), urlKey: 0 };
-      return [rendered("subscribe", values), rendered("findActive", values)];
+      return [renderedStatement("subscribe", values), renderedStatement("findActive", values)];
     },
   };
   const report: Record<string, { meanMs: number; p99Ms: number; perSecond: number }> = {};

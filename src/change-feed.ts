@@ -3,7 +3,7 @@ import type { ChangeFeedReader } from "./db/change-feed";
 import type { AppEnv } from "./env";
 import { entityTag, notModified, parseIfNoneMatch, REVALIDATE } from "./etag";
 import { dataDocument, respond } from "./jsonapi";
-import { type ChangeParams, changeFeedLinks, changesLink, invalidSyncToken } from "./pagination";
+import { type ChangeParams, changeFeedLinks, changesLink, expiredSyncToken, invalidSyncToken } from "./pagination";
 
 /**
  * A change feed as the API answers it (docs/API.md §8), for any resource: what changed after the client's
@@ -33,6 +33,9 @@ export async function changeFeedPage<T extends { changeSeq: number }>(
     result = await feed.read(c.get("primaryDb")(), userId, page.since, page.size + 1, precondition.version);
     if (page.since > result.version) throw invalidSyncToken();
   }
+  // A purge removed tombstones this token had not seen (docs/API.md §15): 0 always works, and no row keeps a
+  // change number below the horizon, so a walk from 0 is never handed an expired token.
+  if (page.since > 0 && page.since < result.horizon) throw expiredSyncToken();
   const { version, changes } = result;
   const etag = entityTag(userId, key, version);
   if (!changes || precondition.any) return notModified(c, etag);

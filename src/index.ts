@@ -5,6 +5,8 @@ import { d1Session, shardConfiguration } from "./middleware/d1-session";
 import { onError, onNotFound } from "./middleware/errors";
 import { limitPerUser } from "./middleware/rate-limit";
 import { requestFrame } from "./middleware/request-frame";
+import { scheduled } from "./retention";
+import { accountRoutes } from "./routes/account";
 import { appPasswordRoutes } from "./routes/app-passwords";
 import { episodeRoutes } from "./routes/episodes";
 import { extensionRoutes } from "./routes/extensions";
@@ -24,6 +26,7 @@ app.route("/v1/subscriptions", subscriptionRoutes);
 app.route("/v1/episodes", episodeRoutes);
 app.route("/v1/operations", operationRoutes);
 app.route("/v1/app-passwords", appPasswordRoutes);
+app.route("/v1/account", accountRoutes);
 app.route("/ext", extensionRoutes);
 app.route("/status", statusRoutes);
 // The gpodder.net API (docs/API.md §14): its own authentication (app passwords), per route.
@@ -32,4 +35,5 @@ app.route("/", gpodderRoutes);
 app.notFound(onNotFound);
 app.onError(onError);
 
-export default app;
+/** The Worker: HTTP requests, and the Cron Trigger that purges old tombstones (src/retention.ts). */
+export default Object.assign(app, { scheduled });

@@ -220,6 +220,19 @@ export function pageQueryError(error: z.core.$ZodError): ApiError {
   return unsupportedQueryParameter(parameter);
 }
 
+/**
+ * A token from before a purge of tombstones it had not seen (docs/API.md §15): answering it would hide those
+ * deletions, so the device syncs again from 0 (which always completes).
+ */
+export function expiredSyncToken(): ApiError {
+  return new ApiError({
+    status: 410,
+    title: "Sync token expired",
+    detail: `Deletions made after this token were purged; sync again from ${SINCE}=0 and replace the local state with the result.`,
+    source: { parameter: SINCE },
+  });
+}
+
 /** A token that is not one this server could have issued to the user (docs/API.md §8). */
 export function invalidSyncToken(): ApiError {
   return new ApiError({

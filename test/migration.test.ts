@@ -79,7 +79,8 @@ describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
     }
     results.sort((a, b) => String(a.user_id).localeCompare(String(b.user_id)));
     // Migration 0004 adds the episode counters and the stored URL bytes (every old URL here is 56 bytes).
-    const zeroEpisodes = { episode_count: 0, episode_version: 0 };
+    // Migration 0005's horizons start at 0: nothing was purged before it, so every token stays valid.
+    const zeroEpisodes = { episode_count: 0, episode_version: 0, subscription_horizon: 0, episode_horizon: 0 };
     expect(results).toEqual([
       { user_id: "old-alice", active_count: 3, stored_count: 4, version: 4, ...zeroEpisodes, url_bytes: 4 * 56 },
       { user_id: "old-bob", active_count: 0, stored_count: 1, version: 1, ...zeroEpisodes, url_bytes: 56 },
@@ -133,8 +134,11 @@ describe("migration 0004 on subscriptions of the previous schema", () => {
     expect(results.map((row) => row.name).sort()).toEqual([
       "subscriptions_active_page",
       "subscriptions_changes",
+      "subscriptions_tombstone_age",
+      "subscriptions_tombstones",
       "subscriptions_url",
     ]);
+    // Migration 0005's tombstone indexes hold no URL text either.
     for (const row of results) expect(row.sql).not.toMatch(/feed_url/);
     const rows = await (await databaseFor("old-alice"))
       // a was unsubscribed by a test above (a write of today's schema), which also added a random guid;

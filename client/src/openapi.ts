@@ -122,6 +122,13 @@ export interface paths {
      */
     delete: operations["deleteAppPassword"];
   };
+  "/v1/account": {
+    /**
+     * Erase everything stored for the user
+     * @description Erases, in one database transaction, every subscription (tombstones included), every episode state (tombstones included), the app passwords, gpodder sessions and devices of the token's user. Only bare counters without content stay: the change numbers move on, so a device that syncs afterwards with a token from before gets `410 Sync token expired` (never an empty page it would take for "nothing changed") and syncs again from `filter[since]=0`, which answers the empty feeds. No body, no query parameters. Writing again afterwards starts a new account under the same user.
+     */
+    delete: operations["eraseAccount"];
+  };
   "/ext/link-method": {
     /**
      * The link-method extension
@@ -895,6 +902,15 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       405: components["responses"]["MethodNotAllowed"];
       406: components["responses"]["NotAcceptable"];
+      /** @description The token is older than a purge of deleted items it had not seen (tombstones are purged after 180 days, to make room at a quota or the storage budget, and when the account is erased): sync again from `filter[since]=0` and replace the local state with the result. */
+      410: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
+        content: {
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+        };
+      };
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -947,7 +963,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
-      /** @description The user already stores 10000 subscriptions (unsubscribed ones included). Reviving one's own unsubscription is always allowed. */
+      /** @description The user's active subscriptions alone fill the quota of 10000 stored subscriptions (unsubscribed ones count too, but the oldest are purged first to make room), or the user's URL text would pass the storage budget of 8388608 bytes after purging every unsubscription. The quota's error wins when both apply. */
       403: {
         headers: {
           "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1123,6 +1139,15 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      /** @description The new feedUrl would grow the user's URL text past the storage budget of 8388608 bytes, even after purging every unsubscription. */
+      403: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
+        content: {
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+        };
+      };
       404: components["responses"]["SubscriptionNotFound"];
       405: components["responses"]["MethodNotAllowed"];
       406: components["responses"]["NotAcceptable"];
@@ -1207,6 +1232,15 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       405: components["responses"]["MethodNotAllowed"];
       406: components["responses"]["NotAcceptable"];
+      /** @description The token is older than a purge of deleted items it had not seen (tombstones are purged after 180 days, to make room at a quota or the storage budget, and when the account is erased): sync again from `filter[since]=0` and replace the local state with the result. */
+      410: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
+        content: {
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+        };
+      };
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1259,7 +1293,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
-      /** @description The user already stores 50000 episode states (forgotten ones included). */
+      /** @description The user's live episode states alone fill the quota of 50000 (forgotten ones count too, but the oldest are purged first to make room), or the state's URL text would pass the storage budget even after purging every unsubscription. The quota's error wins when both apply. */
       403: {
         headers: {
           "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1936,6 +1970,42 @@ export interface operations {
           "application/vnd.api+json": components["schemas"]["ErrorDocument"];
         };
       };
+      405: components["responses"]["MethodNotAllowed"];
+      406: components["responses"]["NotAcceptable"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  /**
+   * Erase everything stored for the user
+   * @description Erases, in one database transaction, every subscription (tombstones included), every episode state (tombstones included), the app passwords, gpodder sessions and devices of the token's user. Only bare counters without content stay: the change numbers move on, so a device that syncs afterwards with a token from before gets `410 Sync token expired` (never an empty page it would take for "nothing changed") and syncs again from `filter[since]=0`, which answers the empty feeds. No body, no query parameters. Writing again afterwards starts a new account under the same user.
+   */
+  eraseAccount: {
+    parameters: {
+      header?: {
+        "X-D1-Bookmark"?: components["parameters"]["bookmarkRequest"];
+      };
+    };
+    responses: {
+      /** @description Erased. No body. */
+      204: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          "X-D1-Bookmark": components["headers"]["X-D1-Bookmark"];
+        };
+        content: never;
+      };
+      /** @description A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
+        content: {
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+        };
+      };
+      401: components["responses"]["Unauthorized"];
       405: components["responses"]["MethodNotAllowed"];
       406: components["responses"]["NotAcceptable"];
       429: components["responses"]["TooManyRequests"];

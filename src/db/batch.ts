@@ -50,6 +50,11 @@ export class WriteBatch {
     this.ran = await call(() => db.batch<Row>(this.statements));
   }
 
+  /** Every statement's results, once the batch has run. */
+  all(): D1Result<Row>[] {
+    return this.read(0, this.ran?.length ?? 0);
+  }
+
   private read(start: number, count: number): D1Result<Row>[] {
     if (!this.ran) throw new Error("The batch has not run yet.");
     return this.ran.slice(start, start + count);

@@ -13,6 +13,8 @@ import { type Statement, statement } from "./statements";
 export interface ChangePage<T> {
   /** The user's latest change number of this resource. */
   version: number;
+  /** The highest change number of a purged tombstone of this resource: tokens below it (but 0) expired. */
+  horizon: number;
   /** Undefined when `known` was current: nothing but the version was read. */
   changes?: T[];
 }
@@ -20,6 +22,8 @@ export interface ChangePage<T> {
 export interface ChangeFeedTable<T> {
   /** The user's latest change number of this resource (a user_stats column). */
   version: SQLiteColumn;
+  /** The user's horizon of purged tombstones of this resource (a user_stats column). */
+  horizon: SQLiteColumn;
   /** The table and its user and change-number columns. */
   from: SQL;
   userId: SQLiteColumn;
@@ -37,7 +41,7 @@ export interface ChangeFeedTable<T> {
 function changesStatement(table: ChangeFeedTable<unknown>): Statement {
   const userId = sql.placeholder("userId");
   return statement(sql`
-    SELECT ${table.version} AS version,
+    SELECT ${table.version} AS version, ${table.horizon} AS horizon,
       CASE WHEN ${table.version} IS ${sql.placeholder("knownVersion")} THEN NULL ELSE (
         SELECT json_group_array(json(item)) FROM (
           SELECT json_array(${table.columns}) AS item FROM ${table.from}
@@ -61,16 +65,16 @@ export function changeFeedReader<T>(table: ChangeFeedTable<T>): ChangeFeedReader
     const row = await call(() =>
       query
         .bind(db, { userId: user, since, limit, knownVersion: known })
-        .first<{ version: number; changes: string | null }>(),
+        .first<{ version: number; horizon: number; changes: string | null }>(),
     );
     // No stats row: the user has never written anything.
-    if (!row) return { version: 0, changes: known === 0 ? undefined : [] };
-    if (row.changes === null) return { version: row.version };
+    if (!row) return { version: 0, horizon: 0, changes: known === 0 ? undefined : [] };
+    if (row.changes === null) return { version: row.version, horizon: row.horizon };
     // An aggregate does not promise to keep its input order: sorted again here.
     const changes = (JSON.parse(row.changes) as unknown[][])
       .map(table.unpack)
       .sort((a, b) => a.changeSeq - b.changeSeq);
-    return { version: row.version, changes };
+    return { version: row.version, horizon: row.horizon, changes };
   };
   return Object.assign(read, { statement: query });
 }

@@ -4,6 +4,16 @@ import { changeFeedReader } from "./change-feed";
 import { call, type Database } from "./database";
 import { episodes as e, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
+import {
+  bytesNeeded,
+  episodeTombstones,
+  type RoomNeed,
+  refusal,
+  roomStatement,
+  rowsNeeded,
+  subscriptionTombstones,
+  utf8Bytes,
+} from "./storage";
 import type { WriteContext } from "./subscriptions";
 
 /** Stored episode states per user, tombstones included (docs/API.md §13). */
@@ -53,6 +63,7 @@ export type EpisodeWriteResult =
   | { kind: "merged"; episode: StoredEpisode }
   | { kind: "feed-mismatch"; feedGuid: string }
   | { kind: "limit" }
+  | { kind: "storage" }
   | { kind: "not-found" }
   | { kind: "removed" };
 
@@ -147,9 +158,48 @@ function writtenColumns(fresh: SQL): SQL {
 const isTombstone = sql`${e.deletedAt} IS NOT NULL`;
 
 /**
+ * The URL bytes a write adds to the user's text (docs/API.md §15): what the row stores after the write minus
+ * what it stores now. A write that writes nothing (another feed's state; for a merge, no live state) adds none.
+ * `creates`: the write may start a fresh state over a tombstone or no row (POST), else it only merges.
+ */
+function growth(creates: boolean): SQL {
+  const sent = sql`(${utf8Bytes(mediaUrl)} + ${utf8Bytes(itemGuid)})`;
+  const merged = sql`(${utf8Bytes(sql`coalesce(${mediaUrl}, ${e.mediaUrl})`)}
+    + CASE WHEN ${itemGuidSent} THEN ${utf8Bytes(itemGuid)} ELSE ${utf8Bytes(e.itemGuid)} END
+    - ${episodeTombstones.bytes})`;
+  const fresh = creates ? sent : sql`0`;
+  return sql`coalesce((SELECT CASE WHEN ${isTombstone} THEN ${fresh}
+      WHEN ${feedGuid} IS NOT NULL AND ${e.feedGuid} IS NOT ${feedGuid} THEN 0
+      ELSE ${merged} END
+    FROM ${e} WHERE ${isThisEpisode}), ${fresh})`;
+}
+
+/** What a create-or-merge must free first: an episode slot when the id is not stored, and URL bytes. */
+const upsertNeed: RoomNeed = {
+  count: rowsNeeded(
+    sql`NOT EXISTS (SELECT 1 FROM ${e} WHERE ${isThisEpisode})`,
+    stats.episodeCount,
+    MAX_STORED_EPISODES,
+  ),
+  bytes: bytesNeeded(growth(true)),
+  exclude: id,
+};
+const mergeBytesNeed = bytesNeeded(growth(false));
+
+/** The rooms a write makes before it, count quota first (its refusal wins): episode tombstones, then subscription ones (the only ones with URL text). */
+const upsertRoomStatements = [
+  roomStatement(episodeTombstones, { count: upsertNeed.count, bytes: sql`0`, exclude: id }),
+  roomStatement(subscriptionTombstones, { count: sql`0`, bytes: upsertNeed.bytes, exclude: sql`NULL` }),
+];
+const mergeRoomStatements = [
+  roomStatement(subscriptionTombstones, { count: sql`0`, bytes: mergeBytesNeed, exclude: sql`NULL` }),
+];
+
+/**
  * Creates the state, writes a tombstone's id afresh, or merges into the live state of the same feed; returns
  * the row only when it wrote one (a merge that changes nothing, or a state of another feed, writes nothing).
- * A new row is inserted only while the user stores fewer than the quota, checked inside the statement.
+ * It writes only within the quota and the storage budget, checked inside the statement (the rooms before it
+ * purged tombstones when there were enough).
  */
 const upsertStatement = statement(sql`
   INSERT INTO ${e} (user_id, id, feed_guid, media_url, item_guid, position, duration, played,
@@ -157,8 +207,7 @@ const upsertStatement = statement(sql`
   SELECT ${userId}, ${id}, ${feedGuid}, ${mediaUrl}, ${itemGuid}, coalesce(${position}, 0), ${duration},
     coalesce(${played}, 0), CASE WHEN ${position} IS NOT NULL THEN ${changedAt} END,
     CASE WHEN ${played} IS NOT NULL THEN ${changedAt} END, ${nextChange}, unixepoch(), NULL
-  WHERE coalesce((SELECT ${stats.episodeCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) < ${MAX_STORED_EPISODES}
-    OR EXISTS (SELECT 1 FROM ${e} WHERE ${isThisEpisode})
+  WHERE ${upsertNeed.count} <= 0 AND ${upsertNeed.bytes} <= 0
   ON CONFLICT (user_id, id) DO UPDATE SET feed_guid = excluded.feed_guid, ${writtenColumns(isTombstone)}
   WHERE ${isTombstone} OR (${e.feedGuid} = ${feedGuid} AND ${anyApplies})
   RETURNING ${packed} AS row`);
@@ -167,7 +216,7 @@ const upsertStatement = statement(sql`
 const mergeStatement = statement(sql`
   UPDATE ${e} SET ${writtenColumns(sql`0`)}
   WHERE ${isThisEpisode} AND ${e.deletedAt} IS NULL
-    AND (${feedGuid} IS NULL OR ${e.feedGuid} = ${feedGuid}) AND ${anyApplies}
+    AND (${feedGuid} IS NULL OR ${e.feedGuid} = ${feedGuid}) AND ${anyApplies} AND ${mergeBytesNeed} <= 0
   RETURNING ${packed} AS row`);
 
 /** Forgets a live state, keeping a tombstone for the feed: no URL text, no values, no times. */
@@ -204,7 +253,8 @@ function writeValues(user: string, write: EpisodeWrite) {
 
 /**
  * The episode writes of one request. Each operation's statements go into the shared batch in request order:
- * a read of the stored row as it was, then the write (which returns the row only when it wrote it), so its
+ * the rooms (purging tombstones when the write would pass the quota or the budget), a read of the stored row
+ * as it was, then the write (which returns the row only when it wrote it), so its
  * result tells a new state from a merge, a write that changed nothing from a state of another feed.
  */
 export function episodeWriter(context: WriteContext): (operation: EpisodeOperation) => () => EpisodeWriteResult {
@@ -215,15 +265,23 @@ export function episodeWriter(context: WriteContext): (operation: EpisodeOperati
       return () => (slot.results()[0].results.length > 0 ? { kind: "removed" } : { kind: "not-found" });
     }
     const values = writeValues(user, operation);
-    const write = operation.op === "add" ? upsertStatement : mergeStatement;
-    const slot = batch.push(storedRowStatement.bind(db, values), write.bind(db, values));
+    const [write, rooms] =
+      operation.op === "add" ? [upsertStatement, upsertRoomStatements] : [mergeStatement, mergeRoomStatements];
+    const slot = batch.push(
+      ...rooms.map((room) => room.bind(db, values)),
+      storedRowStatement.bind(db, values),
+      write.bind(db, values),
+    );
     return () => {
-      const [before, written] = slot.results().map(rowOf);
+      const results = slot.results();
+      const [before, written] = results.slice(rooms.length).map(rowOf);
       const live = before && before.deletedAt === null ? before : undefined;
       if (written && written.deletedAt === null) {
         return { kind: live ? "merged" : "created", episode: toStored(written) };
       }
-      if (!live) return { kind: operation.op === "add" ? "limit" : "not-found" };
+      const refused = refusal(results.slice(0, rooms.length));
+      if (refused) return { kind: refused };
+      if (!live) return { kind: "not-found" };
       if (operation.feedGuid !== undefined && live.feedGuid !== operation.feedGuid) {
         return { kind: "feed-mismatch", feedGuid: live.feedGuid };
       }
@@ -258,6 +316,7 @@ export async function findEpisode(db: Database, user: string, episode: string): 
 /** The episode change feed (docs/API.md §13): its own sequence, tombstones included. */
 export const listEpisodeChanges = changeFeedReader<ChangedEpisode>({
   version: stats.episodeVersion,
+  horizon: stats.episodeHorizon,
   from: sql`${e}`,
   userId: e.userId,
   changeSeq: e.changeSeq,
@@ -272,6 +331,9 @@ export const episodeStatements: Record<string, Statement> = {
   merge: mergeStatement,
   forget: forgetStatement,
   storedRow: storedRowStatement,
+  upsertRoomEpisodes: upsertRoomStatements[0],
+  upsertRoomSubscriptions: upsertRoomStatements[1],
+  mergeRoom: mergeRoomStatements[0],
   findOne: findOneStatement,
   changes: listEpisodeChanges.statement,
 };

@@ -5,7 +5,8 @@ import { deviceStatement } from "./devices";
 import { type EpisodeOperation, type EpisodeWriteResult, episodeWriter, type StoredEpisode } from "./episodes";
 import { episodes as e, subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
-import { subscribeSql, unsubscribeSql } from "./subscriptions";
+import { roomStatement, subscriptionTombstones } from "./storage";
+import { subscribeNeedFor, subscribeSql, unsubscribeSql } from "./subscriptions";
 import { urlKey } from "./url-key";
 
 /**
@@ -147,12 +148,15 @@ const sentUrl = sql`(sent.value ->> 0)`;
 const sentGuid = feedGuidOf(sentUrl, sql`(sent.value ->> 1)`, sql`(sent.value ->> 2)`);
 
 /** A gpodder add: subscribes under the URL's feed guid unless an active subscription has the URL already. */
+const addedGuid = feedGuidOf(feedUrl, feedUrlKey, guid);
 const addUrlStatement = statement(
   subscribeSql({
-    guid: feedGuidOf(feedUrl, feedUrlKey, guid),
+    guid: addedGuid,
     onlyIf: sql`NOT EXISTS (SELECT 1 FROM (${withUrl(feedUrl, feedUrlKey)}) WHERE unsubscribed_at IS NULL)`,
   }),
 );
+/** Before each gpodder add: the user's oldest tombstones purged when the add would pass the quota or the budget. */
+const addUrlRoomStatement = roomStatement(subscriptionTombstones, subscribeNeedFor(addedGuid));
 
 /** A gpodder remove: unsubscribes every active subscription with the URL. */
 const removeUrlStatement = statement(
@@ -253,7 +257,12 @@ export async function writeGpodderSubscriptions(
   if (changes.keepOnly) {
     batch.push(removeUnlistedStatement.bind(db, { userId: user, now: at, urls: JSON.stringify(changes.keepOnly) }));
   }
-  batch.push(...changes.add.map((feed) => bindUrl(addUrlStatement, feed.url, feed.podcastGuid)));
+  for (const feed of changes.add) {
+    batch.push(
+      bindUrl(addUrlRoomStatement, feed.url, feed.podcastGuid),
+      bindUrl(addUrlStatement, feed.url, feed.podcastGuid),
+    );
+  }
   const added =
     changes.add.length === 0
       ? undefined
@@ -352,6 +361,7 @@ export async function writeEpisodes(
 export const gpodderStatements: Record<string, Statement> = {
   changesSince: changesSinceStatement,
   addUrl: addUrlStatement,
+  addUrlRoom: addUrlRoomStatement,
   removeUrl: removeUrlStatement,
   removeUnlisted: removeUnlistedStatement,
   resolved: resolvedStatement,

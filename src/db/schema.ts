@@ -56,6 +56,10 @@ export const subscriptions = sqliteTable(
     // `receivedAt` rides along so the gpodder `since` boundary is found from the index alone.
     index("subscriptions_changes").on(table.userId, table.changeSeq, table.receivedAt),
     index("subscriptions_url").on(table.userId, table.urlKey),
+    // Tombstones only, no URL text: a purge finds the user's oldest tombstones in change order without walking
+    // live rows, and the retention cron finds tombstones past their age without a scan (docs/API.md §15).
+    index("subscriptions_tombstones").on(table.userId, table.changeSeq).where(sql`${table.unsubscribedAt} is not null`),
+    index("subscriptions_tombstone_age").on(table.unsubscribedAt).where(sql`${table.unsubscribedAt} is not null`),
   ],
 );
 
@@ -89,6 +93,8 @@ export const episodes = sqliteTable(
   (table) => [
     primaryKey({ columns: [table.userId, table.id] }),
     index("episodes_changes").on(table.userId, table.changeSeq, table.receivedAt),
+    index("episodes_tombstones").on(table.userId, table.changeSeq).where(sql`${table.deletedAt} is not null`),
+    index("episodes_tombstone_age").on(table.deletedAt).where(sql`${table.deletedAt} is not null`),
   ],
 );
 
@@ -98,6 +104,10 @@ export const episodes = sqliteTable(
  * `version` is the user's latest subscription change number (sync token and ETag); `episodeCount`,
  * `episodeVersion` the same for episode states; `urlBytes` the UTF-8 bytes of URL text the user stores
  * (every stored feedUrl, tombstones included, every stored mediaUrl and itemGuid), for the storage budget.
+ * `subscriptionHorizon`, `episodeHorizon`: the highest change number of any purged tombstone of that kind
+ * (docs/API.md §15). A sync token below it (other than 0) may have missed a deletion and answers 410; no row
+ * keeps a change number below it (raising it renumbers the live rows below and deletes the tombstones at or
+ * below it, in a trigger), so a walk from 0 is never handed a refused token.
  */
 export const userStats = sqliteTable("user_stats", {
   userId: text("user_id").primaryKey(),
@@ -107,6 +117,8 @@ export const userStats = sqliteTable("user_stats", {
   episodeCount: integer("episode_count").notNull().default(0),
   episodeVersion: integer("episode_version").notNull().default(0),
   urlBytes: integer("url_bytes").notNull().default(0),
+  subscriptionHorizon: integer("subscription_horizon").notNull().default(0),
+  episodeHorizon: integer("episode_horizon").notNull().default(0),
 });
 
 /**

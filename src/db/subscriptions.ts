@@ -4,6 +4,15 @@ import { changeFeedReader } from "./change-feed";
 import { call, type Database } from "./database";
 import { subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
+import {
+  bytesNeeded,
+  type RoomNeed,
+  refusal,
+  roomStatement,
+  rowsNeeded,
+  subscriptionTombstones,
+  utf8Bytes,
+} from "./storage";
 import { urlKey } from "./url-key";
 
 /** Stored subscriptions per user, tombstones included (docs/API.md §12); reviving a tombstone is not creating. */
@@ -29,25 +38,58 @@ const isActive = sql`${s.userId} = ${userId} AND ${s.guid} = ${guid} AND ${s.uns
 const returned = sql`${s.guid}, ${s.feedUrl}, ${s.subscribedAt}`;
 
 /**
+ * What a subscribe of the feed `target` (the SQL of its guid) must free first (docs/API.md §15): a slot when the
+ * feed is not stored (reviving one's own tombstone never counts as creating), and the bytes its URL adds over the
+ * stored one's. An active subscription is left as it is: it needs nothing.
+ */
+export function subscribeNeedFor(target: SQL): RoomNeed {
+  const stored = sql`${s.userId} = ${userId} AND ${s.guid} = ${target}`;
+  return {
+    count: rowsNeeded(
+      sql`NOT EXISTS (SELECT 1 FROM ${s} WHERE ${stored})`,
+      stats.storedCount,
+      MAX_STORED_SUBSCRIPTIONS,
+    ),
+    bytes: sql`(CASE WHEN EXISTS (SELECT 1 FROM ${s} WHERE ${stored} AND ${s.unsubscribedAt} IS NULL) THEN 0 ELSE ${bytesNeeded(
+      sql`(${utf8Bytes(feedUrl)} - coalesce((SELECT ${utf8Bytes(s.feedUrl)} FROM ${s} WHERE ${stored}), 0))`,
+    )} END)`,
+    exclude: target,
+  };
+}
+
+const subscribeNeed = subscribeNeedFor(sql`${guid}`);
+
+/** What a feed move must free first: the bytes the new URL adds over the active subscription's. */
+const moveNeed: RoomNeed = {
+  count: sql`0`,
+  bytes: bytesNeeded(sql`(${utf8Bytes(feedUrl)} - (SELECT ${utf8Bytes(s.feedUrl)} FROM ${s} WHERE ${isActive}))`),
+  exclude: sql`NULL`,
+};
+
+const subscribeRoomStatement = roomStatement(subscriptionTombstones, subscribeNeed);
+const moveRoomStatement = roomStatement(subscriptionTombstones, moveNeed);
+
+/**
  * Subscribes: inserts the row, or revives its tombstone with the new feedUrl and a fresh time, under
  * the next change number (which also places it in the list among feeds subscribed in the same
  * millisecond). For an active subscription it does nothing and returns no row, so statements of one
- * batch stay independent. A new row is inserted only while the user stores fewer than the quota,
- * checked inside the statement: concurrent writers cannot overshoot it. The row it writes is exactly
- * (guid, feedUrl, now), so it returns only that it wrote one: D1's answer is parsed in the isolate,
- * once per statement of a bulk request.
+ * batch stay independent. It writes only within the quota and the storage budget, checked inside the
+ * statement (concurrent writers cannot overshoot); a room statement just before it (roomStatement with the
+ * same need) purged tombstones to make room when there were enough. The row it writes is exactly (guid,
+ * feedUrl, now), so it returns only that it wrote one: D1's answer is parsed in the isolate, once per
+ * statement of a bulk request.
  *
  * `guid` is the SQL of the guid it writes (the bound one, or one the statement resolves, as the gpodder
  * API's adds do: db/gpodder.ts); `onlyIf`, a further condition for writing anything. One builder, so both
- * kinds of add keep the same quota and revival rules.
+ * kinds of add keep the same quota, budget and revival rules.
  */
 export function subscribeSql(source: { guid: SQL; onlyIf?: SQL }): SQL {
   const onlyIf = source.onlyIf === undefined ? sql`` : sql` AND ${source.onlyIf}`;
+  const need = subscribeNeedFor(source.guid);
   return sql`
   INSERT INTO ${s} (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, received_at, url_key)
   SELECT ${userId}, ${source.guid}, ${feedUrl}, ${now}, NULL, ${nextChange}, ${nextChange}, unixepoch(), ${feedUrlKey}
-  WHERE (coalesce((SELECT ${stats.storedCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) < ${MAX_STORED_SUBSCRIPTIONS}
-    OR EXISTS (SELECT 1 FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = ${source.guid}))${onlyIf}
+  WHERE ${need.count} <= 0 AND ${need.bytes} <= 0${onlyIf}
   ON CONFLICT (user_id, guid) DO UPDATE SET
     feed_url = excluded.feed_url, subscribed_at = excluded.subscribed_at, unsubscribed_at = NULL,
     change_seq = excluded.change_seq, subscribed_seq = excluded.subscribed_seq, received_at = excluded.received_at,
@@ -64,7 +106,7 @@ const subscribeStatement = statement(subscribeSql({ guid: sql`${guid}` }));
  */
 const moveStatement = statement(sql`
   UPDATE ${s} SET feed_url = ${feedUrl}, url_key = ${feedUrlKey}, change_seq = ${nextChange}, received_at = unixepoch()
-  WHERE ${isActive} AND ${s.feedUrl} IS NOT ${feedUrl}`);
+  WHERE ${isActive} AND ${s.feedUrl} IS NOT ${feedUrl} AND ${moveNeed.bytes} <= 0`);
 
 /**
  * The next change number of the row being written. Correlated with the row on purpose: SQLite evaluates an
@@ -86,15 +128,6 @@ const unsubscribeStatement = statement(unsubscribeSql(sql`${s.userId} = ${userId
 
 const findActiveStatement = statement(sql`SELECT ${returned} FROM ${s} WHERE ${isActive}`);
 
-/**
- * Which of the guids the user stores (active or tombstone) once the batch has run. An add that
- * returned no row found either an active subscription or a full quota; since nothing in a batch
- * deletes rows, a guid still unknown at the end was refused by the quota.
- */
-const storedGuidsStatement = statement(sql`
-  SELECT json_group_array(${s.guid}) AS guids FROM ${s}
-  WHERE ${s.userId} = ${userId} AND ${s.guid} IN (SELECT value FROM json_each(${sql.placeholder("guids")}))`);
-
 /** The row subscribeStatement wrote (it returns only that it wrote one). */
 function writtenRow(item: FeedItem, at: number): StoredSubscription {
   return { guid: item.guid, feedUrl: item.feedUrl, subscribedAt: at };
@@ -108,8 +141,13 @@ function toStored(row: Row | undefined): StoredSubscription | undefined {
 // ---------------------------------------------------------------------------------------------
 // Writes
 
-export type AddResult = { kind: "created"; subscription: StoredSubscription } | { kind: "exists" } | { kind: "limit" };
-export type UpdateResult = { kind: "updated"; subscription: StoredSubscription } | { kind: "not-found" };
+/** A write refused by the count quota (`limit`) or the storage budget (`storage`), tombstones purged first. */
+export type Refused = { kind: "limit" } | { kind: "storage" };
+export type AddResult = { kind: "created"; subscription: StoredSubscription } | { kind: "exists" } | Refused;
+export type UpdateResult =
+  | { kind: "updated"; subscription: StoredSubscription }
+  | { kind: "not-found" }
+  | { kind: "storage" };
 export type RemoveResult = { kind: "removed" } | { kind: "not-found" };
 
 export type WriteOperation =
@@ -139,43 +177,42 @@ function bindWithKey(statement: Statement, context: WriteContext, item: FeedItem
 /** Plans one subscription operation into the batch and returns the reader of its result (valid once the batch ran). */
 export type SubscriptionWriter = <T extends WriteOperation>(operation: T) => () => WriteResult<T>;
 
+function bindRoom(room: Statement, context: WriteContext, item: FeedItem): D1PreparedStatement {
+  return room.bind(context.db, { userId: context.user, guid: item.guid, feedUrl: item.feedUrl });
+}
+
 /**
- * The subscription writes of one request. Each operation's statements go into the batch in request order
- * (a move is followed by a read of the row as it then is); the adds share one trailing check
- * (storedGuidsStatement) that tells an existing subscription from a full quota.
+ * The subscription writes of one request. Each operation's statements go into the batch in request order:
+ * an add or a move is preceded by its make-room statement (which also says why a write was refused), a move
+ * is followed by a read of the row as it then is.
  */
 export function subscriptionWriter(context: WriteContext): SubscriptionWriter {
   const { batch, db, user, at } = context;
-  const adds: string[] = [];
-  const check = batch.close(() =>
-    adds.length === 0 ? [] : [storedGuidsStatement.bind(db, { userId: user, guids: JSON.stringify(adds) })],
-  );
-  let stored: Set<string> | undefined;
-  const isStored = (guid: string) => {
-    stored ??= new Set(JSON.parse(check.results()[0].results[0].guids as string) as string[]);
-    return stored.has(guid);
-  };
-
   const plan = (operation: WriteOperation): (() => WriteResult<WriteOperation>) => {
     switch (operation.op) {
       case "add": {
-        adds.push(operation.guid);
-        const slot = batch.push(bindWithKey(subscribeStatement, context, operation));
+        const slot = batch.push(
+          bindRoom(subscribeRoomStatement, context, operation),
+          bindWithKey(subscribeStatement, context, operation),
+        );
         return () => {
-          if (slot.results()[0].results.length > 0) {
-            return { kind: "created", subscription: writtenRow(operation, at) };
-          }
-          return isStored(operation.guid) ? { kind: "exists" } : { kind: "limit" };
+          const [room, written] = slot.results();
+          if (written.results.length > 0) return { kind: "created", subscription: writtenRow(operation, at) };
+          const refused = refusal([room]);
+          return refused ? { kind: refused } : { kind: "exists" };
         };
       }
       case "update": {
         const slot = batch.push(
+          bindRoom(moveRoomStatement, context, operation),
           bindWithKey(moveStatement, context, operation),
           findActiveStatement.bind(db, { userId: user, guid: operation.guid }),
         );
         return () => {
-          const current = toStored(slot.results()[1].results[0]);
-          return current ? { kind: "updated", subscription: current } : { kind: "not-found" };
+          const [room, , found] = slot.results();
+          const current = toStored(found.results[0]);
+          if (!current) return { kind: "not-found" };
+          return refusal([room]) === "storage" ? { kind: "storage" } : { kind: "updated", subscription: current };
         };
       }
       case "remove": {
@@ -196,8 +233,8 @@ export async function applyOperations<T extends WriteOperation>(
   user: string,
   operations: readonly T[],
   at: number,
+  batch = new WriteBatch(),
 ): Promise<WriteResult<T>[]> {
-  const batch = new WriteBatch();
   const plan = subscriptionWriter({ batch, db, user, at });
   const readers = operations.map((operation) => plan(operation));
   await batch.run(db);
@@ -205,32 +242,41 @@ export async function applyOperations<T extends WriteOperation>(
 }
 
 /** Subscribes to each item in order, in one batch (bulk adds, OPML import). */
-export function subscribeMany(db: Database, user: string, items: readonly FeedItem[], at: number) {
+export function subscribeMany(db: Database, user: string, items: readonly FeedItem[], at: number, batch?: WriteBatch) {
   return applyOperations(
     db,
     user,
     items.map((item) => ({ op: "add" as const, guid: item.guid, feedUrl: item.feedUrl })),
     at,
+    batch,
   );
 }
 
 export type SubscribeResult =
   | { kind: "created"; subscription: StoredSubscription }
   | { kind: "exists"; subscription: StoredSubscription }
-  | { kind: "limit" };
+  | Refused;
 
 /** Subscribes the user to one feed; an active subscription is returned unchanged. */
-export async function subscribe(db: Database, user: string, item: FeedItem, at: number): Promise<SubscribeResult> {
-  const context: WriteContext = { batch: new WriteBatch(), db, user, at };
+export async function subscribe(
+  db: Database,
+  user: string,
+  item: FeedItem,
+  at: number,
+  batch = new WriteBatch(),
+): Promise<SubscribeResult> {
+  const context: WriteContext = { batch, db, user, at };
   const slot = context.batch.push(
+    bindRoom(subscribeRoomStatement, context, item),
     bindWithKey(subscribeStatement, context, item),
     findActiveStatement.bind(db, { userId: user, guid: item.guid }),
   );
   await context.batch.run(db);
-  const [inserted, current] = slot.results();
+  const [room, inserted, current] = slot.results();
   if (inserted.results.length > 0) return { kind: "created", subscription: writtenRow(item, at) };
-  const existing = toStored(current.results[0]);
-  return existing ? { kind: "exists", subscription: existing } : { kind: "limit" };
+  const refused = refusal([room]);
+  if (refused) return { kind: refused };
+  return { kind: "exists", subscription: toStored(current.results[0]) as StoredSubscription };
 }
 
 /** Moves an active subscription to `feedUrl` (a no-op when unchanged); undefined when there is none. */
@@ -239,9 +285,10 @@ export async function moveFeed(
   user: string,
   item: FeedItem,
   at: number,
-): Promise<StoredSubscription | undefined> {
-  const [result] = await applyOperations(db, user, [{ op: "update" as const, ...item }], at);
-  return result.kind === "updated" ? result.subscription : undefined;
+  batch?: WriteBatch,
+): Promise<UpdateResult> {
+  const [result] = await applyOperations(db, user, [{ op: "update" as const, ...item }], at, batch);
+  return result;
 }
 
 /** Marks the active subscription unsubscribed, keeping its row as a tombstone. False when there was none. */
@@ -358,6 +405,7 @@ export async function findSubscription(db: Database, user: string, feed: string)
 /** The subscription change feed (docs/API.md §8). */
 export const listChanges = changeFeedReader<ChangedSubscription>({
   version: stats.version,
+  horizon: stats.subscriptionHorizon,
   from: sql`${s}`,
   userId: s.userId,
   changeSeq: s.changeSeq,
@@ -377,7 +425,8 @@ export const allStatements: Record<string, Statement> = {
   move: moveStatement,
   unsubscribe: unsubscribeStatement,
   findActive: findActiveStatement,
-  storedGuids: storedGuidsStatement,
+  subscribeRoom: subscribeRoomStatement,
+  moveRoom: moveRoomStatement,
   list: listStatement,
   findOne: findOneStatement,
   changes: listChanges.statement,

@@ -9,7 +9,13 @@ import {
 } from "../jsonapi";
 import { MAX_BODY_BYTES } from "../limits";
 import { BOOKMARK_SHAPE, invalidBookmark } from "../middleware/d1-session";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageQueryError, unsupportedQueryParameter } from "../pagination";
+import {
+  DEFAULT_PAGE_SIZE,
+  expiredSyncToken,
+  MAX_PAGE_SIZE,
+  pageQueryError,
+  unsupportedQueryParameter,
+} from "../pagination";
 import { episodeNotFound } from "../resources/episode";
 import { parseSubscriptionResource, subscriptionDocumentError, subscriptionNotFound } from "../resources/subscription";
 import {
@@ -436,6 +442,16 @@ export function unsupportedMediaType(expected: string, examples: Record<string, 
 
 export const media415 = (detail: string) =>
   exampleErrors(problem(415, "Unsupported media type", detail, { source: { header: "Content-Type" } }));
+
+/** The 410 a change feed answers to a token from before a purge (docs/API.md §15), for the feeds' descriptions. */
+export const syncTokenExpiredResponse: Json = {
+  description:
+    "The token is older than a purge of deleted items it had not seen (tombstones are purged after 180 days, to make room at a quota or the storage budget, and when the account is erased): sync again from `filter[since]=0` and replace the local state with the result.",
+  headers: v1Headers,
+  content: errorContent({
+    expired: { summary: "Sync token expired", value: errorDocument(expiredSyncToken().errors) },
+  }),
+};
 
 /** The responses every `/v1` operation can give besides its own. */
 export const v1Responses = {

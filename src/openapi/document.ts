@@ -2,6 +2,7 @@ import pkg from "../../package.json";
 import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import { MAX_BODY_BYTES, MAX_OPERATIONS, MAX_OPML_FEEDS } from "../limits";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../pagination";
+import { accountPaths } from "../routes/account.openapi";
 import { appPasswordPaths } from "../routes/app-passwords.openapi";
 import { episodePaths } from "../routes/episodes.openapi";
 import { extensionPaths } from "../routes/extensions.openapi";
@@ -25,6 +26,7 @@ const paths: Record<string, Json> = {
   ...operationPaths,
   ...opmlPaths,
   ...appPasswordPaths,
+  ...accountPaths,
   ...extensionPaths,
   ...gpodderPaths,
   ...statusPaths,
@@ -96,6 +98,7 @@ export function buildOpenApiDocument(): Json {
         name: "App passwords",
         description: "Passwords for apps that speak the gpodder.net API, minted with a bearer token.",
       },
+      { name: "Account", description: "Erasing everything stored for the user." },
       { name: "Extensions", description: "Documentation of the JSON:API extensions this server uses." },
       gpodderTag,
       { name: "Operations", description: "What a worker reports to the people who run it." },

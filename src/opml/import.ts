@@ -4,7 +4,7 @@ import {
   type NewSubscription,
   parseSubscriptionResource,
   SUBSCRIPTION_TYPE,
-  subscriptionLimitReached,
+  subscriptionRefused,
 } from "../resources/subscription";
 import { trimUrlWhitespace } from "../url-text";
 import type { OpmlOutline } from "./parse";
@@ -32,8 +32,11 @@ export interface ImportPlan {
   invalid: (SkippedFeed & { position: number })[];
 }
 
-/** What the database did with one subscription of the plan (`limit`: the user's quota was full). */
-export type ImportOutcome = "created" | "exists" | "limit";
+/**
+ * What the database did with one subscription of the plan (`limit`: the user's quota was full, `storage`: the
+ * storage budget, both after purging tombstones).
+ */
+export type ImportOutcome = "created" | "exists" | "limit" | "storage";
 
 export interface ImportSummary {
   imported: number;
@@ -75,11 +78,13 @@ export function summariseImport(plan: ImportPlan, outcomes: readonly ImportOutco
   let imported = 0;
   let alreadySubscribed = 0;
   const skipped = [...plan.invalid];
-  const limitReason = subscriptionLimitReached().detail;
   outcomes.forEach((outcome, index) => {
     if (outcome === "created") imported++;
     else if (outcome === "exists") alreadySubscribed++;
-    else skipped.push({ xmlUrl: plan.asInFile[index], reason: limitReason, position: plan.positions[index] });
+    else {
+      const reason = subscriptionRefused({ kind: outcome }).detail;
+      skipped.push({ xmlUrl: plan.asInFile[index], reason, position: plan.positions[index] });
+    }
   });
   skipped.sort((a, b) => a.position - b.position);
   return { imported, alreadySubscribed, skipped: skipped.map(({ xmlUrl, reason }) => ({ xmlUrl, reason })) };

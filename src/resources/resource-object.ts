@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { MAX_URL_BYTES } from "../db/storage";
 import { ApiError, type ErrorObject, toErrorObject } from "../jsonapi";
 
 /**
@@ -132,4 +133,18 @@ export function parseRemoveRef(operation: Record<string, unknown>, base: string,
     return invalid(invalidResourceIdentifier(`${base}/ref/id`, `ref.id must be the ${type}'s id (a UUID).`));
   }
   return { ok: true as const, value: { type, id: guid } satisfies ResourceRef };
+}
+
+/**
+ * A write that would store more URL text than the budget (docs/API.md §15), after the user's tombstones were
+ * purged; inline in bulk at the operation. Resource-independent: the budget covers every resource's URLs.
+ */
+export function storageLimitReached(operationPointer?: string): ErrorObject {
+  return toErrorObject({
+    status: 403,
+    title: "Storage limit reached",
+    detail: `A user may store at most ${MAX_URL_BYTES} bytes of URL text (feed URLs, episode media URLs and item guids).`,
+    ...(operationPointer === undefined ? {} : { source: { pointer: operationPointer } }),
+    meta: { maxBytes: MAX_URL_BYTES },
+  });
 }

@@ -1,5 +1,10 @@
 import * as z from "zod";
-import { type ChangedSubscription, MAX_STORED_SUBSCRIPTIONS, type StoredSubscription } from "../db/subscriptions";
+import {
+  type ChangedSubscription,
+  MAX_STORED_SUBSCRIPTIONS,
+  type Refused,
+  type StoredSubscription,
+} from "../db/subscriptions";
 import { ApiError, type ErrorObject, pointerTo, toErrorObject } from "../jsonapi";
 import { toRfc3339 } from "../timestamps";
 import { hasForbiddenUrlCharacter } from "../url-text";
@@ -10,6 +15,7 @@ import {
   invalidDocument,
   invalidResourceIdentifier,
   invalidResourceObject,
+  storageLimitReached,
   typeMismatch,
   usualGuid,
   type Validated,
@@ -306,6 +312,11 @@ export function subscriptionLimitReached(operationPointer?: string): ErrorObject
     ...(operationPointer === undefined ? {} : { source: { pointer: operationPointer } }),
     meta: { maxSubscriptions: MAX_STORED_SUBSCRIPTIONS },
   });
+}
+
+/** Why a write was refused after tombstones were purged: the count quota (which wins) or the storage budget. */
+export function subscriptionRefused(result: Refused, operationPointer?: string): ErrorObject {
+  return result.kind === "limit" ? subscriptionLimitReached(operationPointer) : storageLimitReached(operationPointer);
 }
 
 /** The 404 inline in bulk results, at the operation. */

@@ -20,6 +20,7 @@ import {
   responseRef,
   schemaRef,
   successHeaders,
+  syncTokenExpiredResponse,
   unsupportedMediaType,
   v1Headers,
   v1Parameters,
@@ -34,7 +35,7 @@ import {
   toEpisodeChangeResource,
   toEpisodeResource,
 } from "../resources/episode";
-import { idMismatch, invalidGuid } from "../resources/resource-object";
+import { idMismatch, invalidGuid, storageLimitReached } from "../resources/resource-object";
 
 /** The example episode of docs/API.md §13: item guid `ABC-123` of the feed 9b024349-... */
 const EPISODE = {
@@ -188,6 +189,7 @@ export const episodePaths: Record<string, Json> = {
           }),
         },
         "304": responseRef("NotModified"),
+        "410": syncTokenExpiredResponse,
         "400": {
           description: `A query parameter is invalid or not supported (\`page[number]\` included: the feed pages by \`links.next\`), or the token was never issued to the user. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,
@@ -243,9 +245,12 @@ export const episodePaths: Record<string, Json> = {
           }),
         },
         "403": {
-          description: `The user already stores ${MAX_STORED_EPISODES} episode states (forgotten ones included).`,
+          description: `The user's live episode states alone fill the quota of ${MAX_STORED_EPISODES} (forgotten ones count too, but the oldest are purged first to make room), or the state's URL text would pass the storage budget even after purging every unsubscription. The quota's error wins when both apply.`,
           headers: v1Headers,
-          content: errorContent({ limit: example("Episode limit reached", exampleErrors(episodeLimitReached())) }),
+          content: errorContent({
+            limit: example("Episode limit reached", exampleErrors(episodeLimitReached())),
+            storage: example("Storage limit reached", exampleErrors(storageLimitReached())),
+          }),
         },
         "409": {
           description: "`data.type` is not `episode`, or the stored state belongs to another feed (nothing written).",

@@ -16,6 +16,7 @@ import { ApiError, absoluteUrl, dataDocument, type ErrorObject, pointerTo, respo
 import { uuidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
+import { chargeRenumbering } from "../middleware/rate-limit";
 import { changeFeedQuery, noQueryParameters } from "../pagination";
 import { conditionalResource } from "../resource-response";
 import {
@@ -30,7 +31,7 @@ import {
   toEpisodeChangeResource,
   toEpisodeResource,
 } from "../resources/episode";
-import { invalidDocument, type ResourceRef, type Validated } from "../resources/resource-object";
+import { invalidDocument, type ResourceRef, storageLimitReached, type Validated } from "../resources/resource-object";
 
 const COLLECTION_PATH = "/v1/episodes";
 
@@ -66,6 +67,7 @@ async function writeOne(c: Context<AppEnv>, operation: EpisodeOperation): Promis
   const batch = new WriteBatch();
   const read = episodeWriter({ batch, db, user: c.get("userId"), at: Date.now() })(operation);
   await batch.run(db);
+  await chargeRenumbering(c, batch);
   return read();
 }
 
@@ -93,7 +95,7 @@ export const episodeRoutes = new Hono<AppEnv>()
       case "feed-mismatch":
         throw ApiError.from(episodeFeedMismatch(feedPointer("/data"), result.feedGuid));
       default:
-        throw ApiError.from(episodeLimitReached());
+        throw ApiError.from(failedWrite(result));
     }
   })
 
@@ -124,9 +126,8 @@ export const episodeRoutes = new Hono<AppEnv>()
       const write = valid(parseEpisodePatch(c.req.valid("json").data, "/data", Date.now(), id));
       const result = await writeOne(c, { op: "update", ...write });
       if (result.kind === "merged") return respond(c, dataDocument(toEpisodeResource(result.episode)));
-      if (result.kind === "feed-mismatch")
-        throw ApiError.from(episodeFeedMismatch(feedPointer("/data"), result.feedGuid));
-      throw episodeNotFound();
+      if (result.kind === "not-found") throw episodeNotFound();
+      throw ApiError.from(failedWrite(result));
     },
   )
 
@@ -137,15 +138,17 @@ export const episodeRoutes = new Hono<AppEnv>()
     return c.body(null, 204);
   });
 
-/** The inline error of a write that reached the database and did not succeed. */
-function failedWrite(result: EpisodeWriteResult, pointer: string): ErrorObject {
+/** The error of a write that reached the database and did not succeed: inline in bulk at `pointer`. */
+function failedWrite(result: EpisodeWriteResult, pointer?: string): ErrorObject {
   switch (result.kind) {
     case "feed-mismatch":
-      return episodeFeedMismatch(feedPointer(pointerTo(pointer, "data")), result.feedGuid);
+      return episodeFeedMismatch(feedPointer(pointerTo(pointer ?? "", "data")), result.feedGuid);
     case "limit":
       return episodeLimitReached(pointer);
+    case "storage":
+      return storageLimitReached(pointer);
     default:
-      return episodeNotFoundAt(pointer);
+      return episodeNotFoundAt(pointer ?? "");
   }
 }
 

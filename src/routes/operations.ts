@@ -17,6 +17,7 @@ import {
 import { MAX_OPERATIONS } from "../limits";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
+import { chargeRenumbering } from "../middleware/rate-limit";
 import { noQueryParameters } from "../pagination";
 import { isObject, parseRemoveRef, typeMismatch, type Validated } from "../resources/resource-object";
 import { episodeOperations } from "./episodes";
@@ -157,6 +158,7 @@ export const operationRoutes = new Hono<AppEnv>().post(
       return write(value, operationPointer(index));
     });
     await context.batch.run(db);
+    await chargeRenumbering(c, context.batch);
     const results = readers.map((read) => read());
     const failed = results.filter((result) => "errors" in result).length;
 

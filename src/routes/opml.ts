@@ -1,10 +1,12 @@
 import { Hono } from "hono";
+import { WriteBatch } from "../db/batch";
 import { activeFeedPages } from "../db/opml";
 import { subscribeMany } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { JSONAPI_VERSION, respond } from "../jsonapi";
 import { MAX_BODY_BYTES } from "../limits";
 import { negotiateOpmlExport, negotiateOpmlImport } from "../middleware/negotiation";
+import { chargeRenumbering } from "../middleware/rate-limit";
 import { planImport, summariseImport } from "../opml/import";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { parseOpml } from "../opml/parse";
@@ -34,7 +36,9 @@ export const opmlRoutes = new Hono<AppEnv>()
   // Import: subscribes to every outline with an xmlUrl (merge: nothing is removed), in one D1 round trip.
   .post("/", negotiateOpmlImport, noQueryParameters, async (c) => {
     const plan = await planImport(parseOpml(await readBody(c.req.raw, MAX_BODY_BYTES)));
-    const results = await subscribeMany(c.get("db"), c.get("userId"), plan.subscriptions, Date.now());
+    const batch = new WriteBatch();
+    const results = await subscribeMany(c.get("db"), c.get("userId"), plan.subscriptions, Date.now(), batch);
+    await chargeRenumbering(c, batch);
     const meta = summariseImport(
       plan,
       results.map((result) => result.kind),

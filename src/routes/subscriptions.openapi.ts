@@ -1,3 +1,4 @@
+import { MAX_URL_BYTES } from "../db/storage";
 import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import { dataDocument, errorDocument } from "../jsonapi";
 import { MAX_BODY_BYTES } from "../limits";
@@ -24,13 +25,14 @@ import {
   schemaRef,
   stored,
   successHeaders,
+  syncTokenExpiredResponse,
   unsupportedMediaType,
   v1Headers,
   v1Parameters,
   v1Responses,
 } from "../openapi/components";
 import { changeFeedLinks, invalidSyncToken, paginationLinks } from "../pagination";
-import { idMismatch, invalidGuid } from "../resources/resource-object";
+import { idMismatch, invalidGuid, storageLimitReached } from "../resources/resource-object";
 import { subscriptionLimitReached, toChangeResource, toSubscriptionResource } from "../resources/subscription";
 
 /** The 422 of a feedUrl that is not http(s), as POST and PATCH answer it. */
@@ -73,9 +75,19 @@ const caughtUpExample = dataDocument([], {
 });
 const subscriptionLimit = exampleErrors(subscriptionLimitReached());
 const forbiddenLimit = {
-  description: `The user already stores ${MAX_STORED_SUBSCRIPTIONS} subscriptions (unsubscribed ones included). Reviving one's own unsubscription is always allowed.`,
+  description: `The user's active subscriptions alone fill the quota of ${MAX_STORED_SUBSCRIPTIONS} stored subscriptions (unsubscribed ones count too, but the oldest are purged first to make room), or the user's URL text would pass the storage budget of ${MAX_URL_BYTES} bytes after purging every unsubscription. The quota's error wins when both apply.`,
   headers: v1Headers,
-  content: errorContent({ limit: example("Subscription limit reached", subscriptionLimit) }),
+  content: errorContent({
+    limit: example("Subscription limit reached", subscriptionLimit),
+    storage: example("Storage limit reached", exampleErrors(storageLimitReached())),
+  }),
+};
+
+/** A feed move that would grow the URL text past the budget (after purging every unsubscription). */
+const forbiddenStorage = {
+  description: `The new feedUrl would grow the user's URL text past the storage budget of ${MAX_URL_BYTES} bytes, even after purging every unsubscription.`,
+  headers: v1Headers,
+  content: errorContent({ storage: example("Storage limit reached", exampleErrors(storageLimitReached())) }),
 };
 
 /** OpenAPI: The subscriptions collection and one subscription (routes/subscriptions.ts). */
@@ -132,6 +144,7 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
             ),
           }),
         },
+        "410": syncTokenExpiredResponse,
         ...v1Responses,
       },
     },
@@ -274,6 +287,7 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
             malformed: example("Body is not JSON", exampleErrors(malformedJson)),
           }),
         },
+        "403": forbiddenStorage,
         "404": responseRef("SubscriptionNotFound"),
         "409": {
           description: "`data.type` is not `subscription`, or `data.id` is not the path's guid.",

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import * as z from "zod";
 import type { AtomicResult, OperationKind } from "../atomic-operations";
 import { type ChangeFeed, changeFeedPage } from "../change-feed";
+import { WriteBatch } from "../db/batch";
 import {
   type ChangedSubscription,
   type FeedItem,
@@ -21,9 +22,10 @@ import { ApiError, absoluteUrl, dataDocument, pointerTo, respond } from "../json
 import { guidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
+import { chargeRenumbering } from "../middleware/rate-limit";
 import { collectionQuery, noQueryParameters, type PageParams, pageLink, paginationLinks } from "../pagination";
 import { conditionalResource } from "../resource-response";
-import type { ResourceRef } from "../resources/resource-object";
+import { type ResourceRef, storageLimitReached } from "../resources/resource-object";
 import {
   alreadySubscribed,
   parseFeedMove,
@@ -31,10 +33,10 @@ import {
   SUBSCRIPTION_TYPE,
   subscriptionDocumentError,
   subscriptionDocumentSchema,
-  subscriptionLimitReached,
   subscriptionNotFound,
   subscriptionNotFoundAt,
   subscriptionPath,
+  subscriptionRefused,
   toChangeResource,
   toSubscriptionResource,
 } from "../resources/subscription";
@@ -82,8 +84,10 @@ export const subscriptionRoutes = new Hono<AppEnv>()
 
   // Add a subscription; idempotent (docs/API.md §5).
   .post("/", jsonApi, noQueryParameters, jsonBody(subscriptionDocumentSchema, subscriptionDocumentError), async (c) => {
-    const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now());
-    if (result.kind === "limit") throw new ApiError({ ...subscriptionLimitReached(), status: 403 });
+    const batch = new WriteBatch();
+    const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now(), batch);
+    await chargeRenumbering(c, batch);
+    if (result.kind === "limit" || result.kind === "storage") throw ApiError.from(subscriptionRefused(result));
     const document = dataDocument(toSubscriptionResource(result.subscription));
     if (result.kind === "exists") return respond(c, document);
     return respond(c, document, 201, { Location: absoluteUrl(c, subscriptionPath(result.subscription.guid)) });
@@ -118,12 +122,17 @@ export const subscriptionRoutes = new Hono<AppEnv>()
       const db = c.get("db");
       const userId = c.get("userId");
       const { feedUrl } = move.value;
-      const subscription =
-        feedUrl === undefined
-          ? (await findSubscription(db, userId, guid)).subscription
-          : await moveFeed(db, userId, { guid, feedUrl }, Date.now());
-      if (!subscription) throw subscriptionNotFound();
-      return respond(c, dataDocument(toSubscriptionResource(subscription)));
+      if (feedUrl === undefined) {
+        const { subscription } = await findSubscription(db, userId, guid);
+        if (!subscription) throw subscriptionNotFound();
+        return respond(c, dataDocument(toSubscriptionResource(subscription)));
+      }
+      const batch = new WriteBatch();
+      const result = await moveFeed(db, userId, { guid, feedUrl }, Date.now(), batch);
+      await chargeRenumbering(c, batch);
+      if (result.kind === "storage") throw ApiError.from(storageLimitReached());
+      if (result.kind === "not-found") throw subscriptionNotFound();
+      return respond(c, dataDocument(toSubscriptionResource(result.subscription)));
     },
   )
 
@@ -170,7 +179,8 @@ export const subscriptionOperations: OperationKind<WriteOperation> = {
           case "exists":
             return { errors: [alreadySubscribed(pointer, operation as FeedItem)] };
           case "limit":
-            return { errors: [subscriptionLimitReached(pointer)] };
+          case "storage":
+            return { errors: [subscriptionRefused(result, pointer)] };
           case "not-found":
             return { errors: [subscriptionNotFoundAt(pointer)] };
         }

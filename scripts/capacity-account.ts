@@ -1,0 +1,252 @@
+// The worst account (docs/API.md §15): what one account at the quotas and the 8 MiB budget stores on disk, and
+// how long its most expensive requests hold its database, run as the app runs them (its own statements, in one
+// transaction per request, as one D1 batch is). Plain SQLite in-process (node:sqlite) on a file built by the
+// migrations in drizzle/, 4 KiB pages as D1's; D1 reports durations in whole milliseconds only.
+// `npm run capacity -- --account` prints it; docs/CAPACITY.md quotes it.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync, type SQLInputValue } from "node:sqlite";
+import { accountStatements } from "../src/db/account";
+import { episodeStatements } from "../src/db/episodes";
+import { opmlStatements } from "../src/db/opml";
+import { retentionStatementsByName, TOMBSTONES_PER_RUN } from "../src/db/retention";
+import type { Statement } from "../src/db/statements";
+import { MAX_URL_BYTES } from "../src/db/storage";
+import { allStatements } from "../src/db/subscriptions";
+
+const MIGRATIONS = new URL("../drizzle/", import.meta.url);
+const USER = "auth0|0123456789abcdef01234567"; // 30 characters, as identity providers issue them
+const FEED = "9b024349-ccf0-5f69-a609-6b82873eab3c";
+
+/** A fresh database file with every migration applied. */
+function freshDatabase(dir: string, name: string): DatabaseSync {
+  const sqlite = new DatabaseSync(join(dir, `${name}.sqlite`));
+  sqlite.exec("PRAGMA page_size = 4096");
+  for (const file of readdirSync(MIGRATIONS)
+    .filter((entry) => entry.endsWith(".sql"))
+    .sort()) {
+    sqlite.exec(readFileSync(new URL(file, MIGRATIONS), "utf8").replaceAll("--> statement-breakpoint", ""));
+  }
+  return sqlite;
+}
+
+/** The SQL text and parameters of one of the app's statements for `values` (also used by capacity.ts). */
+export function rendered(statement: Statement, values: Record<string, unknown>) {
+  let captured: { sql: string; params: SQLInputValue[] } | undefined;
+  const client = {
+    prepare: (sql: string) => ({
+      bind: (...params: SQLInputValue[]) => {
+        captured = { sql, params };
+      },
+    }),
+  } as unknown as D1Database;
+  statement.bind(client, values);
+  return captured as { sql: string; params: SQLInputValue[] };
+}
+
+/** Milliseconds one request's statements take in one transaction (rolled back, so each request sees the same data). */
+function time(sqlite: DatabaseSync, statements: { sql: string; params: SQLInputValue[] }[], keep = false): number {
+  const prepared = statements.map(({ sql, params }) => ({ query: sqlite.prepare(sql), params }));
+  const started = performance.now();
+  sqlite.exec("BEGIN");
+  for (const { query, params } of prepared) query.all(...params);
+  const ms = performance.now() - started;
+  sqlite.exec(keep ? "COMMIT" : "ROLLBACK");
+  return Math.round(ms * 100) / 100;
+}
+
+/** The median of `runs` timings: the machine is shared, a single run is noise. */
+function median(runs: number, measure: () => number): number {
+  const times = Array.from({ length: runs }, measure).sort((a, b) => a - b);
+  return times[Math.floor(runs / 2)];
+}
+
+function fileBytes(sqlite: DatabaseSync): number {
+  const pragma = (name: string) => Number(Object.values(sqlite.prepare(`PRAGMA ${name}`).get() ?? {})[0]);
+  return (pragma("page_count") - pragma("freelist_count")) * pragma("page_size");
+}
+
+const url = (bytes: number, index: number, host = "feeds.example.com") => {
+  const head = `https://${host}/${index}/`;
+  return head + "x".repeat(bytes - head.length);
+};
+const uuid = (index: number, prefix = "00000000") => `${prefix}-0000-4000-8000-${String(index).padStart(12, "0")}`;
+
+/** Inserts subscriptions (change numbers from 1 up); `tombstone(i)` makes the i-th one a tombstone. */
+function seedSubscriptions(sqlite: DatabaseSync, count: number, bytes: number, tombstone: (i: number) => boolean) {
+  const insert = sqlite.prepare(
+    "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+  );
+  sqlite.exec("BEGIN");
+  for (let i = 1; i <= count; i++) insert.run(USER, uuid(i), url(bytes, i), i, tombstone(i) ? i : null, i, i);
+  sqlite.exec("COMMIT");
+}
+
+function seedEpisodes(sqlite: DatabaseSync, count: number, bytes: number, tombstone: (i: number) => boolean) {
+  const insert = sqlite.prepare(
+    "INSERT INTO episodes (user_id, id, feed_guid, media_url, position, change_seq, received_at, deleted_at) VALUES (?, ?, ?, ?, 0, ?, 0, ?)",
+  );
+  sqlite.exec("BEGIN");
+  for (let i = 1; i <= count; i++) {
+    const gone = tombstone(i);
+    insert.run(USER, uuid(i, "e0000000"), FEED, gone ? null : url(bytes, i, "cdn.example.com"), i, gone ? i : null);
+  }
+  sqlite.exec("COMMIT");
+}
+
+function stat(sqlite: DatabaseSync, column: string): number {
+  return Number(
+    (sqlite.prepare(`SELECT ${column} AS v FROM user_stats WHERE user_id = ?`).get(USER) as { v: number }).v,
+  );
+}
+
+/** `count` subscribes of fresh 2 048-byte feeds, each with the make-room statement before it (bulk, OPML import). */
+function subscribes(count: number, from: number) {
+  return Array.from({ length: count }, (_, i) => {
+    const values = {
+      userId: USER,
+      guid: uuid(from + i, "f0000000"),
+      feedUrl: url(2048, from + i, "new.example.com"),
+      now: 0,
+      urlKey: null,
+    };
+    return [rendered(allStatements.subscribeRoom, values), rendered(allStatements.subscribe, values)];
+  }).flat();
+}
+
+export function measureWorstAccount() {
+  const dir = mkdtempSync(join(tmpdir(), "capacity-account-"));
+  try {
+    // 1. At the budget with the longest URLs: 4 096 live subscriptions of 2 048 bytes (8 MiB exactly).
+    const budget = freshDatabase(dir, "budget");
+    const empty = fileBytes(budget);
+    seedSubscriptions(budget, 4096, 2048, () => false);
+    const budgetBytes = fileBytes(budget) - empty;
+    const urlBytes = stat(budget, "url_bytes");
+    const list = (offset: number) => [
+      rendered(allStatements.list, { userId: USER, knownVersion: null, limit: 100, offset }),
+    ];
+    const requests: Record<string, number> = {
+      "list, deepest page of 100 (offset 3 996)": median(9, () => time(budget, list(3996))),
+      "change feed, 100 from 0": median(9, () =>
+        time(budget, [rendered(allStatements.changes, { userId: USER, since: 0, limit: 101, knownVersion: null })]),
+      ),
+      "change feed, the last 100": median(9, () =>
+        time(budget, [rendered(allStatements.changes, { userId: USER, since: 3996, limit: 101, knownVersion: null })]),
+      ),
+      "OPML export, one page of 100 (the deepest)": median(9, () =>
+        time(budget, [
+          rendered(opmlStatements.activeFeedsPage, { userId: USER, afterAt: 3996, afterSeq: 3996, limit: 100 }),
+        ]),
+      ),
+      "bulk of 100 adds, at the budget (all refused)": median(5, () => time(budget, subscribes(100, 1))),
+      "OPML import of 1 000 feeds, at the budget (all refused)": median(5, () => time(budget, subscribes(1000, 1))),
+    };
+    budget.close();
+
+    // 2. At the budget with 1 000 of the 4 096 unsubscribed, numbered last (above every live row): the import's
+    //    first purge renumbers the 3 096 live rows once; the other 999 purge without renumbering.
+    const recycle = freshDatabase(dir, "recycle");
+    seedSubscriptions(recycle, 4096, 2048, (i) => i > 3096);
+    requests["OPML import of 1 000 feeds, each purging a tombstone (3 096 live rows renumbered once)"] = median(5, () =>
+      time(recycle, subscribes(1000, 1)),
+    );
+    requests["bulk of 100 adds, each purging a tombstone (3 096 renumbered once)"] = median(5, () =>
+      time(recycle, subscribes(100, 1)),
+    );
+    recycle.close();
+
+    // 3. The renumbering worst case: every live row below the only tombstone, at the count quotas.
+    const churnSubscriptions = freshDatabase(dir, "churn-subscriptions");
+    seedSubscriptions(churnSubscriptions, 10_000, 60, (i) => i === 10_000);
+    requests["subscribe at the quota purging the newest tombstone (9 999 renumbered)"] = median(5, () =>
+      time(churnSubscriptions, subscribes(1, 1)),
+    );
+    churnSubscriptions.close();
+    const churnEpisodes = freshDatabase(dir, "churn-episodes");
+    seedEpisodes(churnEpisodes, 50_000, 60, (i) => i === 50_000);
+    const create = {
+      userId: USER,
+      id: uuid(1, "a0000000"),
+      feedGuid: FEED,
+      mediaUrl: url(100, 0, "cdn.example.com"),
+      itemGuid: null,
+      itemGuidSent: 0,
+      position: null,
+      duration: null,
+      durationSent: 0,
+      played: null,
+      changedAt: null,
+    };
+    requests["episode create at the quota purging the newest tombstone (49 999 renumbered)"] = median(3, () =>
+      time(churnEpisodes, [
+        rendered(episodeStatements.upsertRoomEpisodes, create),
+        rendered(episodeStatements.upsertRoomSubscriptions, create),
+        rendered(episodeStatements.storedRow, create),
+        rendered(episodeStatements.upsert, create),
+      ]),
+    );
+    churnEpisodes.close();
+
+    // 4. The worst footprint: every row the quotas allow (10 000 subscriptions, 50 000 episode states) sharing the
+    //    8 MiB of URL text (139 bytes each), and what erasing it and one retention run cost.
+    const full = freshDatabase(dir, "full");
+    const emptyFull = fileBytes(full);
+    seedSubscriptions(full, 10_000, 139, (i) => i % 10 === 0);
+    seedEpisodes(full, 50_000, 139, (i) => i % 10 === 0);
+    const fullBytes = fileBytes(full) - emptyFull;
+    const fullUrlBytes = stat(full, "url_bytes");
+    requests["DELETE /v1/account of that account (60 000 rows)"] = median(3, () =>
+      time(
+        full,
+        Object.values(accountStatements).map((erase) => rendered(erase, { userId: USER })),
+      ),
+    );
+    full.exec("UPDATE subscriptions SET unsubscribed_at = 1 WHERE unsubscribed_at IS NOT NULL");
+    const expired = rendered(retentionStatementsByName.expired0, { cutoff: 2 });
+    const found = full.prepare(expired.sql).all(...expired.params) as { user_id: string; horizon: number }[];
+    requests[`retention run, one database (${TOMBSTONES_PER_RUN} tombstones, 500 renumbered)`] = median(3, () =>
+      time(full, [
+        rendered(retentionStatementsByName.expired0, { cutoff: 2 }),
+        ...found.flatMap((user) => [
+          rendered(retentionStatementsByName.renumber0, { userId: user.user_id, horizon: user.horizon, limit: 500 }),
+          rendered(retentionStatementsByName.raise0, { userId: user.user_id, horizon: user.horizon }),
+        ]),
+      ]),
+    );
+    full.close();
+
+    // 5. Bytes on disk per URL byte by URL length: a WITHOUT ROWID row whose record passes ~1 000 bytes keeps
+    //    ~490 bytes in the b-tree and the rest on an overflow page of its own (4 KiB, however little it holds).
+    const byLength: Record<string, number> = {};
+    for (const bytes of [60, 200, 500, 900, 1000, 1100, 1500, 2048]) {
+      const sweep = freshDatabase(dir, `sweep-${bytes}`);
+      const before = fileBytes(sweep);
+      seedSubscriptions(sweep, Math.min(4096, Math.floor(MAX_URL_BYTES / bytes)), bytes, () => false);
+      byLength[`${bytes}-byte feedUrls`] =
+        Math.round(((fileBytes(sweep) - before) / stat(sweep, "url_bytes")) * 100) / 100;
+      sweep.close();
+    }
+
+    return {
+      bytesPerUrlByteByLength: byLength,
+      budget: {
+        account: "4 096 live subscriptions of 2 048-byte feedUrls (the 8 MiB budget)",
+        urlBytes,
+        bytesOnDisk: budgetBytes,
+        bytesPerUrlByte: Math.round((budgetBytes / urlBytes) * 100) / 100,
+        maxUrlBytes: MAX_URL_BYTES,
+      },
+      fullAccount: {
+        account: "10 000 subscriptions and 50 000 episode states (10 % tombstones), 139-byte URLs",
+        urlBytes: fullUrlBytes,
+        bytesOnDisk: fullBytes,
+        bytesPerUrlByte: Math.round((fullBytes / fullUrlBytes) * 100) / 100,
+      },
+      sqlMs: requests,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,82 @@
+import { sql } from "drizzle-orm";
+import { call, type Database } from "./database";
+import { userStats as stats } from "./schema";
+import { type Statement, statement } from "./statements";
+import { episodeTombstones, subscriptionTombstones, type TombstoneTable } from "./storage";
+
+/** How long a tombstone is kept without a user request (docs/API.md §15). */
+export const TOMBSTONE_RETENTION_MS = 180 * 24 * 60 * 60 * 1000;
+
+/**
+ * The work one retention run does per database and resource: at most this many of the oldest expired
+ * tombstones are looked at (and purged), and at most this many live rows renumbered. A run then holds its
+ * database for a few milliseconds, whatever is stored; what is left waits for the next run.
+ */
+export const TOMBSTONES_PER_RUN = 500;
+export const RENUMBERED_PER_RUN = 500;
+
+const userId = sql.placeholder("userId");
+const horizon = sql.placeholder("horizon");
+
+interface RetentionStatements {
+  /** Per user, the newest change number among the oldest expired tombstones (the age index, oldest first). */
+  expired: Statement;
+  /** Renumbers up to `limit` of the user's live rows below `horizon`, lowest first. */
+  renumber: Statement;
+  /** Raises the horizon (the trigger purges) once no live row lies below it. */
+  raise: Statement;
+}
+
+function retentionStatements(table: TombstoneTable): RetentionStatements {
+  const horizonColumn = sql.identifier(table.horizon.name);
+  const liveBelow = sql`${table.userId} = ${userId} AND ${table.deletedAt} IS NULL AND ${table.changeSeq} < ${horizon}`;
+  return {
+    expired: statement(sql`
+      SELECT user_id, max(change_seq) AS horizon FROM (
+        SELECT ${table.userId} AS user_id, ${table.changeSeq} AS change_seq FROM ${table.table}
+        WHERE ${table.deletedAt} IS NOT NULL AND ${table.deletedAt} < ${sql.placeholder("cutoff")}
+        ORDER BY ${table.deletedAt} LIMIT ${TOMBSTONES_PER_RUN}
+      ) GROUP BY user_id`),
+    // The correlated subquery reads the version the previous row's trigger wrote: fresh numbers, in order.
+    renumber: statement(sql`
+      UPDATE ${table.table} SET ${sql.identifier(table.changeSeq.name)} = (
+          SELECT ${table.version} + 1 FROM ${stats} WHERE ${stats.userId} = ${table.userId}),
+        received_at = unixepoch()
+      WHERE ${table.userId} = ${userId} AND ${table.id} IN (
+        SELECT ${table.id} FROM ${table.table} WHERE ${liveBelow}
+        ORDER BY ${table.changeSeq} LIMIT ${sql.placeholder("limit")})`),
+    raise: statement(sql`
+      UPDATE ${stats} SET ${horizonColumn} = ${horizon}
+      WHERE ${stats.userId} = ${userId} AND ${table.horizon} < ${horizon}
+        AND NOT EXISTS (SELECT 1 FROM ${table.table} WHERE ${liveBelow})`),
+  };
+}
+
+const tables = [subscriptionTombstones, episodeTombstones].map(retentionStatements);
+
+/**
+ * One retention run on one database (docs/API.md §15): tombstones deleted before `cutoff` are purged, oldest
+ * first, within the per-run bounds. A user's purge raises the horizon only once no live row lies below it, so a
+ * device is never stranded; until then each run renumbers another slice of those rows. Two D1 calls per
+ * resource: find, then one batch for every user found. Returns the number of users whose tombstones were due.
+ */
+export async function purgeExpiredTombstones(db: Database, cutoff: number): Promise<number> {
+  let due = 0;
+  for (const table of tables) {
+    const found = await call(() => table.expired.bind(db, { cutoff }).all<{ user_id: string; horizon: number }>());
+    const users = found.results;
+    if (users.length === 0) continue;
+    due += users.length;
+    const limit = Math.max(1, Math.floor(RENUMBERED_PER_RUN / users.length));
+    const statements = users.flatMap((user) => {
+      const values = { userId: user.user_id, horizon: user.horizon, limit };
+      return [table.renumber.bind(db, values), table.raise.bind(db, values)];
+    });
+    await call(() => db.batch(statements));
+  }
+  return due;
+}
+
+export const retentionStatementsByName: Record<string, Statement> = Object.fromEntries(
+  tables.flatMap((table, index) => Object.entries(table).map(([name, query]) => [`${name}${index}`, query])),
+);

@@ -1,0 +1,31 @@
+import { purgeExpiredTombstones, TOMBSTONE_RETENTION_MS } from "./db/retention";
+import type { AppBindings } from "./env";
+import { shardRouting } from "./shards";
+
+/**
+ * The Cron Trigger (wrangler.toml `[triggers] crons`): purges tombstones older than 180 days in every database of
+ * the shard map, a bounded slice per database per run (src/db/retention.ts). A database that fails is logged and
+ * retried by the next run; the others still run.
+ */
+export async function scheduled(
+  controller: ScheduledController,
+  env: AppBindings,
+  _ctx?: ExecutionContext,
+): Promise<void> {
+  const cutoff = controller.scheduledTime - TOMBSTONE_RETENTION_MS;
+  const { databases } = shardRouting(env);
+  const runs = [...databases].map(async ([name, database]) => {
+    try {
+      const users = await purgeExpiredTombstones(database, cutoff);
+      console.log(JSON.stringify({ level: "info", event: "tombstone_retention", database: name, users }));
+    } catch (err) {
+      console.error(
+        JSON.stringify({ level: "error", event: "tombstone_retention_failed", database: name, error: String(err) }),
+      );
+      throw err;
+    }
+  });
+  const results = await Promise.allSettled(runs);
+  const failed = results.find((result) => result.status === "rejected");
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+}
