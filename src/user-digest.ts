@@ -1,3 +1,5 @@
+import { BoundedMap } from "./bounded-map";
+
 /**
  * SHA-256 of a user id, computed once per isolate per user. The access log names users by it (never
  * by id), and it is what a bucket map would partition users by. Bounded so that a stream of distinct
@@ -5,13 +7,12 @@
  */
 export const USER_DIGEST_CACHE_SIZE = 10_000;
 
-const digests = new Map<string, Uint8Array>();
+const digests = new BoundedMap<string, Uint8Array>(USER_DIGEST_CACHE_SIZE);
 
 export async function userDigest(userId: string): Promise<Uint8Array> {
   const cached = digests.get(userId);
   if (cached) return cached;
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(userId)));
-  if (digests.size >= USER_DIGEST_CACHE_SIZE) digests.delete(digests.keys().next().value as string);
   digests.set(userId, digest);
   return digest;
 }

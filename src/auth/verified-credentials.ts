@@ -1,3 +1,4 @@
+import { BoundedMap } from "../bounded-map";
 import type { CredentialOwner } from "../db/app-passwords";
 
 /**
@@ -18,9 +19,11 @@ export interface VerifiedCredential extends CredentialOwner {
 }
 
 export class VerifiedCredentials {
-  private readonly entries = new Map<string, VerifiedCredential>();
+  private readonly entries: BoundedMap<string, VerifiedCredential>;
 
-  constructor(private readonly maxEntries = MAX_VERIFIED_CREDENTIALS) {}
+  constructor(maxEntries = MAX_VERIFIED_CREDENTIALS) {
+    this.entries = new BoundedMap(maxEntries);
+  }
 
   get size(): number {
     return this.entries.size;
@@ -36,8 +39,6 @@ export class VerifiedCredentials {
   }
 
   set(key: string, entry: Omit<VerifiedCredential, "expiresAt">, nowMs: number): void {
-    this.entries.delete(key);
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
     this.entries.set(key, { ...entry, expiresAt: nowMs + VERIFIED_FOR_MS });
   }
 

@@ -1,3 +1,4 @@
+import { BoundedMap } from "../bounded-map";
 import type { KeySet } from "./key-set";
 
 /** What a successful verification established about one exact token. */
@@ -21,9 +22,11 @@ export const MAX_VERIFIED_TOKENS = 1000;
  * makes room for a new one.
  */
 export class VerifiedTokens {
-  private readonly entries = new Map<string, VerifiedToken>();
+  private readonly entries: BoundedMap<string, VerifiedToken>;
 
-  constructor(private readonly maxEntries = MAX_VERIFIED_TOKENS) {}
+  constructor(maxEntries = MAX_VERIFIED_TOKENS) {
+    this.entries = new BoundedMap(maxEntries);
+  }
 
   get size(): number {
     return this.entries.size;
@@ -42,11 +45,6 @@ export class VerifiedTokens {
   }
 
   set(token: string, entry: VerifiedToken): void {
-    this.entries.delete(token);
-    if (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next();
-      if (!oldest.done) this.entries.delete(oldest.value);
-    }
     this.entries.set(token, entry);
   }
 }

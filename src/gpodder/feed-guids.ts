@@ -1,3 +1,4 @@
+import { BoundedMap } from "../bounded-map";
 import type { NamedFeed, ResolvedFeed } from "../db/gpodder";
 import { podcastGuid } from "../podcast-guid";
 
@@ -11,7 +12,7 @@ import { podcastGuid } from "../podcast-guid";
  * the other isolate caches, the oldest entry leaving first.
  */
 const MAX_KNOWN_FEEDS = 10_000;
-const known = new Map<string, string>();
+const known = new BoundedMap<string, string>(MAX_KNOWN_FEEDS);
 
 function feedKey(userId: string, url: string): string {
   return `${userId}\n${url}`;
@@ -34,7 +35,6 @@ export function rememberFeedGuids(userId: string, feeds: readonly NamedFeed[], r
     const { guid } = resolved[index];
     known.delete(key);
     if (guid === feed.podcastGuid) return;
-    if (known.size >= MAX_KNOWN_FEEDS) known.delete(known.keys().next().value as string);
     known.set(key, guid);
   });
 }
