@@ -20,7 +20,8 @@
 //    GET with `since`. Guids and episode ids in flight are locked, so a serial model of each user
 //    (bench/lib/soak-model.mjs for the rules) predicts every answer and every served state exactly.
 //    Every SOAK_SAMPLE_SECONDS (30): the isolate's JS heap after a full garbage collection
-//    (Runtime.getHeapUsage after HeapProfiler.collectGarbage) and the RSS of each workerd process; heap
+//    (Runtime.getHeapUsage after HeapProfiler.collectGarbage), the entries of its bounded caches, the heap
+//    after GC again once they are emptied, and the RSS of each workerd process; heap
 //    snapshots at the start and the end of the verdict window, diffed by constructor and retainer.
 //    Progress is printed every 10 s.
 // 3. Verifies, reading each user's state once, against the model of every acknowledged write: the list,
@@ -33,8 +34,8 @@
 // 4. Writes the report to bench/SOAK.md and the memory chart beside it (bench/SOAK-memory.svg), with every
 //    status counted per endpoint, and exits non-zero on any 5xx, network error, unexpected status or answer
 //    (the 4xx asked for on purpose are named per endpoint), lost or phantom write, follower or gpodder read
-//    differing, or isolate heap growth of 5 % or more over the last 8 minutes of the soak (the last 80 % of
-//    a shorter one). 429 (rate limited) is counted, retried in the verification, and is not a failure.
+//    differing, or isolate heap growth (bounded caches emptied) of 5 % or more over the last 8 minutes of
+//    the soak (the last 80 % of a shorter one). 429 (rate limited) is counted, retried in the verification, and is not a failure.
 //
 // Reference runs (where does the memory go?): SOAK_WORKER=ceiling or d1-floor serves bench/ceiling-worker.ts
 // (bare Hono, a constant document) or bench/d1-floor-worker.ts (plus one `SELECT 1` on D1) through the same
@@ -2011,7 +2012,9 @@ const WORKERD_PROXY = "workerd (dev proxy)";
 const MIB = 2 ** 20;
 
 const memory = {
-  samples: [], // { t: s since the soak began, requests: soak requests so far, heap?: {usedBeforeGc, used, total} (bytes), rss: { label: MiB } }
+  // { t: s since the soak began, requests: soak requests so far, heapWithCaches?, heap? (the bounded caches
+  // emptied): {usedBeforeGc, used, total} (bytes), caches?: [{ maxEntries, size }], rss: { label: MiB } }
+  samples: [],
   snapshots: {}, // start, end: parsed heap snapshots taken just before the soak and just after it
   error: undefined, // the first inspector failure
 };
@@ -2032,6 +2035,12 @@ async function sampleMemory(inspector, soakStart) {
   };
   if (inspector && !memory.error) {
     try {
+      // The bounded caches (verified tokens and credentials, user digests, feed guids) fill by design up to
+      // their bounds, which a 10-minute soak does not reach: the heap is read with them as they are, then
+      // emptied. The heap without them is the series the verdict fits; the caches refill within the next
+      // interval (a miss costs a lookup, never a different answer).
+      sample.heapWithCaches = await inspector.heapUsage();
+      sample.caches = await inspector.boundedCaches({ empty: true });
       sample.heap = await inspector.heapUsage();
     } catch (error) {
       memory.error = String(error);
@@ -2164,7 +2173,7 @@ function heapGrowthText(growth) {
   if (!growth) return `isolate heap not measured${memory.error ? ` (${memory.error})` : ""}: heap verdict failed`;
   return (
     `isolate heap growth over the last ${windowName()} of the soak: ${percent(growth.growth)} ` +
-    `(fitted ${mib(growth.fitStart)} → ${mib(growth.fitEnd)} MiB after GC, ${growth.samples} samples; limit +5 %)`
+    `(fitted ${mib(growth.fitStart)} → ${mib(growth.fitEnd)} MiB after GC with the bounded caches emptied, ${growth.samples} samples; limit +5 %)`
   );
 }
 
@@ -2276,24 +2285,62 @@ function memoryLines(growth) {
     "deployed isolate does not), then `HeapProfiler.collectGarbage` and `Runtime.getHeapUsage` again, at least",
     "three times and until a collection frees less than 0.5 % (one full collection leaves garbage that only a",
     "later one frees: after one, the figure jumps by up to 20 % between samples; collections in brackets).",
-    "The heap after GC is what the isolate keeps between requests: the series the verdict uses. RSS from",
-    "/proc for each workerd process, read just before. The verdict fits a line through the after-GC samples of",
-    `the last ${windowName()} (Theil-Sen: the median of the slopes between every two samples, so that a sample`,
+    "The heap after GC is what the isolate keeps between requests. Then the isolate's bounded caches (every",
+    "`BoundedMap`, src/bounded-map.ts: verified tokens and gpodder credentials, user digests, feed guids; found",
+    "with `Runtime.queryObjects`, no code of the Worker involved) are counted and emptied, and the heap after GC",
+    "is read again: the series the verdict uses. The caches fill by design up to their bounds, which a 10-minute",
+    "soak does not reach, so with them the heap rises for as long as they fill; without them, anything else",
+    "that stays behind shows. They refill within the next interval (a miss costs a lookup, never another",
+    "answer). RSS from /proc for each workerd process, read just before. The verdict fits a line through the",
+    `samples of the last ${windowName()} (Theil-Sen: the median of the slopes between every two samples, so that a sample`,
     "catching garbage the collections left does not decide) and divides its rise by its value at the start.",
     "",
+    ...cacheLines(),
   );
   const labels = [WORKERD_WORKER, WORKERD_PROXY];
   lines.push(
-    `| Time s | Requests | Heap before GC MiB | Heap after GC MiB | ${labels.map((l) => `${l} RSS MiB`).join(" | ")} |`,
-    `| ---: | ---: | ---: | ---: | ${labels.map(() => "---:").join(" | ")} |`,
+    `| Time s | Requests | Heap before GC MiB | Heap after GC MiB | Cache entries | Heap after GC, caches emptied, MiB | ${labels.map((l) => `${l} RSS MiB`).join(" | ")} |`,
+    `| ---: | ---: | ---: | ---: | ---: | ---: | ${labels.map(() => "---:").join(" | ")} |`,
   );
   for (const s of memory.samples) {
-    const heap = s.heap ? [mib(s.heap.usedBeforeGc), `${mib(s.heap.used)} (${s.heap.collections})`] : ["-", "-"];
+    const before = s.heapWithCaches ?? s.heap;
+    const heap = before
+      ? [
+          mib(before.usedBeforeGc),
+          `${mib(before.used)} (${before.collections})`,
+          cacheEntries(s) ?? "-",
+          s.heap ? `${mib(s.heap.used)} (${s.heap.collections})` : "-",
+        ]
+      : ["-", "-", "-", "-"];
     const rss = labels.map((l) => (s.rss[l] === undefined ? "-" : s.rss[l].toFixed(0)));
     lines.push(`| ${s.t.toFixed(0)} | ${s.requests} | ${heap.join(" | ")} | ${rss.join(" | ")} |`);
   }
   lines.push("");
   return lines;
+}
+
+const cacheEntries = (sample) => sample.caches?.reduce((sum, cache) => sum + cache.size, 0);
+
+/**
+ * What the bounded caches cost: bytes per entry (the median over the samples of the heap they freed divided
+ * by the entries they held) and so what they would hold at their bounds.
+ */
+function cacheLines() {
+  const perEntry = memory.samples
+    .filter((s) => s.heapWithCaches && s.heap && cacheEntries(s) > 0)
+    .map((s) => (s.heapWithCaches.used - s.heap.used) / cacheEntries(s))
+    .sort((a, b) => a - b);
+  const last = memory.samples.findLast((s) => s.caches);
+  if (!last || perEntry.length === 0) return [];
+  const bytes = perEntry[Math.floor(perEntry.length / 2)];
+  const bound = last.caches.reduce((sum, cache) => sum + cache.maxEntries, 0);
+  const bounds = last.caches.map((cache) => cache.maxEntries.toLocaleString("en-US")).join(", ");
+  return [
+    `The caches (bounds ${bounds} entries) freed about ${bytes.toFixed(0)} bytes of heap per entry they held`,
+    `(median of ${perEntry.length} samples), so at their bounds they would hold about ${mib(bytes * bound)} MiB: a fixed cost, reached once`,
+    "they are full, never exceeded (their bounds are tested in test/bounded-caches.test.ts).",
+    "",
+  ];
 }
 
 /** The heap snapshots at both ends of the verdict window, diffed by constructor, with what holds new objects. */

@@ -48,6 +48,12 @@ class Inspector {
   closed = false;
 
   #wake;
+  /**
+   * The isolate's execution context, learnt from its console calls (the app logs a line per request):
+   * wrangler's proxy enables the Runtime domain for itself, so this session is never told of the context,
+   * and `Runtime.evaluate` needs it named.
+   */
+  #contextId;
 
   constructor(socket, wake) {
     this.#socket = socket;
@@ -76,6 +82,7 @@ class Inspector {
       return;
     }
     this.events += 1;
+    if (message.method === "Runtime.consoleAPICalled") this.#contextId = message.params.executionContextId;
     this.#listeners.get(message.method)?.(message.params);
   }
 
@@ -140,6 +147,42 @@ class Inspector {
       if (collections >= MIN_COLLECTIONS && freed < 0.005 * used) break;
     }
     return { usedBeforeGc: before.usedSize, used: after.usedSize, total: after.totalSize, collections };
+  }
+
+  /**
+   * The isolate's bounded caches: every Map with a numeric own `maxEntries` (src/bounded-map.ts), found
+   * with `Runtime.queryObjects` (every object whose prototype chain holds Map.prototype). Returns each
+   * one's bound and size; with `empty`, clears them afterwards. No code of the Worker is needed for it.
+   * @returns {Promise<{ maxEntries: number, size: number }[]>}
+   */
+  async boundedCaches({ empty }) {
+    if (this.#contextId === undefined) throw new Error("inspector: the isolate has logged nothing yet");
+    const objectGroup = "soak-bounded-caches";
+    try {
+      const prototype = await this.whileWaking("Runtime.evaluate", {
+        expression: "Map.prototype",
+        contextId: this.#contextId,
+        objectGroup,
+      });
+      const { objects } = await this.whileWaking("Runtime.queryObjects", {
+        prototypeObjectId: prototype.result.objectId,
+        objectGroup,
+      });
+      const { result } = await this.whileWaking("Runtime.callFunctionOn", {
+        objectId: objects.objectId,
+        functionDeclaration: `function (empty) {
+          const caches = this.filter((map) => Object.hasOwn(map, "maxEntries") && typeof map.maxEntries === "number");
+          const sizes = caches.map((map) => ({ maxEntries: map.maxEntries, size: map.size }));
+          if (empty) for (const map of caches) map.clear();
+          return sizes;
+        }`,
+        arguments: [{ value: empty }],
+        returnByValue: true,
+      });
+      return result.value.sort((a, b) => b.maxEntries - a.maxEntries || b.size - a.size);
+    } finally {
+      await this.send("Runtime.releaseObjectGroup", { objectGroup }).catch(() => {});
+    }
   }
 
   /** A full heap snapshot (it collects garbage first), parsed. */
