@@ -191,6 +191,45 @@ describe("gpodder authentication", () => {
     expect((await withCookie(path, cookie)).status).toBe(401);
   });
 
+  it("writes nothing while the user's bucket is frozen for a move: no session opened, no use recorded", async () => {
+    const user = await as("gp-frozen");
+    const credentials = await mint(user);
+    const frozen = { SHARD_FROZEN: `${await bucketOf("gp-frozen")}` };
+    const db = await databaseFor("gp-frozen");
+    const sessions = () =>
+      db
+        .prepare("SELECT count(*) AS n FROM gpodder_sessions WHERE user_id = ?")
+        .bind("gp-frozen")
+        .first<{ n: number }>();
+    const path = `/api/2/devices/${credentials.username}.json`;
+
+    const read = await gpodder(credentials, frozen).get(path);
+    expect(read.status).toBe(200);
+    expect(read.headers.get("Set-Cookie")).toBeNull();
+    expect((await gpodder(credentials, frozen).post(`/api/2/auth/${credentials.username}/login.json`)).status).toBe(
+      503,
+    );
+    expect(await sessions()).toEqual({ n: 0 });
+    const stored = (await (await user.get(`/v1/app-passwords/${credentials.id}`)).json()) as {
+      data: { attributes: { lastUsedAt: string | null } };
+    };
+    expect(stored.data.attributes.lastUsedAt).toBeNull();
+
+    // Unfrozen, the same credentials open a session; frozen again, the cookie still reads and records nothing
+    // (that a read records the use when unfrozen: "records lastUsedAt on use").
+    const login = await gpodder(credentials).post(`/api/2/auth/${credentials.username}/login.json`);
+    const cookie = sessionCookie(login);
+    expect(await sessions()).toEqual({ n: 1 });
+    const touched = () =>
+      db
+        .prepare("SELECT last_used_at AS t FROM app_passwords WHERE id = ?")
+        .bind(credentials.id)
+        .first<{ t: number }>();
+    await db.prepare("UPDATE app_passwords SET last_used_at = 0 WHERE id = ?").bind(credentials.id).run();
+    expect((await withCookie(path, cookie, "GET", frozen)).status).toBe(200);
+    expect(await touched()).toEqual({ t: 0 });
+  });
+
   it("records lastUsedAt on use", async () => {
     const user = await as("gp-last-used");
     const credentials = await mint(user);

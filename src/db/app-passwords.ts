@@ -120,25 +120,40 @@ export async function deleteAppPassword(db: Database, user: string, appPasswordI
 }
 
 /** The stored candidates for a username, read while the session for a match is opened (one round trip). */
+/**
+ * With `write` false (the user's bucket is frozen for a move: a row written now could be left behind in the
+ * old database), only the candidates are read: no session is opened and no use recorded.
+ */
 export async function signIn(
   db: Database,
   credentials: { username: string; passwordHash: string; sessionHash: string; now: number },
+  write: boolean,
 ): Promise<{ userId: string; appPasswordId: string; passwordHash: string }[]> {
   const batch = new WriteBatch();
   const slot = batch.push(
     candidatesStatement.bind(db, credentials),
-    openSessionStatement.bind(db, credentials),
-    touchByHashStatement.bind(db, credentials),
+    ...(write ? [openSessionStatement.bind(db, credentials), touchByHashStatement.bind(db, credentials)] : []),
   );
   await batch.run(db);
   return slot.results()[0].results as { userId: string; appPasswordId: string; passwordHash: string }[];
 }
 
-/** The owner of a live session (its app password still exists), recording the use; undefined when none. */
-export async function findSession(db: Database, hash: string, at: number): Promise<CredentialOwner | undefined> {
+/**
+ * The owner of a live session (its app password still exists), recording the use unless `write` is false
+ * (a frozen bucket, as for signIn); undefined when none.
+ */
+export async function findSession(
+  db: Database,
+  hash: string,
+  at: number,
+  write: boolean,
+): Promise<CredentialOwner | undefined> {
   const batch = new WriteBatch();
   const values = { sessionHash: hash, now: at };
-  const slot = batch.push(sessionStatement.bind(db, values), touchBySessionStatement.bind(db, values));
+  const slot = batch.push(
+    sessionStatement.bind(db, values),
+    ...(write ? [touchBySessionStatement.bind(db, values)] : []),
+  );
   await batch.run(db);
   return slot.results()[0].results[0] as unknown as CredentialOwner | undefined;
 }

@@ -69,11 +69,15 @@ function sessionCookieOf(c: Context<AppEnv>): string | undefined {
   return undefined;
 }
 
-/** The primary of the database holding the username's bucket; undefined for a name this service never issued. */
+/**
+ * The primary of the database holding the username's bucket, and whether that bucket is frozen for a move
+ * (then signing in writes nothing); undefined for a name this service never issued.
+ */
 function databaseOfUsername(routing: ShardRouting, username: string) {
   const bucket = bucketOfUsername(username);
   if (bucket === undefined) return undefined;
-  return database(shardOfBucket(routing, bucket).database.withSession("first-primary"));
+  const shard = shardOfBucket(routing, bucket);
+  return { db: database(shard.database.withSession("first-primary")), frozen: shard.frozen };
 }
 
 function toCaller(entry: VerifiedCredential, issued: boolean): GpodderCaller & { userId: string } {
@@ -100,23 +104,27 @@ async function verifyBasic(
   const key = `basic:${credentials.username}:${passwordHash}`;
   const cached = verifiedCredentials.get(key, now);
   if (cached) return cached;
-  const db = databaseOfUsername(routing, credentials.username);
-  if (!db) return undefined;
+  const shard = databaseOfUsername(routing, credentials.username);
+  if (!shard) return undefined;
   const sessionCookie = `${credentials.username}.${randomSecret(SESSION_SECRET_BYTES)}`;
   const sessionHash = await secretHash(sessionCookie);
-  const candidates = await signIn(db, { username: credentials.username, passwordHash, sessionHash, now });
+  const signInValues = { username: credentials.username, passwordHash, sessionHash, now };
+  const candidates = await signIn(shard.db, signInValues, !shard.frozen);
   let match: (typeof candidates)[number] | undefined;
   for (const candidate of candidates) {
     if (constantTimeEqual(candidate.passwordHash, passwordHash)) match = candidate;
   }
   if (!match) return undefined;
-  const entry = {
+  const owner = {
     userId: match.userId,
     appPasswordId: match.appPasswordId,
     username: credentials.username,
     sessionHash,
-    sessionCookie,
   };
+  // Frozen: no session was opened, so no cookie is handed out and nothing is cached (the client signs in
+  // with Basic again, and once the move is over a session opens as usual).
+  if (shard.frozen) return { ...owner, expiresAt: now };
+  const entry = { ...owner, sessionCookie };
   verifiedCredentials.set(key, entry, now);
   return { ...entry, expiresAt: now };
 }
@@ -131,9 +139,9 @@ async function verifySession(
   const cached = verifiedCredentials.get(key, now);
   if (cached) return cached;
   const username = cookie.slice(0, Math.max(0, cookie.indexOf(".")));
-  const db = databaseOfUsername(routing, username);
-  if (!db) return undefined;
-  const owner = await findSession(db, sessionHash, now);
+  const shard = databaseOfUsername(routing, username);
+  if (!shard) return undefined;
+  const owner = await findSession(shard.db, sessionHash, now, !shard.frozen);
   if (!owner || (await gpodderUsername(owner.userId)) !== username) return undefined;
   const entry = { ...owner, username, sessionHash };
   verifiedCredentials.set(key, entry, now);
