@@ -13,6 +13,7 @@ import { parseOpml } from "../opml/parse";
 import { opmlStream } from "../opml/serialise";
 import { noQueryParameters } from "../pagination";
 import { readBody } from "../request-body";
+import { withFirst } from "../text-stream";
 
 /** OPML 2.0 export and merge-import of the user's subscriptions (docs/API.md §11). */
 export const opmlRoutes = new Hono<AppEnv>()
@@ -45,10 +46,3 @@ export const opmlRoutes = new Hono<AppEnv>()
     );
     return respond(c, { jsonapi: { version: JSONAPI_VERSION }, meta });
   });
-
-/** The pages again from the start, with the first one already read. */
-async function* withFirst<T>(first: IteratorResult<T, void>, rest: AsyncGenerator<T, void>): AsyncGenerator<T, void> {
-  if (first.done) return;
-  yield first.value;
-  yield* rest;
-}
