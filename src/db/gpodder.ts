@@ -250,10 +250,10 @@ export async function writeGpodderSubscriptions(
 
 /**
  * Episode states per page of the gpodder episode GET: a state's text is at most two 2 KB URLs and a guid,
- * escaped for JSON, so a page's text stays under ~3 MB, and each read holds the database for a page of
+ * escaped for JSON, so a page's text stays under ~1 MB, and each read holds the database for a page of
  * index entries (and the tombstones among them) however many states the account has.
  */
-export const GPODDER_EPISODE_PAGE_ROWS = 250;
+export const GPODDER_EPISODE_PAGE_ROWS = 100;
 
 /**
  * One page of live episode states whose last change reached the database at or after `since`, after change
