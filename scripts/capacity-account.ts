@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { DatabaseSync, type SQLInputValue } from "node:sqlite";
 import { accountStatements } from "../src/db/account";
 import { episodeStatements } from "../src/db/episodes";
-import { opmlStatements } from "../src/db/opml";
+import { GPODDER_EPISODE_PAGE_ROWS, gpodderStatements } from "../src/db/gpodder";
+import { OPML_EXPORT_PAGE_ROWS, opmlStatements } from "../src/db/opml";
 import { retentionStatementsByName, TOMBSTONES_PER_RUN } from "../src/db/retention";
 import type { Statement } from "../src/db/statements";
 import { MAX_URL_BYTES } from "../src/db/storage";
@@ -74,23 +75,36 @@ const url = (bytes: number, index: number, host = "feeds.example.com") => {
 const uuid = (index: number, prefix = "00000000") => `${prefix}-0000-4000-8000-${String(index).padStart(12, "0")}`;
 
 /** Inserts subscriptions (change numbers from 1 up); `tombstone(i)` makes the i-th one a tombstone. */
-function seedSubscriptions(sqlite: DatabaseSync, count: number, bytes: number, tombstone: (i: number) => boolean) {
+function seedSubscriptions(
+  sqlite: DatabaseSync,
+  count: number,
+  bytes: number,
+  tombstone: (i: number) => boolean,
+  subscribedAt = (i: number) => i,
+) {
   const insert = sqlite.prepare(
     "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
   );
   sqlite.exec("BEGIN");
-  for (let i = 1; i <= count; i++) insert.run(USER, uuid(i), url(bytes, i), i, tombstone(i) ? i : null, i, i);
+  for (let i = 1; i <= count; i++)
+    insert.run(USER, uuid(i), url(bytes, i), subscribedAt(i), tombstone(i) ? i : null, i, i);
   sqlite.exec("COMMIT");
 }
 
-function seedEpisodes(sqlite: DatabaseSync, count: number, bytes: number, tombstone: (i: number) => boolean) {
+function seedEpisodes(
+  sqlite: DatabaseSync,
+  count: number,
+  bytes: number,
+  tombstone: (i: number) => boolean,
+  feed = (_i: number) => FEED,
+) {
   const insert = sqlite.prepare(
     "INSERT INTO episodes (user_id, id, feed_guid, media_url, position, change_seq, received_at, deleted_at) VALUES (?, ?, ?, ?, 0, ?, 0, ?)",
   );
   sqlite.exec("BEGIN");
   for (let i = 1; i <= count; i++) {
     const gone = tombstone(i);
-    insert.run(USER, uuid(i, "e0000000"), FEED, gone ? null : url(bytes, i, "cdn.example.com"), i, gone ? i : null);
+    insert.run(USER, uuid(i, "e0000000"), feed(i), gone ? null : url(bytes, i, "cdn.example.com"), i, gone ? i : null);
   }
   sqlite.exec("COMMIT");
 }
@@ -140,10 +154,45 @@ export function measureWorstAccount() {
           rendered(opmlStatements.activeFeedsPage, { userId: USER, afterAt: 3996, afterSeq: 3996, limit: 100 }),
         ]),
       ),
+      "gpodder simple list (json, txt, opml), one page of 100 (the deepest)": median(9, () =>
+        time(budget, [
+          rendered(opmlStatements.activeFeedsPage, { userId: USER, afterAt: 3996, afterSeq: 3996, limit: 100 }),
+        ]),
+      ),
+      "gpodder simple list, every page of 100 (sum of the D1 calls)": median(3, () =>
+        Array.from({ length: Math.ceil(4096 / OPML_EXPORT_PAGE_ROWS) + 1 }, (_, page) =>
+          time(budget, [
+            rendered(opmlStatements.activeFeedsPage, {
+              userId: USER,
+              afterAt: page * OPML_EXPORT_PAGE_ROWS,
+              afterSeq: page * OPML_EXPORT_PAGE_ROWS,
+              limit: OPML_EXPORT_PAGE_ROWS,
+            }),
+          ]),
+        ).reduce((a, b) => a + b, 0),
+      ),
+      "gpodder subscription changes since 0 (one D1 call, not streamed)": median(5, () =>
+        time(budget, [rendered(gpodderStatements.changesSince, { userId: USER, since: 0 })]),
+      ),
       "bulk of 100 adds, at the budget (all refused)": median(5, () => time(budget, subscribes(100, 1))),
       "OPML import of 1 000 feeds, at the budget (all refused)": median(5, () => time(budget, subscribes(1000, 1))),
     };
     budget.close();
+
+    // 1b. The list's worst tie: the deepest page's first row the last of 1 000 subscribed in one millisecond (one
+    //     import), whose index entries the page's seek steps over (db/subscriptions.ts).
+    const tied = freshDatabase(dir, "tied");
+    seedSubscriptions(
+      tied,
+      4096,
+      2048,
+      () => false,
+      (i) => Math.floor((i + 3) / 1000),
+    );
+    requests["list, deepest page of 100, its first row the last of an import of 1 000"] = median(9, () =>
+      time(tied, [rendered(allStatements.list, { userId: USER, knownVersion: null, limit: 100, offset: 3996 })]),
+    );
+    tied.close();
 
     // 2. At the budget with 1 000 of the 4 096 unsubscribed, numbered last (above every live row): the import's
     //    first purge renumbers the 3 096 live rows once; the other 999 purge without renumbering.
@@ -188,6 +237,38 @@ export function measureWorstAccount() {
       ]),
     );
     churnEpisodes.close();
+
+    // 3b. The gpodder episode GET since 0 at the quota: 50 000 live states of 10 000 feeds, with 2 KB URLs for
+    //     the feeds (the budget allows 4 096 of those) and 100-byte media URLs; read in pages of 100.
+    const gpodderFull = freshDatabase(dir, "gpodder-episodes");
+    seedSubscriptions(gpodderFull, 4096, 2048, () => false);
+    seedEpisodes(
+      gpodderFull,
+      50_000,
+      100,
+      () => false,
+      (i) => uuid((i % 4096) + 1),
+    );
+    const episodePage = (after: number | null) => [
+      rendered(gpodderStatements.episodeChangesPage, {
+        userId: USER,
+        since: 0,
+        after,
+        limit: GPODDER_EPISODE_PAGE_ROWS,
+      }),
+    ];
+    const episodePages = Math.ceil(50_000 / GPODDER_EPISODE_PAGE_ROWS) + 1;
+    const pageTimes = () =>
+      Array.from({ length: episodePages }, (_, page) =>
+        time(gpodderFull, episodePage(page === 0 ? null : page * GPODDER_EPISODE_PAGE_ROWS)),
+      );
+    requests["gpodder episode GET since 0 at 50 000 states, the longest page of 100"] = median(3, () =>
+      Math.max(...pageTimes()),
+    );
+    requests["gpodder episode GET since 0 at 50 000 states, every page (sum of the D1 calls)"] = median(3, () =>
+      pageTimes().reduce((a, b) => a + b, 0),
+    );
+    gpodderFull.close();
 
     // 4. The worst footprint: every row the quotas allow (10 000 subscriptions, 50 000 episode states) sharing the
     //    8 MiB of URL text (139 bytes each), and what erasing it and one retention run cost.
