@@ -323,16 +323,7 @@ function listOrder(a: PackedListRow, b: PackedListRow): number {
   return a[2] - b[2] || a[3] - b[3];
 }
 
-/**
- * A page past the end is answered from the stats row alone (docs/API.md §12): it reads nothing else.
- * The OFFSET is walked in the narrow partial index `subscriptions_active_page` alone (its entries end with the
- * guid, which breaks ties), to find the page's first key; the page is then read from that key on, its rows looked up from their index
- * entries. An OFFSET on the page's own query looks every skipped row up in the table, over its 2 KB URL: the
- * deepest page at the budget held the database 34-46 ms. A join on the page's keys instead would cost a read
- * per row (D1 counts a join's seeks, not an index entry's lookup). SQLite seeks on the key's first column
- * only (a row value from a subquery), so entries sharing the first row's subscribedAt before it are stepped
- * over in the index: at most one import's worth (capacity-account.ts measures that case).
- */
+/** A page past the end is answered from the stats row alone (docs/API.md §12): it reads nothing else. */
 const listStatement = statement(sql`
   SELECT ${stats.activeCount} AS total, ${stats.version} AS version,
     CASE
@@ -344,12 +335,8 @@ const listStatement = statement(sql`
             ${s.subscribedSeq} AS subscribed_seq
           FROM ${s}
           WHERE ${s.userId} = ${userId} AND ${s.unsubscribedAt} IS NULL
-            AND (${s.subscribedAt}, ${s.subscribedSeq}, ${s.guid}) >= (
-              SELECT b.subscribed_at, b.subscribed_seq, b.guid FROM ${s} AS b INDEXED BY subscriptions_active_page
-              WHERE b.user_id = ${userId} AND b.unsubscribed_at IS NULL
-              ORDER BY b.subscribed_at, b.subscribed_seq, b.guid LIMIT 1 OFFSET ${sql.placeholder("offset")})
-          ORDER BY ${s.subscribedAt}, ${s.subscribedSeq}, ${s.guid}
-          LIMIT ${sql.placeholder("limit")}
+          ORDER BY ${s.subscribedAt}, ${s.subscribedSeq}
+          LIMIT ${sql.placeholder("limit")} OFFSET ${sql.placeholder("offset")}
         )
       )
     END AS page
