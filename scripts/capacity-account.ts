@@ -75,12 +75,19 @@ const url = (bytes: number, index: number, host = "feeds.example.com") => {
 const uuid = (index: number, prefix = "00000000") => `${prefix}-0000-4000-8000-${String(index).padStart(12, "0")}`;
 
 /** Inserts subscriptions (change numbers from 1 up); `tombstone(i)` makes the i-th one a tombstone. */
-function seedSubscriptions(sqlite: DatabaseSync, count: number, bytes: number, tombstone: (i: number) => boolean) {
+function seedSubscriptions(
+  sqlite: DatabaseSync,
+  count: number,
+  bytes: number,
+  tombstone: (i: number) => boolean,
+  subscribedAt = (i: number) => i,
+) {
   const insert = sqlite.prepare(
     "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
   );
   sqlite.exec("BEGIN");
-  for (let i = 1; i <= count; i++) insert.run(USER, uuid(i), url(bytes, i), i, tombstone(i) ? i : null, i, i);
+  for (let i = 1; i <= count; i++)
+    insert.run(USER, uuid(i), url(bytes, i), subscribedAt(i), tombstone(i) ? i : null, i, i);
   sqlite.exec("COMMIT");
 }
 
@@ -171,6 +178,21 @@ export function measureWorstAccount() {
       "OPML import of 1 000 feeds, at the budget (all refused)": median(5, () => time(budget, subscribes(1000, 1))),
     };
     budget.close();
+
+    // 1b. The list's worst tie: the deepest page's first row the last of 1 000 subscribed in one millisecond (one
+    //     import), whose index entries the page's seek steps over (db/subscriptions.ts).
+    const tied = freshDatabase(dir, "tied");
+    seedSubscriptions(
+      tied,
+      4096,
+      2048,
+      () => false,
+      (i) => Math.floor((i + 3) / 1000),
+    );
+    requests["list, deepest page of 100, its first row the last of an import of 1 000"] = median(9, () =>
+      time(tied, [rendered(allStatements.list, { userId: USER, knownVersion: null, limit: 100, offset: 3996 })]),
+    );
+    tied.close();
 
     // 2. At the budget with 1 000 of the 4 096 unsubscribed, numbered last (above every live row): the import's
     //    first purge renumbers the 3 096 live rows once; the other 999 purge without renumbering.
