@@ -169,7 +169,7 @@ export function measureWorstAccount() {
               limit: OPML_EXPORT_PAGE_ROWS,
             }),
           ]),
-        ).reduce((a, b) => a + b, 0),
+        ).reduce((a, b) => Math.round((a + b) * 100) / 100, 0),
       ),
       "gpodder subscription changes since 0 (one D1 call, not streamed)": median(5, () =>
         time(budget, [rendered(gpodderStatements.changesSince, { userId: USER, since: 0 })]),
@@ -262,12 +262,18 @@ export function measureWorstAccount() {
       Array.from({ length: episodePages }, (_, page) =>
         time(gpodderFull, episodePage(page === 0 ? null : page * GPODDER_EPISODE_PAGE_ROWS)),
       );
-    requests["gpodder episode GET since 0 at 50 000 states, the longest page of 100"] = median(3, () =>
-      Math.max(...pageTimes()),
+    // One sweep of every page per run; the median run's pages sorted: the median page, and the 99th
+    // percentile (the single slowest page of 501 on a shared machine is the machine, not the query).
+    const sweeps = Array.from({ length: 3 }, pageTimes).sort(
+      (a, b) => a.reduce((x, y) => x + y, 0) - b.reduce((x, y) => x + y, 0),
     );
-    requests["gpodder episode GET since 0 at 50 000 states, every page (sum of the D1 calls)"] = median(3, () =>
-      pageTimes().reduce((a, b) => a + b, 0),
-    );
+    const sweep = [...sweeps[1]].sort((a, b) => a - b);
+    requests["gpodder episode GET since 0 at 50 000 states, a page of 100 (median page)"] =
+      sweep[Math.floor(sweep.length / 2)];
+    requests["gpodder episode GET since 0 at 50 000 states, a page of 100 (99th percentile)"] =
+      sweep[Math.floor(sweep.length * 0.99)];
+    requests["gpodder episode GET since 0 at 50 000 states, every page (sum of the D1 calls)"] =
+      Math.round(sweep.reduce((a, b) => a + b, 0) * 100) / 100;
     gpodderFull.close();
 
     // 4. The worst footprint: every row the quotas allow (10 000 subscriptions, 50 000 episode states) sharing the
