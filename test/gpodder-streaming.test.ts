@@ -3,7 +3,16 @@ import { GPODDER_EPISODE_PAGE_ROWS } from "../src/db/gpodder";
 import { OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
 import { toEpisodeAction } from "../src/gpodder/episode-actions";
 import { MAX_FEED_URL_BYTES } from "../src/resources/subscription";
-import { as, databaseFor, meteredDatabaseOf, ORIGIN, seedSubscriptions, send } from "./helpers";
+import {
+  as,
+  databaseFor,
+  logStreamMeasure,
+  meteredDatabaseOf,
+  ORIGIN,
+  readChunks,
+  seedSubscriptions,
+  send,
+} from "./helpers";
 
 // docs/API.md §14-15: the gpodder GETs that grow with the account (the simple API's lists, the episode
 // actions since a time) are written page by page, one D1 call each. What they answer must be what the data
@@ -167,32 +176,13 @@ describe("gpodder GETs written page by page", () => {
     const response = await get(who, `/api/2/episodes/${who.username}.json?since=0`, meter.bindings);
     expect(response.status).toBe(200);
     const calledBeforeBody = meter.totals.statements.length;
-    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-    let chunks = 0;
-    let totalBytes = 0;
-    let largestChunk = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks++;
-      totalBytes += value.byteLength;
-      largestChunk = Math.max(largestChunk, value.byteLength);
-    }
+    const read = await readChunks(response);
+    const { totalBytes, largestChunk } = read;
     const pages = Math.ceil(count / GPODDER_EPISODE_PAGE_ROWS);
     // An action: the feed's and the episode's URLs, each escaped for JSON (at most twice its bytes), and ~150
     // bytes of the rest.
     const actionBytes = 2 * (2 * MAX_FEED_URL_BYTES) + 150;
-    console.log(
-      JSON.stringify({
-        event: "gpodder_episodes_measure",
-        states: count,
-        documentMB: +(totalBytes / 1e6).toFixed(1),
-        chunks,
-        largestChunkMB: +(largestChunk / 1e6).toFixed(2),
-        d1Calls: meter.totals.statements.length,
-        sqlMsMax: Math.max(...meter.totals.sqlMs),
-      }),
-    );
+    logStreamMeasure("gpodder_episodes_measure", { states: count }, read, meter.totals);
     expect(totalBytes).toBeGreaterThan(count * 2 * MAX_FEED_URL_BYTES);
     expect(largestChunk).toBeLessThanOrEqual(GPODDER_EPISODE_PAGE_ROWS * actionBytes);
     expect(largestChunk).toBeLessThan(totalBytes / 10);
