@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { DatabaseSync, type SQLInputValue } from "node:sqlite";
 import { accountStatements } from "../src/db/account";
 import { episodeStatements } from "../src/db/episodes";
-import { opmlStatements } from "../src/db/opml";
+import { GPODDER_EPISODE_PAGE_ROWS, gpodderStatements } from "../src/db/gpodder";
+import { OPML_EXPORT_PAGE_ROWS, opmlStatements } from "../src/db/opml";
 import { retentionStatementsByName, TOMBSTONES_PER_RUN } from "../src/db/retention";
 import type { Statement } from "../src/db/statements";
 import { MAX_URL_BYTES } from "../src/db/storage";
@@ -83,14 +84,20 @@ function seedSubscriptions(sqlite: DatabaseSync, count: number, bytes: number, t
   sqlite.exec("COMMIT");
 }
 
-function seedEpisodes(sqlite: DatabaseSync, count: number, bytes: number, tombstone: (i: number) => boolean) {
+function seedEpisodes(
+  sqlite: DatabaseSync,
+  count: number,
+  bytes: number,
+  tombstone: (i: number) => boolean,
+  feed = (_i: number) => FEED,
+) {
   const insert = sqlite.prepare(
     "INSERT INTO episodes (user_id, id, feed_guid, media_url, position, change_seq, received_at, deleted_at) VALUES (?, ?, ?, ?, 0, ?, 0, ?)",
   );
   sqlite.exec("BEGIN");
   for (let i = 1; i <= count; i++) {
     const gone = tombstone(i);
-    insert.run(USER, uuid(i, "e0000000"), FEED, gone ? null : url(bytes, i, "cdn.example.com"), i, gone ? i : null);
+    insert.run(USER, uuid(i, "e0000000"), feed(i), gone ? null : url(bytes, i, "cdn.example.com"), i, gone ? i : null);
   }
   sqlite.exec("COMMIT");
 }
@@ -140,10 +147,40 @@ export function measureWorstAccount() {
           rendered(opmlStatements.activeFeedsPage, { userId: USER, afterAt: 3996, afterSeq: 3996, limit: 100 }),
         ]),
       ),
+      "gpodder simple list (json, txt, opml), one page of 100 (the deepest)": median(9, () =>
+        time(budget, [
+          rendered(opmlStatements.activeFeedsPage, { userId: USER, afterAt: 3996, afterSeq: 3996, limit: 100 }),
+        ]),
+      ),
+      "gpodder simple list, every page of 100 (sum of the D1 calls)": median(3, () =>
+        Array.from({ length: Math.ceil(4096 / OPML_EXPORT_PAGE_ROWS) + 1 }, (_, page) =>
+          time(budget, [
+            rendered(opmlStatements.activeFeedsPage, {
+              userId: USER,
+              afterAt: page * OPML_EXPORT_PAGE_ROWS,
+              afterSeq: page * OPML_EXPORT_PAGE_ROWS,
+              limit: OPML_EXPORT_PAGE_ROWS,
+            }),
+          ]),
+        ).reduce((a, b) => Math.round((a + b) * 100) / 100, 0),
+      ),
+      "gpodder subscription changes since 0 (one D1 call, not streamed)": median(5, () =>
+        time(budget, [rendered(gpodderStatements.changesSince, { userId: USER, since: 0 })]),
+      ),
       "bulk of 100 adds, at the budget (all refused)": median(5, () => time(budget, subscribes(100, 1))),
       "OPML import of 1 000 feeds, at the budget (all refused)": median(5, () => time(budget, subscribes(1000, 1))),
     };
     budget.close();
+
+    // 1b. The list's worst tie: the deepest page's first row the last of 1 000 subscribed in one millisecond (one
+    //     import), whose index entries the page's seek steps over (db/subscriptions.ts).
+    const tied = freshDatabase(dir, "tied");
+    seedSubscriptions(tied, 4096, 2048, () => false);
+    tied.exec("UPDATE subscriptions SET subscribed_at = (subscribed_at + 3) / 1000");
+    requests["list, deepest page of 100, its first row the last of an import of 1 000"] = median(9, () =>
+      time(tied, [rendered(allStatements.list, { userId: USER, knownVersion: null, limit: 100, offset: 3996 })]),
+    );
+    tied.close();
 
     // 2. At the budget with 1 000 of the 4 096 unsubscribed, numbered last (above every live row): the import's
     //    first purge renumbers the 3 096 live rows once; the other 999 purge without renumbering.
@@ -188,6 +225,44 @@ export function measureWorstAccount() {
       ]),
     );
     churnEpisodes.close();
+
+    // 3b. The gpodder episode GET since 0 at the quota: 50 000 live states of 10 000 feeds, with 2 KB URLs for
+    //     the feeds (the budget allows 4 096 of those) and 100-byte media URLs; read in pages of 100.
+    const gpodderFull = freshDatabase(dir, "gpodder-episodes");
+    seedSubscriptions(gpodderFull, 4096, 2048, () => false);
+    seedEpisodes(
+      gpodderFull,
+      50_000,
+      100,
+      () => false,
+      (i) => uuid((i % 4096) + 1),
+    );
+    const episodePage = (after: number | null) => [
+      rendered(gpodderStatements.episodeChangesPage, {
+        userId: USER,
+        since: 0,
+        after,
+        limit: GPODDER_EPISODE_PAGE_ROWS,
+      }),
+    ];
+    const episodePages = Math.ceil(50_000 / GPODDER_EPISODE_PAGE_ROWS) + 1;
+    const pageTimes = () =>
+      Array.from({ length: episodePages }, (_, page) =>
+        time(gpodderFull, episodePage(page === 0 ? null : page * GPODDER_EPISODE_PAGE_ROWS)),
+      );
+    // One sweep of every page per run; the median run's pages sorted: the median page, and the 99th
+    // percentile (the single slowest page of 501 on a shared machine is the machine, not the query).
+    const sweeps = Array.from({ length: 3 }, pageTimes).sort(
+      (a, b) => a.reduce((x, y) => x + y, 0) - b.reduce((x, y) => x + y, 0),
+    );
+    const sweep = [...sweeps[1]].sort((a, b) => a - b);
+    requests["gpodder episode GET since 0 at 50 000 states, a page of 100 (median page)"] =
+      sweep[Math.floor(sweep.length / 2)];
+    requests["gpodder episode GET since 0 at 50 000 states, a page of 100 (99th percentile)"] =
+      sweep[Math.floor(sweep.length * 0.99)];
+    requests["gpodder episode GET since 0 at 50 000 states, every page (sum of the D1 calls)"] =
+      Math.round(sweep.reduce((a, b) => a + b, 0) * 100) / 100;
+    gpodderFull.close();
 
     // 4. The worst footprint: every row the quotas allow (10 000 subscriptions, 50 000 episode states) sharing the
     //    8 MiB of URL text (139 bytes each), and what erasing it and one retention run cost.

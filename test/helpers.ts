@@ -481,3 +481,43 @@ export async function listAll(user: Caller): Promise<Map<string, string>> {
     if (!body.links.next) return all;
   }
 }
+
+/**
+ * Reads a streamed body as a slow client would, one chunk at a time, keeping none (`onText` sees each chunk's
+ * text): the server's streams make the next chunk only when asked (highWaterMark 0), so the largest chunk is
+ * the most they ever buffer.
+ */
+export async function readChunks(response: Response, onText: (text: string) => void = () => {}) {
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+  const read = { chunks: 0, totalBytes: 0, largestChunk: 0 };
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return read;
+    read.chunks++;
+    read.totalBytes += value.byteLength;
+    read.largestChunk = Math.max(read.largestChunk, value.byteLength);
+    onText(decoder.decode(value, { stream: true }));
+  }
+}
+
+/** One log line of what a streamed answer measured, for the docs' figures. */
+export function logStreamMeasure(
+  event: string,
+  subject: Record<string, number>,
+  read: { chunks: number; totalBytes: number; largestChunk: number },
+  totals: { statements: unknown[]; sqlMs: number[] },
+) {
+  console.log(
+    JSON.stringify({
+      event,
+      ...subject,
+      documentMB: +(read.totalBytes / 1e6).toFixed(1),
+      chunks: read.chunks,
+      largestChunkMB: +(read.largestChunk / 1e6).toFixed(2),
+      d1Calls: totals.statements.length,
+      sqlMsMax: Math.max(...totals.sqlMs),
+      sqlMsTotal: +totals.sqlMs.reduce((a, b) => a + b, 0).toFixed(1),
+    }),
+  );
+}

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
 import { MAX_STORED_SUBSCRIPTIONS } from "../src/db/subscriptions";
 import { MAX_FEED_URL_BYTES } from "../src/resources/subscription";
-import { as, meteredDatabaseOf, ORIGIN, seedSubscriptions, send } from "./helpers";
+import { as, logStreamMeasure, meteredDatabaseOf, ORIGIN, readChunks, seedSubscriptions, send } from "./helpers";
 
 // docs/API.md §15: the OPML export streams. What it holds at once is one page of rows and its text, whatever
 // the account holds: here the worst account, at the quota, every URL 2 KB of characters XML must escape.
@@ -34,44 +34,25 @@ describe('OPML export at the quota with 2 KB URLs full of &<>"', () => {
     // The first page was read before the response started; the rest are read as the body is.
     expect(meter.totals.statements).toHaveLength(1);
 
-    // Read the body as a slow client would, one chunk at a time, keeping none: the stream makes the next
-    // chunk only when asked (highWaterMark 0), so the largest chunk is the most it ever buffers.
-    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-    const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
-    let chunks = 0;
-    let totalBytes = 0;
-    let largestChunk = 0;
     let outlines = 0;
     let tail = "";
     let firstOutline = "";
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks++;
-      totalBytes += value.byteLength;
-      largestChunk = Math.max(largestChunk, value.byteLength);
-      const text = decoder.decode(value, { stream: true });
+    const { chunks, totalBytes, largestChunk } = await readChunks(response, (text) => {
       outlines += text.split("<outline ").length - 1;
       if (!firstOutline) firstOutline = /<outline [^\n]*\/>/.exec(text)?.[0] ?? "";
       tail = text.slice(-40);
-    }
+    });
     expect(outlines).toBe(MAX_STORED_SUBSCRIPTIONS);
     expect(tail.endsWith("</body>\n</opml>\n")).toBe(true);
     expect(firstOutline).toContain(`xmlUrl="${escaped(hostileUrl(0))}"`);
 
     const pages = Math.ceil(MAX_STORED_SUBSCRIPTIONS / OPML_EXPORT_PAGE_ROWS);
     const outlineBytes = 2 * escaped(hostileUrl(0)).length + 100;
-    console.log(
-      JSON.stringify({
-        event: "opml_export_measure",
-        subscriptions: MAX_STORED_SUBSCRIPTIONS,
-        documentMB: +(totalBytes / 1e6).toFixed(1),
-        chunks,
-        largestChunkMB: +(largestChunk / 1e6).toFixed(2),
-        d1Calls: meter.totals.statements.length,
-        sqlMsMax: Math.max(...meter.totals.sqlMs),
-        sqlMsTotal: +meter.totals.sqlMs.reduce((a, b) => a + b, 0).toFixed(1),
-      }),
+    logStreamMeasure(
+      "opml_export_measure",
+      { subscriptions: MAX_STORED_SUBSCRIPTIONS },
+      { chunks, totalBytes, largestChunk },
+      meter.totals,
     );
     // The whole document is ~200 MB; what is held at once is one page: under 3 MB.
     expect(totalBytes).toBeGreaterThan(MAX_STORED_SUBSCRIPTIONS * outlineBytes * 0.9);

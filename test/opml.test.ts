@@ -411,6 +411,21 @@ describe("POST /v1/subscriptions.opml (import)", () => {
     expect(limited.headers.get("Retry-After")).toMatch(/^\d+$/);
   });
 
+  it("charges an import as the bulk requests of 100 writing its feeds would be (README)", async () => {
+    const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
+    const large = uniqueUser("opml-charged");
+    const feeds = Array.from({ length: 401 }, () => outline(newFeed().feedUrl)).join("");
+    expect((await importMeta(await importOpml(large, opmlDocument(feeds), { bindings: tight }))).imported).toBe(401);
+    // 1 for the request and 4 more for 401 feeds (5 bulks of 100): the limit of 5 is spent.
+    await expectError(await importOpml(large, opmlDocument(""), { bindings: tight }), 429);
+
+    const small = uniqueUser("opml-uncharged");
+    const hundred = Array.from({ length: 100 }, () => outline(newFeed().feedUrl)).join("");
+    expect((await importOpml(small, opmlDocument(hundred), { bindings: tight })).status).toBe(200);
+    for (let i = 0; i < 4; i++)
+      expect((await importOpml(small, opmlDocument(""), { bindings: tight })).status).toBe(200);
+  });
+
   it("needs authentication before anything else (401 before 415)", async () => {
     const response = await send(
       new Request(`${ORIGIN}${OPML_PATH}`, { method: "POST", headers: { "Content-Type": "text/plain" }, body: "x" }),

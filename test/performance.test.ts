@@ -56,6 +56,27 @@ describe("reads cost what they return", () => {
     expect(meter.totals.rowsRead).toBeLessThanOrEqual(300 + pages + 1);
   });
 
+  it("a deep list page walks its OFFSET in the page index alone: no table lookup per skipped row", async () => {
+    await seedSubscriptions("rows-deep", 300);
+    const meter = await meteredDatabaseOf("rows-deep");
+    const user = await as("rows-deep", meter.bindings);
+    const body = (await (await user.get("/v1/subscriptions?page[number]=3&page[size]=100")).json()) as {
+      data: unknown[];
+    };
+    expect(body.data).toHaveLength(100);
+    // The skipped entries are read (D1 counts them) but never looked up in the table (it does not).
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(300 + 2);
+    const { params } = meter.totals.statements.find((s) => s.sql === allStatements.list.sql) as { params: unknown[] };
+    const plan = await (await databaseFor("rows-deep"))
+      .prepare(`EXPLAIN QUERY PLAN ${allStatements.list.sql}`)
+      .bind(...params)
+      .all<{ detail: string }>();
+    const details = plan.results.map((row) => row.detail);
+    expect(details, details.join("\n")).toContain(
+      "SEARCH b USING COVERING INDEX subscriptions_active_page (user_id=?)",
+    );
+  });
+
   it("get one reads at most two rows", async () => {
     await seedSubscriptions("rows-get", 500);
     const user = await as("rows-get");

@@ -297,6 +297,22 @@ describe("a purge's renumbering is charged to the user's rate limit (docs/API.md
   });
 });
 
+describe("an account's erasure is charged to the user's rate limit (README)", () => {
+  it("one request per 100 rows deleted, after the erasure", async () => {
+    const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
+    await seedSubscriptions("charged-erasure", 450);
+    const large = await as("charged-erasure", tight);
+    expect((await large.delete("/v1/account")).status).toBe(204);
+    // 1 for the request and 4 more for 450 rows (5 bulks of 100): the limit of 5 is spent.
+    expect((await large.get("/v1/subscriptions")).status).toBe(429);
+
+    await seedSubscriptions("charged-small-erasure", 100);
+    const small = await as("charged-small-erasure", tight);
+    expect((await small.delete("/v1/account")).status).toBe(204);
+    expect((await small.get("/v1/subscriptions")).status).toBe(200);
+  });
+});
+
 describe("retention: the Cron Trigger purges tombstones older than 180 days (docs/API.md §15)", () => {
   it("purges expired tombstones, raising the horizon only once no live row lies below, in bounded slices", async () => {
     const userId = "retention";

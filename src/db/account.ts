@@ -22,9 +22,10 @@ const eraseStatements = [
     WHERE ${stats.userId} = ${userId}`),
 ];
 
-/** Erases everything stored for the user, in one batch (one round trip, one transaction). */
-export async function eraseAccount(db: Database, user: string): Promise<void> {
-  await call(() => db.batch(eraseStatements.map((erase) => erase.bind(db, { userId: user }))));
+/** Erases everything stored for the user, in one batch (one round trip, one transaction); answers the rows deleted. */
+export async function eraseAccount(db: Database, user: string): Promise<number> {
+  const results = await call(() => db.batch(eraseStatements.map((erase) => erase.bind(db, { userId: user }))));
+  return results.slice(0, -1).reduce((rows, result) => rows + (result.meta?.changes ?? 0), 0);
 }
 
 export const accountStatements = Object.fromEntries(eraseStatements.map((erase, index) => [`erase${index}`, erase]));

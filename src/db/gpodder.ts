@@ -3,6 +3,7 @@ import { type Row, WriteBatch } from "./batch";
 import { call, type Database, DatabaseError } from "./database";
 import { deviceStatement } from "./devices";
 import { type EpisodeOperation, type EpisodeWriteResult, episodeWriter, type StoredEpisode } from "./episodes";
+import { keysetPages } from "./keyset-pages";
 import { episodes as e, subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
 import { roomStatement, subscriptionTombstones } from "./storage";
@@ -75,34 +76,6 @@ export async function subscriptionChangesSince(
       urlActive: urlActive === 1,
     })),
   };
-}
-
-/** Every active subscription's URL and guid in list order (the simple API's list, and what PUT replaces). */
-const activeStatement = statement(sql`
-  SELECT ${s.guid} AS guid, ${s.feedUrl} AS feedUrl, 1 AS active, ${s.changeSeq} AS changeSeq FROM ${s}
-  WHERE ${s.userId} = ${userId} AND ${s.unsubscribedAt} IS NULL
-  ORDER BY ${s.subscribedAt}, ${s.subscribedSeq}`);
-
-export interface KnownFeed {
-  guid: string;
-  feedUrl: string;
-  active: boolean;
-  changeSeq: number;
-}
-
-function toKnown(row: Record<string, unknown>): KnownFeed {
-  return {
-    guid: row.guid as string,
-    feedUrl: row.feedUrl as string,
-    active: row.active === 1,
-    changeSeq: row.changeSeq as number,
-  };
-}
-
-/** Every active subscription in list order, in one statement (the simple API's list). */
-export async function activeFeeds(db: Database, user: string): Promise<KnownFeed[]> {
-  const { results } = await call(() => activeStatement.bind(db, { userId: user }).all());
-  return results.map(toKnown);
 }
 
 const clockStatement = statement(sql`SELECT unixepoch() AS now`);
@@ -276,10 +249,19 @@ export async function writeGpodderSubscriptions(
 }
 
 /**
- * Live episode states whose last change reached the database at or after `since`, with the URL of the user's
- * subscription (active or not) of their feed; states of feeds the user never subscribed to are left out.
+ * Episode states per page of the gpodder episode GET: a state's text is at most two 2 KB URLs and a guid,
+ * escaped for JSON, so a page's text stays under ~1 MB, and each read holds the database for a page of
+ * index entries (and the tombstones among them) however many states the account has.
  */
-const episodeChangesSinceStatement = statement(sql`
+export const GPODDER_EPISODE_PAGE_ROWS = 100;
+
+/**
+ * One page of live episode states whose last change reached the database at or after `since`, after change
+ * number `after` (null: the first page, which finds the change number `since` starts after), with the URL of
+ * the user's subscription (active or not) of their feed; states of feeds the user never subscribed to are
+ * left out. With the database's clock. `since` 0 is every change (no received_at is below 0): no walk.
+ */
+const episodeChangesPageStatement = statement(sql`
   SELECT unixepoch() AS now, (
     SELECT json_group_array(json_array(change_seq, feed_url, media_url, item_guid, position, duration, played,
       position_changed_at, played_changed_at)) FROM (
@@ -287,7 +269,9 @@ const episodeChangesSinceStatement = statement(sql`
         t.position AS position, t.duration AS duration, t.played AS played,
         t.position_changed_at AS position_changed_at, t.played_changed_at AS played_changed_at
       FROM ${e} AS t JOIN ${s} AS f ON f.user_id = t.user_id AND f.guid = t.feed_guid
-      WHERE t.user_id = ${userId} AND t.change_seq > ${sinceBoundary(e)} AND t.deleted_at IS NULL
+      WHERE t.user_id = ${userId} AND t.deleted_at IS NULL AND t.change_seq > coalesce(${sql.placeholder("after")},
+        CASE WHEN ${sql.placeholder("since")} = 0 THEN 0 ELSE ${sinceBoundary(e)} END)
+      ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}
     )
   ) AS states`);
 
@@ -296,33 +280,51 @@ export type EpisodeState = Omit<StoredEpisode, "id" | "feedGuid">;
 
 type PackedState = [number, string, string, string | null, number, number | null, number, number | null, number | null];
 
-/** Episode states changed at or after Unix second `since`, oldest change first, each with its feed's URL. */
-export async function episodeChangesSince(
+function unpackState([, podcast, mediaUrl, itemGuid, position, duration, played, positionAt, playedAt]: PackedState) {
+  return {
+    podcast,
+    episode: {
+      mediaUrl,
+      itemGuid,
+      position,
+      duration,
+      played: played === 1,
+      positionChangedAt: positionAt,
+      playedChangedAt: playedAt,
+    } satisfies EpisodeState,
+  };
+}
+
+/**
+ * Episode states changed at or after Unix second `since`, oldest change first, each with its feed's URL, a
+ * page per D1 call (keyset-pages.ts). `now()`: the database's clock at the first page, known once it is
+ * read. Taken before any state is read, it is a `since` that misses nothing received while the pages are:
+ * such a change is received at or after it, and a state changed during the read moves past the pages read.
+ */
+export function episodeChangePages(
   db: Database,
   user: string,
   since: number,
-): Promise<{ now: number; states: { podcast: string; episode: EpisodeState }[] }> {
-  const row = await call(() =>
-    episodeChangesSinceStatement.bind(db, { userId: user, since }).first<{ now: number; states: string }>(),
+  pageRows = GPODDER_EPISODE_PAGE_ROWS,
+): { pages: AsyncGenerator<{ podcast: string; episode: EpisodeState }[], void, undefined>; now: () => number } {
+  let now: number | undefined;
+  const packedPages = keysetPages<PackedState, number | null>(
+    async (after, limit) => {
+      const row = (await call(() =>
+        episodeChangesPageStatement.bind(db, { userId: user, since, after, limit }).first(),
+      )) as { now: number; states: string };
+      now ??= row.now;
+      // An aggregate does not promise its input order: the page's order is applied again.
+      return (JSON.parse(row.states) as PackedState[]).sort((a, b) => a[0] - b[0]);
+    },
+    null,
+    (last) => last[0],
+    pageRows,
   );
-  const { now, states } = row as { now: number; states: string };
-  const packed = JSON.parse(states) as PackedState[];
-  packed.sort((a, b) => a[0] - b[0]);
-  return {
-    now,
-    states: packed.map(([, podcast, mediaUrl, itemGuid, position, duration, played, positionAt, playedAt]) => ({
-      podcast,
-      episode: {
-        mediaUrl,
-        itemGuid,
-        position,
-        duration,
-        played: played === 1,
-        positionChangedAt: positionAt,
-        playedChangedAt: playedAt,
-      },
-    })),
-  };
+  async function* pages() {
+    for await (const page of packedPages) yield page.map(unpackState);
+  }
+  return { pages: pages(), now: () => now as number };
 }
 
 /**
@@ -366,7 +368,6 @@ export const gpodderStatements: Record<string, Statement> = {
   removeUnlisted: removeUnlistedStatement,
   resolved: resolvedStatement,
   guessGuard: guessGuardStatement,
-  active: activeStatement,
   clock: clockStatement,
-  episodeChangesSince: episodeChangesSinceStatement,
+  episodeChangesPage: episodeChangesPageStatement,
 };

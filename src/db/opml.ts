@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { call, type Database } from "./database";
+import { keysetPages } from "./keyset-pages";
 import { subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
 import type { FeedItem } from "./subscriptions";
@@ -36,26 +37,27 @@ const activeFeedsPageStatement = statement(sql`
   LIMIT ${sql.placeholder("limit")}`);
 
 /**
- * The user's active feeds, page by page (one D1 call each), in list order. Not one snapshot: a subscription
- * made while the export runs appears when it sorts after the pages already read.
+ * The user's active feeds, page by page (one D1 call each), in list order (keyset-pages.ts). Not one
+ * snapshot: a subscription made while the pages are read appears when it sorts after the pages already read.
  */
-export async function* activeFeedPages(
+export function activeFeedPages(
   db: Database,
   user: string,
   pageRows = OPML_EXPORT_PAGE_ROWS,
-): AsyncGenerator<FeedItem[], void, undefined> {
-  let after = START;
-  for (;;) {
-    const { results } = await call(() =>
-      activeFeedsPageStatement
-        .bind(db, { userId: user, afterAt: after.subscribedAt, afterSeq: after.subscribedSeq, limit: pageRows })
-        .all<ExportRow>(),
-    );
-    if (results.length > 0) yield results.map(({ guid, feedUrl }) => ({ guid, feedUrl }));
-    if (results.length < pageRows) return;
-    const last = results[results.length - 1];
-    after = { subscribedAt: last.subscribedAt, subscribedSeq: last.subscribedSeq };
-  }
+): AsyncGenerator<ExportRow[], void, undefined> {
+  return keysetPages(
+    async (after: ExportCursor, limit) =>
+      (
+        await call(() =>
+          activeFeedsPageStatement
+            .bind(db, { userId: user, afterAt: after.subscribedAt, afterSeq: after.subscribedSeq, limit })
+            .all<ExportRow>(),
+        )
+      ).results,
+    START,
+    (last) => ({ subscribedAt: last.subscribedAt, subscribedSeq: last.subscribedSeq }),
+    pageRows,
+  );
 }
 
 /** Every statement this module runs, for the test that proves none scans a table. */

@@ -47,10 +47,11 @@ export const subscriptions = sqliteTable(
   },
   (table) => [
     primaryKey({ columns: [table.userId, table.guid] }),
-    // The list order (subscribedAt, subscribedSeq) per user over active rows only: a page of N walks N
-    // entries, and tombstones are never read.
+    // The list order (subscribedAt, subscribedSeq, guid) per user over active rows only: a page of N walks N
+    // entries, and tombstones are never read. `unsubscribedAt` rides along (always null here) so a walk of
+    // the index alone needs no table lookup to check the index's own condition (a list page's OFFSET).
     index("subscriptions_active_page")
-      .on(table.userId, table.subscribedAt, table.subscribedSeq)
+      .on(table.userId, table.subscribedAt, table.subscribedSeq, table.guid, table.unsubscribedAt)
       .where(sql`${table.unsubscribedAt} is null`),
     // The change feed: a page of changes after a token walks its own entries however long the history.
     // `receivedAt` rides along so the gpodder `since` boundary is found from the index alone.

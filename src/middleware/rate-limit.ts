@@ -22,14 +22,33 @@ function tooManyRequests(detail: string): ApiError {
  */
 export const RENUMBERED_ROWS_PER_REQUEST = 100;
 
+/** Requests' worth of the limit beyond the request itself for `rows` rows of work: a bulk of 100 is one request. */
+function extraFor(rows: number): number {
+  return Math.max(0, Math.ceil(rows / RENUMBERED_ROWS_PER_REQUEST) - 1);
+}
+
+/** Charges the user's limit after the fact, at most one window's allowance (600): the next requests wait. */
+async function charge(c: Context<AppEnv>, extra: number): Promise<void> {
+  const key = c.get("userId");
+  await Promise.all(Array.from({ length: Math.min(600, extra) }, () => c.env.USER_RATE_LIMITER.limit({ key })));
+}
+
 /**
  * Charges the user's limit for the rows the request's purges renumbered, after the fact: the request itself is
- * served, and the next ones wait once the limit is spent. At most one window's allowance (600) is charged.
+ * served, and the next ones wait once the limit is spent. With `rowsWritten` (an OPML import's subscribes), the
+ * request's own writes are charged as the bulk requests of 100 writing them would be: an import of 1 000 holds
+ * the database ~10 times as long as a bulk of 100 (README, "what holds a database longest").
  */
-export async function chargeRenumbering(c: Context<AppEnv>, batch: WriteBatch): Promise<void> {
-  const extra = Math.min(600, Math.floor(renumberedRows(batch.all()) / RENUMBERED_ROWS_PER_REQUEST));
-  const key = c.get("userId");
-  await Promise.all(Array.from({ length: extra }, () => c.env.USER_RATE_LIMITER.limit({ key })));
+export async function chargeRenumbering(c: Context<AppEnv>, batch: WriteBatch, rowsWritten = 0): Promise<void> {
+  await charge(c, Math.floor(renumberedRows(batch.all()) / RENUMBERED_ROWS_PER_REQUEST) + extraFor(rowsWritten));
+}
+
+/**
+ * Charges an account's erasure for the rows it deleted, as bulk requests of 100 deleting them would be: one
+ * D1 transaction (docs/API.md §15 keeps it atomic), so what bounds how often it holds the database is the limit.
+ */
+export async function chargeErasure(c: Context<AppEnv>, rowsDeleted: number): Promise<void> {
+  await charge(c, extraFor(rowsDeleted));
 }
 
 /** Per-user limit on every authenticated request (USER_RATE_LIMITER in wrangler.toml). */

@@ -1,3 +1,5 @@
+import { pagedTextStream } from "../text-stream";
+
 /**
  * The OPML 2.0 export document. Attribute values are escaped for XML: `&`, `<`, `>` and `"`, and
  * tab, line feed and carriage return as character references so that attribute-value normalisation
@@ -56,44 +58,13 @@ export function serialiseOpml(feeds: readonly OpmlFeed[], created: Date): string
 }
 
 /**
- * The document as a byte stream over pages of feeds, read one page at a time and only when the reader asks
- * for more (`highWaterMark: 0`): what the export holds in memory is one page of rows and its text, however
- * many feeds the account has. `onError` sees a failure after the response started (the stream then ends
- * early, without the closing tags, so the reader never takes a cut document for a whole one).
+ * The document as a byte stream over pages of feeds (text-stream.ts): what the export holds in memory is one
+ * page of rows and its text, however many feeds the account has.
  */
 export function opmlStream(
   pages: AsyncIterator<readonly OpmlFeed[]>,
   created: Date,
   onError: (err: unknown) => void,
 ): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  let headWritten = false;
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        if (!headWritten) {
-          headWritten = true;
-          controller.enqueue(encoder.encode(opmlHead(created)));
-          return;
-        }
-        let page: IteratorResult<readonly OpmlFeed[]>;
-        try {
-          page = await pages.next();
-        } catch (err) {
-          onError(err);
-          throw err;
-        }
-        if (page.done) {
-          controller.enqueue(encoder.encode(OPML_TAIL));
-          controller.close();
-        } else {
-          controller.enqueue(encoder.encode(opmlOutlines(page.value)));
-        }
-      },
-      async cancel() {
-        await pages.return?.();
-      },
-    },
-    { highWaterMark: 0 },
-  );
+  return pagedTextStream(pages, { head: opmlHead(created), page: opmlOutlines, tail: () => OPML_TAIL }, onError);
 }

@@ -2,13 +2,15 @@ import { Hono } from "hono";
 import { eraseAccount } from "../db/account";
 import type { AppEnv } from "../env";
 import { negotiate } from "../middleware/negotiation";
+import { chargeErasure } from "../middleware/rate-limit";
 import { noQueryParameters } from "../pagination";
-
 /**
  * DELETE /v1/account (docs/API.md §15): erases everything stored for the authenticated user in one D1 round
  * trip. No body and no query parameters: nothing about the request can narrow what is erased.
  */
 export const accountRoutes = new Hono<AppEnv>().delete("/", negotiate("none"), noQueryParameters, async (c) => {
-  await eraseAccount(c.get("db"), c.get("userId"));
+  // One transaction however large the account (a retry after a failure midway would see a half-erased one),
+  // so its cost is bounded by the rate limit instead: charged as the bulk requests deleting as many rows.
+  await chargeErasure(c, await eraseAccount(c.get("db"), c.get("userId")));
   return c.body(null, 204);
 });

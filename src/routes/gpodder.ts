@@ -4,13 +4,14 @@ import { verifiedCredentials } from "../auth/verified-credentials";
 import { endSession } from "../db/app-passwords";
 import { listDevices, saveDevice } from "../db/devices";
 import {
-  activeFeeds,
-  episodeChangesSince,
+  type EpisodeState,
+  episodeChangePages,
   resolveFeeds,
   subscriptionChangesSince,
   writeEpisodes,
   writeGpodderSubscriptions,
 } from "../db/gpodder";
+import { activeFeedPages } from "../db/opml";
 import type { AppEnv } from "../env";
 import { deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
 import {
@@ -37,7 +38,8 @@ import { d1PrimarySession } from "../middleware/d1-session";
 import { checkPathUsername, gpodderAuth, sessionCookieHeader } from "../middleware/gpodder-auth";
 import { limitPerUser } from "../middleware/rate-limit";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
-import { serialiseOpml } from "../opml/serialise";
+import { opmlStream } from "../opml/serialise";
+import { pagedTextStream, withFirst } from "../text-stream";
 
 /**
  * The gpodder.net API v2 and its simple API (docs/API.md §14), on the same data as /v1: what gPodder,
@@ -81,20 +83,49 @@ async function applySubscriptionChanges(c: Context<AppEnv>, add: SentUrl[], remo
   return { timestamp: now, update_urls: updateUrls(add, added) };
 }
 
-/** The simple API's list in one of its formats. */
+/** Logs a failure after a streamed answer started (it then ends cut short: no closing bracket or tag). */
+function streamFailed(c: Context<AppEnv>, event: string) {
+  const requestId = c.get("requestId");
+  return (err: unknown) => console.error(JSON.stringify({ level: "error", requestId, event, error: String(err) }));
+}
+
+/** JSON array items written page by page: a comma before every item but the very first. */
+function jsonItems<T>(toJson: (item: T) => string | undefined): (page: readonly T[]) => string {
+  let first = true;
+  return (page) => {
+    let text = "";
+    for (const item of page) {
+      const json = toJson(item);
+      if (json === undefined) continue;
+      text += first ? json : `,${json}`;
+      first = false;
+    }
+    return text;
+  };
+}
+
+/**
+ * The simple API's list in one of its formats, streamed page by page as the OPML export is (docs/API.md §15):
+ * an account of 10 000 feeds with 2 KB URLs is ~20 MB of text, more escaped. The first page is read before
+ * the response starts, so an unreachable database is still an error answer.
+ */
 async function simpleList(c: Context<AppEnv>, format: "json" | "txt" | "opml"): Promise<Response> {
-  const feeds = await activeFeeds(c.get("db"), c.get("userId"));
-  if (format === "json")
-    return json(
-      c,
-      feeds.map((feed) => feed.feedUrl),
-    );
-  if (format === "txt") {
-    return c.body(feeds.map((feed) => `${feed.feedUrl}\n`).join(""), 200, {
-      "Content-Type": "text/plain; charset=utf-8",
+  const pages = activeFeedPages(c.get("db"), c.get("userId"));
+  const feeds = withFirst(await pages.next(), pages);
+  const failed = streamFailed(c, "gpodder_list_failed");
+  if (format === "opml") {
+    return c.body(opmlStream(feeds, new Date(), failed), 200, { "Content-Type": OPML_CONTENT_TYPE });
+  }
+  if (format === "json") {
+    const page = jsonItems((feed: { feedUrl: string }) => JSON.stringify(feed.feedUrl));
+    return c.body(pagedTextStream(feeds, { head: "[", page, tail: () => "]" }, failed), 200, {
+      "Content-Type": "application/json",
     });
   }
-  return c.body(serialiseOpml(feeds, new Date()), 200, { "Content-Type": OPML_CONTENT_TYPE });
+  const lines = (page: readonly { feedUrl: string }[]) => page.map((feed) => `${feed.feedUrl}\n`).join("");
+  return c.body(pagedTextStream(feeds, { head: "", page: lines, tail: () => "" }, failed), 200, {
+    "Content-Type": "text/plain; charset=utf-8",
+  });
 }
 
 /**
@@ -270,16 +301,24 @@ export const gpodderRoutes = new Hono<AppEnv>()
     return json(c, { timestamp, update_urls: [] });
   })
 
-  // Episode actions out: the latest state of each episode changed since a Unix second (inclusive).
+  // Episode actions out: the latest state of each episode changed since a Unix second (inclusive), streamed
+  // page by page (50 000 states at the quota, each naming its feed's URL: ~100 MB of JSON with 2 KB URLs).
+  // The timestamp is the clock at the first page, written last.
   .get("/api/2/episodes/:file", signedIn, async (c) => {
     checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
     const since = sinceParameter(c);
     const podcast = c.req.query("podcast");
-    const { now, states } = await episodeChangesSince(c.get("db"), c.get("userId"), since);
-    const actions = states.flatMap((state) => {
-      if (podcast !== undefined && state.podcast !== podcast) return [];
+    const { pages, now } = episodeChangePages(c.get("db"), c.get("userId"), since);
+    const states = withFirst(await pages.next(), pages);
+    const page = jsonItems((state: { podcast: string; episode: EpisodeState }) => {
+      if (podcast !== undefined && state.podcast !== podcast) return undefined;
       const action = toEpisodeAction(state.podcast, state.episode);
-      return action ? [action] : [];
+      return action && JSON.stringify(action);
     });
-    return json(c, { actions, timestamp: now });
+    const body = pagedTextStream(
+      states,
+      { head: '{"actions":[', page, tail: () => `],"timestamp":${now()}}` },
+      streamFailed(c, "gpodder_episodes_failed"),
+    );
+    return c.body(body, 200, { "Content-Type": "application/json" });
   });
