@@ -12,7 +12,12 @@ import type { FeedItem } from "./subscriptions";
  */
 export const OPML_EXPORT_PAGE_ROWS = 100;
 
-/** Where the next page of the export starts: after this (subscribedAt, subscribedSeq), in list order. */
+/**
+ * Where the next page of the export starts: after this (subscribedAt, subscribedSeq), in list order. The pair
+ * is unique among a user's rows, so no row is skipped at a page boundary: subscribedSeq is the change number
+ * the (re)subscription took (migration 0004 gave older rows their change number), and change numbers are
+ * never handed out twice, purges and erasure included.
+ */
 export interface ExportCursor {
   subscribedAt: number;
   subscribedSeq: number;
