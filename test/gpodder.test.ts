@@ -440,6 +440,24 @@ describe("gpodder subscriptions", () => {
     expect((await user.get(`/v1/subscriptions/${active.guid}`)).status).toBe(200);
   });
 
+  it("charges the changes since a time one request per 100 changes read, after the answer (README)", async () => {
+    const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
+    await seedSubscriptions("gp-charged-changes", 450);
+    const large = gpodder(await mint(await as("gp-charged-changes")), tight);
+    const username = await gpodderUsername("gp-charged-changes");
+    const changes = await large.get(`/api/2/subscriptions/${username}/phone.json?since=0`);
+    expect(changes.status).toBe(200);
+    expect(((await changes.json()) as { add: string[] }).add).toHaveLength(450);
+    // 1 for the request and 4 more for 450 changes (5 pages of 100): the limit of 5 is spent.
+    expect((await large.get(`/api/2/devices/${username}.json`)).status).toBe(429);
+
+    await seedSubscriptions("gp-charged-few", 100);
+    const small = gpodder(await mint(await as("gp-charged-few")), tight);
+    const smallName = await gpodderUsername("gp-charged-few");
+    expect((await small.get(`/api/2/subscriptions/${smallName}/phone.json?since=0`)).status).toBe(200);
+    expect((await small.get(`/api/2/devices/${smallName}.json`)).status).toBe(200);
+  });
+
   it("refuses a URL both added and removed (400), more than 1000 URLs (413) and a bad since (400)", async () => {
     const credentials = await mint(await as("gp-subs-invalid"));
     const client = gpodder(credentials);

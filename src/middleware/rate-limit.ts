@@ -44,11 +44,13 @@ export async function chargeRenumbering(c: Context<AppEnv>, batch: WriteBatch, r
 }
 
 /**
- * Charges an account's erasure for the rows it deleted, as bulk requests of 100 deleting them would be: one
- * D1 transaction (docs/API.md §15 keeps it atomic), so what bounds how often it holds the database is the limit.
+ * Charges a request that cannot be split for the rows of its one statement or transaction, as requests of 100
+ * rows each would be: an account's erasure (one D1 transaction: docs/API.md §15 keeps it atomic) for the rows
+ * it deleted, and the gpodder subscription changes (one statement, whose adds and removes are settled over the
+ * whole history) for the changes it read. What bounds how often they hold the database is then the limit.
  */
-export async function chargeErasure(c: Context<AppEnv>, rowsDeleted: number): Promise<void> {
-  await charge(c, extraFor(rowsDeleted));
+export async function chargeRows(c: Context<AppEnv>, rows: number): Promise<void> {
+  await charge(c, extraFor(rows));
 }
 
 /** Per-user limit on every authenticated request (USER_RATE_LIMITER in wrangler.toml). */

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { eraseAccount } from "../db/account";
 import type { AppEnv } from "../env";
 import { negotiate } from "../middleware/negotiation";
-import { chargeErasure } from "../middleware/rate-limit";
+import { chargeRows } from "../middleware/rate-limit";
 import { noQueryParameters } from "../pagination";
 /**
  * DELETE /v1/account (docs/API.md §15): erases everything stored for the authenticated user in one D1 round
@@ -11,6 +11,6 @@ import { noQueryParameters } from "../pagination";
 export const accountRoutes = new Hono<AppEnv>().delete("/", negotiate("none"), noQueryParameters, async (c) => {
   // One transaction however large the account (a retry after a failure midway would see a half-erased one),
   // so its cost is bounded by the rate limit instead: charged as the bulk requests deleting as many rows.
-  await chargeErasure(c, await eraseAccount(c.get("db"), c.get("userId")));
+  await chargeRows(c, await eraseAccount(c.get("db"), c.get("userId")));
   return c.body(null, 204);
 });

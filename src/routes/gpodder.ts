@@ -36,7 +36,7 @@ import {
 import { checkUpload, cleanUrls, type SentUrl, updateUrls } from "../gpodder/subscriptions";
 import { d1PrimarySession } from "../middleware/d1-session";
 import { checkPathUsername, gpodderAuth, sessionCookieHeader } from "../middleware/gpodder-auth";
-import { limitPerUser } from "../middleware/rate-limit";
+import { chargeRows, limitPerUser } from "../middleware/rate-limit";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { opmlStream } from "../opml/serialise";
 import { pagedTextStream, withFirst } from "../text-stream";
@@ -226,6 +226,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
     const since = sinceParameter(c);
     await ensurePathDevice(c, fileSegment(c.req.param("file"), ["json"]).name);
     const { now, changes } = await subscriptionChangesSince(c.get("db"), c.get("userId"), since);
+    await chargeRows(c, changes.length);
     const add = new Set<string>();
     const remove = new Set<string>();
     for (const change of changes) {
