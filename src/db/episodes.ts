@@ -233,9 +233,6 @@ const forgetStatement = statement(sql`
   WHERE ${isThisEpisode} AND ${e.deletedAt} IS NULL
   RETURNING 1 AS written`);
 
-/** The stored row, live or tombstone, as it was before the writes that follow it in the batch. */
-const storedRowStatement = statement(sql`SELECT ${packed} AS row FROM ${e} WHERE ${isThisEpisode}`);
-
 /**
  * The stored rows of several ids (a JSON array: one parameter however many), live or tombstones, as they were
  * before the writes that follow it in the batch; one JSON array of packed rows.
@@ -290,7 +287,7 @@ class StoredRows {
  * returns the row only when it wrote it). The stored rows as they were come from one read placed before the
  * first create-or-merge and covering every later one whose id no episode write of the request touched in
  * between (a purge may delete a tombstone or renumber a live row meanwhile, which changes neither whether the
- * state is live nor its values); an id written again gets its own read just before its write. With them, the
+ * state is live nor its values); an id written again starts the next such read, just before its write. With them, the
  * write's result tells a new state from a merge, a write that changed nothing from a state of another feed.
  */
 export function episodeWriter(context: WriteContext): (operation: EpisodeOperation) => () => EpisodeWriteResult {
@@ -299,15 +296,12 @@ export function episodeWriter(context: WriteContext): (operation: EpisodeOperati
   /** The ids written since `stored` was placed. */
   const written = new Set<string>();
   const storedBefore = (values: ReturnType<typeof writeValues>): (() => ChangedEpisode | undefined) => {
-    if (!stored) {
+    if (!stored || written.has(values.id)) {
       const rows: StoredRows = new StoredRows(
         batch.later(() => storedRowsStatement.bind(db, { userId: user, ids: JSON.stringify([...rows.ids]) })),
       );
       stored = rows;
-    }
-    if (written.has(values.id)) {
-      const slot = batch.push(storedRowStatement.bind(db, values));
-      return () => rowOf(slot.results()[0]);
+      written.clear();
     }
     const rows = stored;
     rows.ids.add(values.id);
@@ -387,7 +381,6 @@ export const episodeStatements: Record<string, Statement> = {
   upsert: upsertStatement,
   merge: mergeStatement,
   forget: forgetStatement,
-  storedRow: storedRowStatement,
   storedRows: storedRowsStatement,
   upsertRoom: upsertRoomStatements[0],
   mergeRoom: mergeRoomStatements[0],
