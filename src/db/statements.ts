@@ -1,4 +1,4 @@
-import { fillPlaceholders, is, Param, Placeholder, type SQL } from "drizzle-orm";
+import { is, Placeholder, type SQL } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 
 /**
@@ -38,14 +38,12 @@ export function statement(query: SQL): Statement {
  * The statement with each placeholder bound once however often it appears (`?1`, `?2`: SQLite's numbered
  * parameters, which D1 takes): Drizzle renders every occurrence as its own `?`, and a bulk write's statements
  * repeat theirs (77 parameters for 11 values in an episode upsert), each bound, sent and checked per
- * operation. Constants keep a number each. Statements with parameters that are neither (Drizzle `Param`s)
- * keep Drizzle's own rendering and filling.
+ * operation. Constants (values written into the SQL template) keep a number each.
  */
 function numberedParameters(
   sql: string,
   params: unknown[],
 ): { sql: string; fill: (values: Record<string, unknown>) => unknown[] } {
-  if (params.some((param) => is(param, Param))) return { sql, fill: (values) => fillPlaceholders(params, values) };
   const bound: { name?: string; value?: unknown }[] = [];
   const numbers = new Map<string, number>();
   const numberOf = (param: unknown): number => {
@@ -70,7 +68,6 @@ function numberedParameters(
     }
     text += char;
   }
-  if (next !== params.length) throw new Error(`The statement has ${next} parameters and ${params.length} values.`);
   return {
     sql: text,
     fill: (values) =>
