@@ -10,7 +10,6 @@ import {
   type Caller,
   databaseFor,
   listAll,
-  meteredDatabaseOf,
   newFeed,
   ORIGIN,
   seedSubscriptions,
@@ -445,62 +444,5 @@ describe("DELETE /v1/account (docs/API.md §15)", () => {
     const user = await as("erase-query");
     expect((await user.delete("/v1/account?include=everything")).status).toBe(400);
     expect((await user.get("/v1/account")).status).toBe(405);
-  });
-});
-
-describe("bulk writes far from the quotas and the budget make no room (docs/API.md §15)", () => {
-  const isRoom = (sql: string) => sql.includes("need_0");
-  const isGuard = (sql: string) => sql.includes("room_guard");
-  const episodeAdd = (mediaUrl: string) => ({
-    op: "add",
-    data: {
-      type: "episode",
-      id: crypto.randomUUID(),
-      attributes: { mediaUrl },
-      relationships: { subscription: { data: { type: "subscription", id: FEED } } },
-    },
-  });
-
-  it("one guard statement stands for every write's room when all of them together fit", async () => {
-    const userId = "room-guard-fits";
-    const meter = await meteredDatabaseOf(userId);
-    const user = await as(userId, meter.bindings);
-    const feeds = Array.from({ length: 3 }, () => newFeed());
-    const response = await user.operations({
-      "atomic:operations": [
-        ...feeds.map((feed) => addOperation(feed.guid, feed.feedUrl)),
-        episodeAdd("https://cdn.example.com/a.mp3"),
-      ],
-    });
-    const results = ((await response.json()) as Results)["atomic:results"];
-    expect(results.every((result) => result.data)).toBe(true);
-    const statements = meter.totals.statements.map((statement) => statement.sql);
-    expect(statements.filter(isGuard)).toHaveLength(1);
-    expect(statements.filter(isRoom)).toHaveLength(0);
-  });
-
-  it("a request that might need room runs again with every write's room, each answered as alone", async () => {
-    const userId = "room-guard-tight";
-    const meter = await meteredDatabaseOf(userId);
-    const user = await as(userId, meter.bindings);
-    const [first, second] = [urlOf(100), urlOf(100)];
-    // Room for the first add's URL and not one byte more; no tombstone to purge.
-    await user.post("/v1/subscriptions", subscriptionDocument(crypto.randomUUID(), urlOf(100)));
-    await (await databaseFor(userId))
-      .prepare("UPDATE user_stats SET url_bytes = ? WHERE user_id = ?")
-      .bind(MAX_URL_BYTES - 100, userId)
-      .run();
-    meter.reset();
-    const response = await user.operations({
-      "atomic:operations": [addOperation(crypto.randomUUID(), first), addOperation(crypto.randomUUID(), second)],
-    });
-    expect(response.status).toBe(200);
-    const results = ((await response.json()) as Results)["atomic:results"];
-    expect(results[0].data).toBeTruthy();
-    expect(results[1].errors?.[0]).toMatchObject({ status: "403", title: "Storage limit reached" });
-    const statements = meter.totals.statements.map((statement) => statement.sql);
-    expect(statements.filter(isGuard)).toHaveLength(1);
-    expect(statements.filter(isRoom)).toHaveLength(2);
-    expect((await stats(userId))?.url_bytes).toBe(MAX_URL_BYTES);
   });
 });

@@ -1,5 +1,4 @@
 import { call, type Database } from "./database";
-import type { RoomGuard } from "./room-guard";
 
 /**
  * One D1 batch (one round trip, one transaction) built by several writers: each operation of a request
@@ -18,9 +17,6 @@ export class WriteBatch {
   private readonly statements: (D1PreparedStatement | (() => D1PreparedStatement))[] = [];
   private readonly closers: { make: () => D1PreparedStatement[]; slot: { start: number; count: number } }[] = [];
   private ran: D1Result<Row>[] | undefined;
-
-  /** With a guard, the writers leave their room statements out and count what they may add (room-guard.ts). */
-  constructor(readonly guard?: RoomGuard) {}
 
   /** Appends statements in order; the slot reads their results after `run`. */
   push(...statements: D1PreparedStatement[]): Slot {

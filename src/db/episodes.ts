@@ -314,11 +314,8 @@ export function episodeWriter(context: WriteContext): (operation: EpisodeOperati
       return () => (slot.results()[0].results.length > 0 ? { kind: "removed" } : { kind: "not-found" });
     }
     const values = writeValues(user, operation);
-    const [write, roomStatements] =
+    const [write, rooms] =
       operation.op === "add" ? [upsertStatement, upsertRoomStatements] : [mergeStatement, mergeRoomStatements];
-    // A batch with a guard leaves the rooms out: its guard counts what this write may add instead.
-    const rooms = batch.guard ? [] : roomStatements;
-    batch.guard?.add(operation.op === "add" ? "episodes" : undefined, operation.mediaUrl, operation.itemGuid);
     const readBefore = storedBefore(values);
     written.add(values.id);
     const slot = batch.push(...rooms.map((room) => room.bind(db, values)), write.bind(db, values));

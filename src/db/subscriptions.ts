@@ -181,14 +181,6 @@ function bindRoom(room: Statement, context: WriteContext, item: FeedItem): D1Pre
   return room.bind(context.db, { userId: context.user, guid: item.guid, feedUrl: item.feedUrl });
 }
 
-/** The room statement a write needs, or none when the batch's guard covers it (counted there instead). */
-function roomsFor(room: Statement, context: WriteContext, item: FeedItem, adds: boolean): D1PreparedStatement[] {
-  const { guard } = context.batch;
-  if (!guard) return [bindRoom(room, context, item)];
-  guard.add(adds ? "subscriptions" : undefined, item.feedUrl);
-  return [];
-}
-
 /**
  * The subscription writes of one request. Each operation's statements go into the batch in request order:
  * an add or a move is preceded by its make-room statement (which also says why a write was refused), a move
@@ -200,31 +192,27 @@ export function subscriptionWriter(context: WriteContext): SubscriptionWriter {
     switch (operation.op) {
       case "add": {
         const slot = batch.push(
-          ...roomsFor(subscribeRoomStatement, context, operation, true),
+          bindRoom(subscribeRoomStatement, context, operation),
           bindWithKey(subscribeStatement, context, operation),
         );
         return () => {
-          const results = slot.results();
-          if (results[results.length - 1].results.length > 0) {
-            return { kind: "created", subscription: writtenRow(operation, at) };
-          }
-          const refused = refusal(results.slice(0, -1));
+          const [room, written] = slot.results();
+          if (written.results.length > 0) return { kind: "created", subscription: writtenRow(operation, at) };
+          const refused = refusal([room]);
           return refused ? { kind: refused } : { kind: "exists" };
         };
       }
       case "update": {
         const slot = batch.push(
-          ...roomsFor(moveRoomStatement, context, operation, false),
+          bindRoom(moveRoomStatement, context, operation),
           bindWithKey(moveStatement, context, operation),
           findActiveStatement.bind(db, { userId: user, guid: operation.guid }),
         );
         return () => {
-          const results = slot.results();
-          const current = toStored(results[results.length - 1].results[0]);
+          const [room, , found] = slot.results();
+          const current = toStored(found.results[0]);
           if (!current) return { kind: "not-found" };
-          return refusal(results.slice(0, -2)) === "storage"
-            ? { kind: "storage" }
-            : { kind: "updated", subscription: current };
+          return refusal([room]) === "storage" ? { kind: "storage" } : { kind: "updated", subscription: current };
         };
       }
       case "remove": {

@@ -2,7 +2,6 @@ import { Hono } from "hono";
 import * as z from "zod";
 import type { AtomicResult, OperationKind, OperationName } from "../atomic-operations";
 import { WriteBatch } from "../db/batch";
-import { isRoomGuardFailure, RoomGuard } from "../db/room-guard";
 import type { WriteContext } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import {
@@ -145,37 +144,21 @@ export const operationRoutes = new Hono<AppEnv>().post(
   async (c) => {
     const parsed = c.req.valid("json")[OPERATIONS].map(parseOperation);
     const db = c.get("db");
-    const user = c.get("userId");
-    const at = Date.now();
+    const context: WriteContext = { batch: new WriteBatch(), db, user: c.get("userId"), at: Date.now() };
+    const writers = new Map<OperationKind<unknown>, ReturnType<OperationKind<unknown>["writer"]>>();
     // Invalid operations never reach the database.
-    const plan = (batch: WriteBatch) => {
-      const context: WriteContext = { batch, db, user, at };
-      const writers = new Map<OperationKind<unknown>, ReturnType<OperationKind<unknown>["writer"]>>();
-      return parsed.map((result, index): (() => AtomicResult) => {
-        if (!result.ok) return () => ({ errors: [result.error] });
-        const { kind, value } = result.value;
-        let write = writers.get(kind);
-        if (!write) {
-          write = kind.writer(context);
-          writers.set(kind, write);
-        }
-        return write(value, operationPointer(index));
-      });
-    };
-    // Far from the quotas and the budget (nearly always) no write needs room: the batch leaves the room
-    // statements out behind a guard. A request that might need room fails its guard and nothing else (the batch
-    // is one transaction), and runs again with every room, each write making room as it would alone.
-    let batch: WriteBatch = new WriteBatch(new RoomGuard((guard) => batch.later(() => guard.bind(db, user))));
-    let readers = plan(batch);
-    try {
-      await batch.run(db);
-    } catch (error) {
-      if (!isRoomGuardFailure(error)) throw error;
-      batch = new WriteBatch();
-      readers = plan(batch);
-      await batch.run(db);
-    }
-    await chargeRenumbering(c, batch);
+    const readers = parsed.map((result, index): (() => AtomicResult) => {
+      if (!result.ok) return () => ({ errors: [result.error] });
+      const { kind, value } = result.value;
+      let write = writers.get(kind);
+      if (!write) {
+        write = kind.writer(context);
+        writers.set(kind, write);
+      }
+      return write(value, operationPointer(index));
+    });
+    await context.batch.run(db);
+    await chargeRenumbering(c, context.batch);
     const results = readers.map((read) => read());
     const failed = results.filter((result) => "errors" in result).length;
 
