@@ -14,7 +14,7 @@ export interface Slot {
 }
 
 export class WriteBatch {
-  private readonly statements: D1PreparedStatement[] = [];
+  private readonly statements: (D1PreparedStatement | (() => D1PreparedStatement))[] = [];
   private readonly closers: { make: () => D1PreparedStatement[]; slot: { start: number; count: number } }[] = [];
   private ran: D1Result<Row>[] | undefined;
 
@@ -23,6 +23,16 @@ export class WriteBatch {
     const start = this.statements.length;
     this.statements.push(...statements);
     return { results: () => this.read(start, statements.length) };
+  }
+
+  /**
+   * A statement placed here in the order but built only when the batch runs: a read the operations planned
+   * after it add to (one read of the rows a bulk request's operations write, before any of them).
+   */
+  later(make: () => D1PreparedStatement): Slot {
+    const start = this.statements.length;
+    this.statements.push(make);
+    return { results: () => this.read(start, 1) };
   }
 
   /**
@@ -47,7 +57,8 @@ export class WriteBatch {
       this.ran = [];
       return;
     }
-    this.ran = await call(() => db.batch<Row>(this.statements));
+    const statements = this.statements.map((item) => (typeof item === "function" ? item() : item));
+    this.ran = await call(() => db.batch<Row>(statements));
   }
 
   /** Every statement's results, once the batch has run. */

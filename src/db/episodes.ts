@@ -1,5 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
-import type { Row } from "./batch";
+import type { Row, Slot } from "./batch";
 import { changeFeedReader } from "./change-feed";
 import { call, type Database } from "./database";
 import { episodes as e, userStats as stats } from "./schema";
@@ -10,6 +10,7 @@ import {
   type RoomNeed,
   refusal,
   roomStatement,
+  roomsStatement,
   rowsNeeded,
   subscriptionTombstones,
   utf8Bytes,
@@ -186,10 +187,15 @@ const upsertNeed: RoomNeed = {
 };
 const mergeBytesNeed = bytesNeeded(growth(false));
 
-/** The rooms a write makes before it, count quota first (its refusal wins): episode tombstones, then subscription ones (the only ones with URL text). */
+/**
+ * The room a create-or-merge makes before it, one statement for both kinds: episode tombstones for the count quota
+ * (its refusal wins), subscription tombstones (the only ones with URL text) for the bytes.
+ */
 const upsertRoomStatements = [
-  roomStatement(episodeTombstones, { count: upsertNeed.count, bytes: sql`0`, exclude: id }),
-  roomStatement(subscriptionTombstones, { count: sql`0`, bytes: upsertNeed.bytes, exclude: sql`NULL` }),
+  roomsStatement([
+    { table: episodeTombstones, need: { count: upsertNeed.count, bytes: sql`0`, exclude: id } },
+    { table: subscriptionTombstones, need: { count: sql`0`, bytes: upsertNeed.bytes, exclude: sql`NULL` } },
+  ]),
 ];
 const mergeRoomStatements = [
   roomStatement(subscriptionTombstones, { count: sql`0`, bytes: mergeBytesNeed, exclude: sql`NULL` }),
@@ -227,8 +233,13 @@ const forgetStatement = statement(sql`
   WHERE ${isThisEpisode} AND ${e.deletedAt} IS NULL
   RETURNING 1 AS written`);
 
-/** The stored row, live or tombstone, as it was before the writes that follow it in the batch. */
-const storedRowStatement = statement(sql`SELECT ${packed} AS row FROM ${e} WHERE ${isThisEpisode}`);
+/**
+ * The stored rows of several ids (a JSON array: one parameter however many), live or tombstones, as they were
+ * before the writes that follow it in the batch; one JSON array of packed rows.
+ */
+const storedRowsStatement = statement(sql`
+  SELECT json_group_array(json(${packed})) AS rows
+  FROM json_each(${sql.placeholder("ids")}) AS wanted JOIN ${e} ON ${e.userId} = ${userId} AND ${e.id} = wanted.value`);
 
 function rowOf(result: D1Result<Row> | undefined): ChangedEpisode | undefined {
   const row = result?.results[0]?.row;
@@ -252,32 +263,69 @@ function writeValues(user: string, write: EpisodeWrite) {
 }
 
 /**
+ * The stored rows one read before the writes of a request returned, by id: read once when the batch ran.
+ */
+class StoredRows {
+  readonly ids = new Set<string>();
+  private rows: Map<string, ChangedEpisode> | undefined;
+
+  constructor(private readonly slot: Slot) {}
+
+  get(id: string): ChangedEpisode | undefined {
+    if (!this.rows) {
+      const packed = this.slot.results()[0].results[0]?.rows;
+      const rows = typeof packed === "string" ? (JSON.parse(packed) as PackedRow[]) : [];
+      this.rows = new Map(rows.map((row) => [row[0], unpackRow(row)]));
+    }
+    return this.rows.get(id);
+  }
+}
+
+/**
  * The episode writes of one request. Each operation's statements go into the shared batch in request order:
- * the rooms (purging tombstones when the write would pass the quota or the budget), a read of the stored row
- * as it was, then the write (which returns the row only when it wrote it), so its
- * result tells a new state from a merge, a write that changed nothing from a state of another feed.
+ * the room (purging tombstones when the write would pass the quota or the budget), then the write (which
+ * returns the row only when it wrote it). The stored rows as they were come from one read placed before the
+ * first create-or-merge and covering every later one whose id no episode write of the request touched in
+ * between (a purge may delete a tombstone or renumber a live row meanwhile, which changes neither whether the
+ * state is live nor its values); an id written again starts the next such read, just before its write. With them, the
+ * write's result tells a new state from a merge, a write that changed nothing from a state of another feed.
  */
 export function episodeWriter(context: WriteContext): (operation: EpisodeOperation) => () => EpisodeWriteResult {
   const { batch, db, user, at } = context;
+  let stored: StoredRows | undefined;
+  /** The ids written since `stored` was placed. */
+  const written = new Set<string>();
+  const storedBefore = (values: ReturnType<typeof writeValues>): (() => ChangedEpisode | undefined) => {
+    if (!stored || written.has(values.id)) {
+      const rows: StoredRows = new StoredRows(
+        batch.later(() => storedRowsStatement.bind(db, { userId: user, ids: JSON.stringify([...rows.ids]) })),
+      );
+      stored = rows;
+      written.clear();
+    }
+    const rows = stored;
+    rows.ids.add(values.id);
+    return () => rows.get(values.id);
+  };
   return (operation) => {
     if (operation.op === "remove") {
+      if (stored) written.add(operation.id);
       const slot = batch.push(forgetStatement.bind(db, { userId: user, id: operation.id, now: at }));
       return () => (slot.results()[0].results.length > 0 ? { kind: "removed" } : { kind: "not-found" });
     }
     const values = writeValues(user, operation);
     const [write, rooms] =
       operation.op === "add" ? [upsertStatement, upsertRoomStatements] : [mergeStatement, mergeRoomStatements];
-    const slot = batch.push(
-      ...rooms.map((room) => room.bind(db, values)),
-      storedRowStatement.bind(db, values),
-      write.bind(db, values),
-    );
+    const readBefore = storedBefore(values);
+    written.add(values.id);
+    const slot = batch.push(...rooms.map((room) => room.bind(db, values)), write.bind(db, values));
     return () => {
       const results = slot.results();
-      const [before, written] = results.slice(rooms.length).map(rowOf);
+      const before = readBefore();
+      const writtenRow = rowOf(results[rooms.length]);
       const live = before && before.deletedAt === null ? before : undefined;
-      if (written && written.deletedAt === null) {
-        return { kind: live ? "merged" : "created", episode: toStored(written) };
+      if (writtenRow && writtenRow.deletedAt === null) {
+        return { kind: live ? "merged" : "created", episode: toStored(writtenRow) };
       }
       const refused = refusal(results.slice(0, rooms.length));
       if (refused) return { kind: refused };
@@ -330,9 +378,8 @@ export const episodeStatements: Record<string, Statement> = {
   upsert: upsertStatement,
   merge: mergeStatement,
   forget: forgetStatement,
-  storedRow: storedRowStatement,
-  upsertRoomEpisodes: upsertRoomStatements[0],
-  upsertRoomSubscriptions: upsertRoomStatements[1],
+  storedRows: storedRowsStatement,
+  upsertRoom: upsertRoomStatements[0],
   mergeRoom: mergeRoomStatements[0],
   findOne: findOneStatement,
   changes: listEpisodeChanges.statement,

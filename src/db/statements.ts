@@ -1,4 +1,4 @@
-import { fillPlaceholders, is, Param, Placeholder, type SQL } from "drizzle-orm";
+import { is, Placeholder, type SQL } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 
 /**
@@ -20,7 +20,7 @@ export function statement(query: SQL): Statement {
   const render = () => {
     if (rendered) return rendered;
     const { sql, params } = dialect.sqlToQuery(query);
-    rendered = { sql, fill: placeholderFiller(params) };
+    rendered = numberedParameters(sql, params);
     return rendered;
   };
   return {
@@ -35,18 +35,46 @@ export function statement(query: SQL): Statement {
 }
 
 /**
- * `fillPlaceholders` for one statement's parameters, with the parameters told apart once: it checks every
- * parameter's class on every call (a prototype walk for each constant), which a bulk request pays per
- * operation. Parameters that are neither placeholders nor plain values keep Drizzle's own filling.
+ * The statement with each placeholder bound once however often it appears (`?1`, `?2`: SQLite's numbered
+ * parameters, which D1 takes): Drizzle renders every occurrence as its own `?`, and a bulk write's statements
+ * repeat theirs (77 parameters for 11 values in an episode upsert), each bound, sent and checked per
+ * operation. Constants (values written into the SQL template) keep a number each.
  */
-function placeholderFiller(params: unknown[]): (values: Record<string, unknown>) => unknown[] {
-  if (params.some((param) => is(param, Param))) return (values) => fillPlaceholders(params, values);
-  const names = params.map((param) => (is(param, Placeholder) ? param.name : undefined));
-  return (values) =>
-    params.map((param, index) => {
-      const name = names[index];
-      if (name === undefined) return param;
-      if (!(name in values)) throw new Error(`No value for placeholder "${name}" was provided`);
-      return values[name];
-    });
+function numberedParameters(
+  sql: string,
+  params: unknown[],
+): { sql: string; fill: (values: Record<string, unknown>) => unknown[] } {
+  const bound: { name?: string; value?: unknown }[] = [];
+  const numbers = new Map<string, number>();
+  const numberOf = (param: unknown): number => {
+    if (!is(param, Placeholder)) return bound.push({ value: param });
+    const known = numbers.get(param.name);
+    if (known !== undefined) return known;
+    const number = bound.push({ name: param.name });
+    numbers.set(param.name, number);
+    return number;
+  };
+  let text = "";
+  let next = 0;
+  let quote: string | undefined;
+  for (const char of sql) {
+    if (quote !== undefined) {
+      if (char === quote) quote = undefined;
+    } else if (char === "'" || char === '"' || char === "`") {
+      quote = char;
+    } else if (char === "?") {
+      text += `?${numberOf(params[next++])}`;
+      continue;
+    }
+    text += char;
+  }
+  return {
+    sql: text,
+    fill: (values) =>
+      bound.map(({ name, value }) => {
+        if (name === undefined) return value;
+        if (!(name in values)) throw new Error(`No value for placeholder "${name}" was provided`);
+        return values[name];
+      }),
+  };
 }

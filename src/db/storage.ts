@@ -86,6 +86,12 @@ export interface RoomNeed {
   exclude: SQLWrapper;
 }
 
+/** One kind of tombstones a write may purge, and what the write needs freed of it. */
+export interface Room {
+  table: TombstoneTable;
+  need: RoomNeed;
+}
+
 /**
  * Makes room for one write, placed just before it in the batch: when the write would pass the count quota or the
  * budget, it raises the horizon to the newest of the user's oldest tombstones (change order) that free enough,
@@ -97,40 +103,64 @@ export interface RoomNeed {
  * the write inserts it as new, which the freed tombstones made room for as well.
  */
 export function roomStatement(table: TombstoneTable, need: RoomNeed): Statement {
-  const tombstones = sql`${table.userId} = ${userId} AND ${table.deletedAt} IS NOT NULL AND ${table.id} IS NOT ${need.exclude}`;
-  // The user's next tombstone in change order after `seq`, and its change number and bytes (primary-key lookups).
-  // The walk's column is named `tombstone`, a name no table has, so it never resolves to a table's own column.
-  const nextAfter = (seq: SQL) =>
-    sql`(SELECT ${table.id} FROM ${table.table} WHERE ${tombstones} AND ${table.changeSeq} > ${seq} ORDER BY ${table.changeSeq} LIMIT 1)`;
-  const column = (value: SQL | SQLiteColumn, id: SQL) =>
-    sql`(SELECT ${value} FROM ${table.table} WHERE ${table.userId} = ${userId} AND ${table.id} = ${id})`;
-  const k = sql`(SELECT k FROM need)`;
-  const b = sql`(SELECT b FROM need)`;
-  // Walks the tombstone index one entry at a time and stops as soon as enough is freed: a write reads the
-  // tombstones it purges (at most the whole prefix only when it is refused anyway), never all of them.
-  return statement(sql`
-    WITH RECURSIVE need AS (SELECT ${need.count} AS k, ${need.bytes} AS b),
-    walk(tombstone, seq, n, cum) AS (
+  return roomsStatement([{ table, need }]);
+}
+
+/**
+ * The rooms of several kinds of tombstones in one statement (one answer to parse per write of a bulk request
+ * rather than one per kind), each kind walked and purged on its own as `roomStatement` does; its one row says
+ * whether every kind found room. The kinds' needs must not depend on each other's purges (different tables,
+ * and the first kind's tombstones hold no URL text when a later kind frees bytes).
+ */
+export function roomsStatement(rooms: Room[]): Statement {
+  const parts = rooms.map(({ table, need }, index) => {
+    const named = (name: string) => sql.raw(`${name}_${index}`);
+    const [needName, walkName, pickName] = [named("need"), named("walk"), named("pick")];
+    const tombstones = sql`${table.userId} = ${userId} AND ${table.deletedAt} IS NOT NULL AND ${table.id} IS NOT ${need.exclude}`;
+    // The user's next tombstone in change order after `seq`, and its change number and bytes (primary-key lookups).
+    // The walk's column is named `tombstone`, a name no table has, so it never resolves to a table's own column.
+    const nextAfter = (seq: SQL) =>
+      sql`(SELECT ${table.id} FROM ${table.table} WHERE ${tombstones} AND ${table.changeSeq} > ${seq} ORDER BY ${table.changeSeq} LIMIT 1)`;
+    const column = (value: SQL | SQLiteColumn, id: SQL) =>
+      sql`(SELECT ${value} FROM ${table.table} WHERE ${table.userId} = ${userId} AND ${table.id} = ${id})`;
+    const k = sql`(SELECT k FROM ${needName})`;
+    const b = sql`(SELECT b FROM ${needName})`;
+    const next = nextAfter(sql`${walkName}.seq`);
+    const ok = sql`(SELECT count_ok AND bytes_ok FROM ${pickName})`;
+    const h = sql`(SELECT h FROM ${pickName})`;
+    // Walks the tombstone index one entry at a time and stops as soon as enough is freed: a write reads the
+    // tombstones it purges (at most the whole prefix only when it is refused anyway), never all of them.
+    return {
+      ctes: sql`${needName} AS (SELECT ${need.count} AS k, ${need.bytes} AS b),
+    ${walkName}(tombstone, seq, n, cum) AS (
       SELECT tombstone, ${column(table.changeSeq, sql`tombstone`)}, 1, ${column(table.bytes, sql`tombstone`)}
       FROM (SELECT ${nextAfter(sql`-1`)} AS tombstone) WHERE tombstone IS NOT NULL AND (${k} > 0 OR ${b} > 0)
       UNION ALL
-      SELECT ${nextAfter(sql`walk.seq`)}, ${column(table.changeSeq, nextAfter(sql`walk.seq`))}, walk.n + 1,
-        walk.cum + ${column(table.bytes, nextAfter(sql`walk.seq`))}
-      FROM walk WHERE (walk.n < ${k} OR walk.cum < ${b}) AND ${nextAfter(sql`walk.seq`)} IS NOT NULL
+      SELECT ${next}, ${column(table.changeSeq, next)}, ${walkName}.n + 1, ${walkName}.cum + ${column(table.bytes, next)}
+      FROM ${walkName} WHERE (${walkName}.n < ${k} OR ${walkName}.cum < ${b}) AND ${next} IS NOT NULL
     ),
-    pick AS (
-      SELECT (SELECT max(seq) FROM walk) AS h,
-        k <= 0 OR coalesce((SELECT max(n) FROM walk), 0) >= k AS count_ok,
-        b <= 0 OR coalesce((SELECT max(cum) FROM walk), 0) >= b AS bytes_ok
-      FROM need
-    )
-    UPDATE ${stats} SET ${sql.identifier(table.horizon.name)} = CASE
-      WHEN (SELECT count_ok AND bytes_ok FROM pick) THEN max(${table.horizon}, (SELECT h FROM pick))
-      ELSE ${table.horizon} END
-    WHERE ${stats.userId} = ${userId} AND (${k} > 0 OR ${b} > 0)
-    RETURNING (SELECT count_ok FROM pick) AS count_ok, (SELECT bytes_ok FROM pick) AS bytes_ok,
-      (SELECT count(*) FROM ${table.table} WHERE ${table.userId} = ${userId} AND ${table.deletedAt} IS NULL
-        AND ${table.changeSeq} < (SELECT h FROM pick) AND (SELECT count_ok AND bytes_ok FROM pick)) AS renumbered`);
+    ${pickName} AS (
+      SELECT (SELECT max(seq) FROM ${walkName}) AS h,
+        k <= 0 OR coalesce((SELECT max(n) FROM ${walkName}), 0) >= k AS count_ok,
+        b <= 0 OR coalesce((SELECT max(cum) FROM ${walkName}), 0) >= b AS bytes_ok
+      FROM ${needName}
+    )`,
+      set: sql`${sql.identifier(table.horizon.name)} = CASE WHEN ${ok} AND ${h} IS NOT NULL THEN max(${table.horizon}, ${h}) ELSE ${table.horizon} END`,
+      needs: sql`(${k} > 0 OR ${b} > 0)`,
+      countOk: sql`(SELECT count_ok FROM ${pickName})`,
+      bytesOk: sql`(SELECT bytes_ok FROM ${pickName})`,
+      renumbered: sql`(SELECT count(*) FROM ${table.table} WHERE ${table.userId} = ${userId} AND ${table.deletedAt} IS NULL
+        AND ${table.changeSeq} < ${h} AND ${ok})`,
+    };
+  });
+  const all = (pick: (part: (typeof parts)[number]) => SQL, separator: string) =>
+    sql.join(parts.map(pick), sql.raw(separator));
+  return statement(sql`
+    WITH RECURSIVE ${all((part) => part.ctes, ",\n    ")}
+    UPDATE ${stats} SET ${all((part) => part.set, ", ")}
+    WHERE ${stats.userId} = ${userId} AND (${all((part) => part.needs, " OR ")})
+    RETURNING ${all((part) => part.countOk, " AND ")} AS count_ok, ${all((part) => part.bytesOk, " AND ")} AS bytes_ok,
+      ${all((part) => part.renumbered, " + ")} AS renumbered`);
 }
 
 /**
