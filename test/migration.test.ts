@@ -31,9 +31,7 @@ beforeAll(async () => {
       "devices",
       "url_pieces",
       "d1_migrations",
-    ].map(
-      (table) => `DROP TABLE IF EXISTS ${table}`,
-    ),
+    ].map((table) => `DROP TABLE IF EXISTS ${table}`),
   );
   for (const migration of env.TEST_MIGRATIONS.slice(0, index)) await run(migration.queries);
 
@@ -52,7 +50,9 @@ beforeAll(async () => {
   await insert("old-bob", "e0000000-0000-4000-8000-000000000000", 5000, null);
   // A 2 048-byte URL of multi-byte characters, stored whole in its row before migration 0006 cut it.
   await (await databaseFor("old-carol"))
-    .prepare("INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at) VALUES (?, ?, ?, ?, NULL)")
+    .prepare(
+      "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at) VALUES (?, ?, ?, ?, NULL)",
+    )
     .bind("old-carol", CAROL_GUID, CAROL_URL, 4000)
     .run();
   // The previous release's unsubscribe (an UPDATE) bumped the old version counter too.

@@ -287,10 +287,7 @@ describe("no piece outlives its row", () => {
     await user.delete(`/v1/subscriptions/${gone.guid}`);
     await expectStorageConsistent(user.userId, bytesOf(live.feedUrl) + bytesOf(gone.feedUrl));
     const db = await databaseFor(user.userId);
-    await db
-      .prepare("UPDATE user_stats SET subscription_horizon = version WHERE user_id = ?")
-      .bind(user.userId)
-      .run();
+    await db.prepare("UPDATE user_stats SET subscription_horizon = version WHERE user_id = ?").bind(user.userId).run();
     await expectStorageConsistent(user.userId, bytesOf(live.feedUrl));
     const [left] = await query<{ n: number }>(
       user.userId,

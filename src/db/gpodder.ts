@@ -8,7 +8,7 @@ import { type Statement, statement } from "./statements";
 import { roomStatement, subscriptionTombstones } from "./storage";
 import { subscribeNeedFor, subscribeSql, unsubscribeSql } from "./subscriptions";
 import { urlKey } from "./url-key";
-import { FEED_URL, MEDIA_URL, ITEM_GUID, storedUrl } from "./url-pieces";
+import { FEED_URL, ITEM_GUID, MEDIA_URL, storedUrl } from "./url-pieces";
 
 /**
  * What the gpodder.net API needs beyond the JSON:API's reads: changes since a Unix second (by `received_at`,

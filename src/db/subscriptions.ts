@@ -65,7 +65,9 @@ const subscribeNeed = subscribeNeedFor(sql`${guid}`);
 /** What a feed move must free first: the bytes the new URL adds over the active subscription's. */
 const moveNeed: RoomNeed = {
   count: sql`0`,
-  bytes: bytesNeeded(sql`(${utf8Bytes(feedUrl)} - (SELECT ${storedUrlBytes(FEED_URL, "subscriptions")} FROM ${s} WHERE ${isActive}))`),
+  bytes: bytesNeeded(
+    sql`(${utf8Bytes(feedUrl)} - (SELECT ${storedUrlBytes(FEED_URL, "subscriptions")} FROM ${s} WHERE ${isActive}))`,
+  ),
   exclude: sql`NULL`,
 };
 
