@@ -107,7 +107,9 @@ BEGIN
 	WHERE `user_id` = NEW.`user_id` AND `id` = NEW.`id` AND length(CAST(`item_guid` AS BLOB)) > 200;
 END;
 --> statement-breakpoint
+-- Only a row whose head is long enough to have been cut can have pieces: deleting any other costs nothing more.
 CREATE TRIGGER `subscriptions_pieces_delete` AFTER DELETE ON `subscriptions`
+WHEN length(CAST(OLD.`feed_url` AS BLOB)) >= 797
 BEGIN
 	UPDATE `user_stats` SET `url_bytes` = `url_bytes`
 		- (SELECT coalesce(sum(length(CAST(`piece` AS BLOB))), 0) FROM `url_pieces` WHERE `user_id` = OLD.`user_id` AND `owner` = OLD.`guid` AND `field` IN (0))
@@ -115,7 +117,9 @@ BEGIN
 	DELETE FROM `url_pieces` WHERE `user_id` = OLD.`user_id` AND `owner` = OLD.`guid` AND `field` IN (0);
 END;
 --> statement-breakpoint
+-- Only a row whose head is long enough to have been cut can have pieces: deleting any other costs nothing more.
 CREATE TRIGGER `episodes_pieces_delete` AFTER DELETE ON `episodes`
+WHEN (length(CAST(OLD.`media_url` AS BLOB)) >= 597 OR length(CAST(OLD.`item_guid` AS BLOB)) >= 197)
 BEGIN
 	UPDATE `user_stats` SET `url_bytes` = `url_bytes`
 		- (SELECT coalesce(sum(length(CAST(`piece` AS BLOB))), 0) FROM `url_pieces` WHERE `user_id` = OLD.`user_id` AND `owner` = OLD.`id` AND `field` IN (1, 2))
