@@ -1,6 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { FEED_URL, ITEM_GUID, MEDIA_URL } from "../src/db/url-pieces";
-import { as, type Caller, databaseFor, listAll, ORIGIN, send, subscriptionDocument, syncFrom } from "./helpers";
+import {
+  as,
+  type Caller,
+  databaseFor,
+  listAll,
+  meteredDatabaseOf,
+  ORIGIN,
+  send,
+  subscriptionDocument,
+  syncFrom,
+} from "./helpers";
 
 /**
  * Long URL text kept as a head in the row and pieces in `url_pieces` (drizzle/0006, docs/CAPACITY.md): every
@@ -296,5 +306,30 @@ describe("no piece outlives its row", () => {
     expect(left.n).toBeGreaterThan(0);
     const kept = (await (await user.get(`/v1/subscriptions/${live.guid}`)).json()) as Document<Subscription>;
     expect(kept.data.attributes.feedUrl).toBe(live.feedUrl);
+  });
+});
+
+describe("what long URLs cost in D1 rows (docs/CAPACITY.md)", () => {
+  it("a 2 048-byte feedUrl: the subscribe writes its two pieces more, a list page reads each row's pieces", async () => {
+    const userId = `pieces-rows-${crypto.randomUUID()}`;
+    const meter = await meteredDatabaseOf(userId);
+    const user = await as(userId, meter.bindings);
+    const short = await user.post("/v1/subscriptions", subscriptionDocument(crypto.randomUUID(), urlOf(100)));
+    expect(short.status).toBe(201);
+    const shortWritten = meter.totals.rowsWritten;
+    meter.reset();
+    for (let i = 0; i < 10; i++) {
+      const long = await user.post("/v1/subscriptions", subscriptionDocument(crypto.randomUUID(), urlOf(2048)));
+      expect(long.status).toBe(201);
+    }
+    // Per subscribe: the short one's rows, two pieces, and the row written again as its head (its index
+    // entries do not change: they hold no URL text).
+    const longWritten = meter.totals.rowsWritten / 10;
+    expect(longWritten).toBeLessThanOrEqual(shortWritten + 3);
+    meter.reset();
+    const page = (await (await user.get("/v1/subscriptions?page[size]=11")).json()) as { data: unknown[] };
+    expect(page.data).toHaveLength(11);
+    // The short feed reads its row; each long one its row and its two pieces (a lookup that finds none reads none).
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(11 + 2 + 10 * 2);
   });
 });
