@@ -10,7 +10,8 @@
 -- A row at rest keeps at most its head, so a row whose URL column is longer than the head is one a trigger is
 -- about to cut: the update triggers skip it (that is also the head-cutting UPDATE itself). user_stats.url_bytes
 -- keeps counting each URL's full UTF-8 bytes: cutting moves bytes, it adds none; the stats triggers of 0004
--- count a row's change by its columns (OLD is a head), so removing the old pieces subtracts their bytes.
+-- count a row's change by its columns (OLD is a head), so removing the old pieces subtracts their bytes. The
+-- delete triggers of 0004 are recreated with the pieces (one trigger per deleted row, as before).
 CREATE TABLE `url_pieces` (
 	`user_id` text NOT NULL,
 	`owner` text NOT NULL,
@@ -107,24 +108,32 @@ BEGIN
 	WHERE `user_id` = NEW.`user_id` AND `id` = NEW.`id` AND length(CAST(`item_guid` AS BLOB)) > 200;
 END;
 --> statement-breakpoint
--- Only a row whose head is long enough to have been cut can have pieces: deleting any other costs nothing more.
-CREATE TRIGGER `subscriptions_pieces_delete` AFTER DELETE ON `subscriptions`
-WHEN length(CAST(OLD.`feed_url` AS BLOB)) >= 797
+-- Rows are deleted only when they leave the database (a bucket move, a purge, an erased account); their pieces
+-- go with them, and url_bytes loses the pieces' bytes too. Only a head long enough to have been cut can have
+-- pieces: any other row's delete does what it did before.
+DROP TRIGGER `subscriptions_after_delete`;
+--> statement-breakpoint
+CREATE TRIGGER `subscriptions_after_delete` AFTER DELETE ON `subscriptions`
 BEGIN
-	UPDATE `user_stats` SET `url_bytes` = `url_bytes`
-		- (SELECT coalesce(sum(length(CAST(`piece` AS BLOB))), 0) FROM `url_pieces` WHERE `user_id` = OLD.`user_id` AND `owner` = OLD.`guid` AND `field` IN (0))
+	UPDATE `user_stats` SET
+		`active_count` = `active_count` - (OLD.`unsubscribed_at` IS NULL),
+		`stored_count` = `stored_count` - 1,
+		`url_bytes` = `url_bytes` - length(CAST(OLD.`feed_url` AS BLOB)) - CASE WHEN length(CAST(OLD.`feed_url` AS BLOB)) >= 797 THEN (SELECT coalesce(sum(length(CAST(`piece` AS BLOB))), 0) FROM `url_pieces` WHERE `user_id` = OLD.`user_id` AND `owner` = OLD.`guid` AND `field` = 0) ELSE 0 END
 	WHERE `user_id` = OLD.`user_id`;
-	DELETE FROM `url_pieces` WHERE `user_id` = OLD.`user_id` AND `owner` = OLD.`guid` AND `field` IN (0);
+	DELETE FROM `url_pieces` WHERE length(CAST(OLD.`feed_url` AS BLOB)) >= 797 AND `user_id` = OLD.`user_id` AND `owner` = OLD.`guid` AND `field` = 0;
 END;
 --> statement-breakpoint
--- Only a row whose head is long enough to have been cut can have pieces: deleting any other costs nothing more.
-CREATE TRIGGER `episodes_pieces_delete` AFTER DELETE ON `episodes`
-WHEN (length(CAST(OLD.`media_url` AS BLOB)) >= 597 OR length(CAST(OLD.`item_guid` AS BLOB)) >= 197)
+DROP TRIGGER `episodes_after_delete`;
+--> statement-breakpoint
+CREATE TRIGGER `episodes_after_delete` AFTER DELETE ON `episodes`
 BEGIN
-	UPDATE `user_stats` SET `url_bytes` = `url_bytes`
-		- (SELECT coalesce(sum(length(CAST(`piece` AS BLOB))), 0) FROM `url_pieces` WHERE `user_id` = OLD.`user_id` AND `owner` = OLD.`id` AND `field` IN (1, 2))
+	UPDATE `user_stats` SET
+		`episode_count` = `episode_count` - 1,
+		`url_bytes` = `url_bytes`
+			- coalesce(length(CAST(OLD.`media_url` AS BLOB)), 0) - coalesce(length(CAST(OLD.`item_guid` AS BLOB)), 0)
+			- CASE WHEN (length(CAST(OLD.`media_url` AS BLOB)) >= 597 OR length(CAST(OLD.`item_guid` AS BLOB)) >= 197) THEN (SELECT coalesce(sum(length(CAST(`piece` AS BLOB))), 0) FROM `url_pieces` WHERE `user_id` = OLD.`user_id` AND `owner` = OLD.`id` AND `field` IN (1, 2)) ELSE 0 END
 	WHERE `user_id` = OLD.`user_id`;
-	DELETE FROM `url_pieces` WHERE `user_id` = OLD.`user_id` AND `owner` = OLD.`id` AND `field` IN (1, 2);
+	DELETE FROM `url_pieces` WHERE (length(CAST(OLD.`media_url` AS BLOB)) >= 597 OR length(CAST(OLD.`item_guid` AS BLOB)) >= 197) AND `user_id` = OLD.`user_id` AND `owner` = OLD.`id` AND `field` IN (1, 2);
 END;
 --> statement-breakpoint
 -- Rows stored before this migration: their text beyond the head moves to pieces (url_bytes is unchanged).
