@@ -292,20 +292,40 @@ export function measureWorstAccount() {
     );
     full.close();
 
-    // 5. Bytes on disk per URL byte by URL length: a WITHOUT ROWID row whose record passes ~1 000 bytes keeps
-    //    ~490 bytes in the b-tree and the rest on an overflow page of its own (4 KiB, however little it holds).
-    const byLength: Record<string, number> = {};
-    for (const bytes of [60, 200, 500, 900, 1000, 1100, 1500, 2048]) {
-      const sweep = freshDatabase(dir, `sweep-${bytes}`);
+    // 5. Bytes on disk per URL byte by URL length, for feedUrls (subscriptions) and mediaUrls (episode states): a
+    //    WITHOUT ROWID cell keeps at most ~1 002 bytes on its 4 KiB page, so rows keep a head of their URL and
+    //    url_pieces the rest (drizzle/0007). Each length on a fresh database, as many rows as the budget allows
+    //    (at most 4 096). The sweep covers every 16th length from 500 to 2 048 bytes and the cut points.
+    const perUrlByte = (table: "subscriptions" | "episodes", bytes: number) => {
+      const sweep = freshDatabase(dir, `sweep-${table}-${bytes}`);
       const before = fileBytes(sweep);
-      seedSubscriptions(sweep, Math.min(4096, Math.floor(MAX_URL_BYTES / bytes)), bytes, () => false);
-      byLength[`${bytes}-byte feedUrls`] =
-        Math.round(((fileBytes(sweep) - before) / stat(sweep, "url_bytes")) * 100) / 100;
+      const rows = Math.min(4096, Math.floor(MAX_URL_BYTES / bytes));
+      if (table === "subscriptions") seedSubscriptions(sweep, rows, bytes, () => false);
+      else seedEpisodes(sweep, rows, bytes, () => false);
+      const ratio = (fileBytes(sweep) - before) / stat(sweep, "url_bytes");
       sweep.close();
+      return Math.round(ratio * 100) / 100;
+    };
+    const byLength: Record<string, Record<number, number>> = { feedUrl: {}, mediaUrl: {} };
+    const worstFrom500: Record<string, { bytes: number; perUrlByte: number }> = {};
+    for (const [name, table] of [
+      ["feedUrl", "subscriptions"],
+      ["mediaUrl", "episodes"],
+    ] as const) {
+      const lengths = new Set([60, 200, 500, 597, 600, 601, 797, 800, 801, 900, 1000, 1100, 1500, 1650, 1651, 2048]);
+      for (let bytes = 500; bytes <= 2048; bytes += 16) lengths.add(bytes);
+      let worst = { bytes: 0, perUrlByte: 0 };
+      for (const bytes of [...lengths].sort((a, b) => a - b)) {
+        const ratio = perUrlByte(table, bytes);
+        byLength[name][bytes] = ratio;
+        if (bytes >= 500 && ratio > worst.perUrlByte) worst = { bytes, perUrlByte: ratio };
+      }
+      worstFrom500[name] = worst;
     }
 
     return {
       bytesPerUrlByteByLength: byLength,
+      worstBytesPerUrlByteFrom500: worstFrom500,
       budget: {
         account: "4 096 live subscriptions of 2 048-byte feedUrls (the 8 MiB budget)",
         urlBytes,

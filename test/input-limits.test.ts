@@ -20,7 +20,12 @@ const utf8Bytes = (value: string) => new TextEncoder().encode(value).byteLength;
 
 async function storedFeeds(userId: string): Promise<string[]> {
   const { results } = await (await databaseFor(userId))
-    .prepare("SELECT feed_url FROM subscriptions WHERE user_id = ? ORDER BY guid")
+    // The row keeps a head of a long URL and url_pieces the rest (drizzle/0007): the stored text is both.
+    .prepare(
+      `SELECT feed_url || coalesce((SELECT group_concat(piece, '') FROM (SELECT piece FROM url_pieces AS p
+        WHERE p.user_id = s.user_id AND p.owner = s.guid AND p.field = 0 ORDER BY p.n)), '') AS feed_url
+      FROM subscriptions AS s WHERE user_id = ? ORDER BY guid`,
+    )
     .bind(userId)
     .all<{ feed_url: string }>();
   return results.map((row) => row.feed_url);

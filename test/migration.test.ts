@@ -5,6 +5,10 @@ import { as, databaseFor, listAll, newFeed, shardDatabases, subscriptionDocument
 /** The migration that introduced the change feed; everything before it is the previous schema. */
 const CHANGE_FEED = "0003_change_feed.sql";
 
+const CAROL_GUID = "f0000000-0000-4000-8000-000000000000";
+/** 2 048 UTF-8 bytes: 22 ASCII bytes, 675 three-byte characters, 1 byte. */
+const CAROL_URL = `https://old.example/x/${"€".repeat(675)}z`;
+
 /** Runs the queries on every database of the configuration (each shard is migrated the same way). */
 async function run(queries: string[]) {
   for (const { database } of shardDatabases()) await database.batch(queries.map((query) => database.prepare(query)));
@@ -18,9 +22,16 @@ beforeAll(async () => {
   const index = env.TEST_MIGRATIONS.findIndex((migration) => migration.name === CHANGE_FEED);
   expect(index).toBeGreaterThan(0);
   await run(
-    ["subscriptions", "user_stats", "episodes", "app_passwords", "gpodder_sessions", "devices", "d1_migrations"].map(
-      (table) => `DROP TABLE IF EXISTS ${table}`,
-    ),
+    [
+      "subscriptions",
+      "user_stats",
+      "episodes",
+      "app_passwords",
+      "gpodder_sessions",
+      "devices",
+      "url_pieces",
+      "d1_migrations",
+    ].map((table) => `DROP TABLE IF EXISTS ${table}`),
   );
   for (const migration of env.TEST_MIGRATIONS.slice(0, index)) await run(migration.queries);
 
@@ -37,6 +48,13 @@ beforeAll(async () => {
   await insert("old-alice", "d0000000-0000-4000-8000-000000000000", 2000, 2500);
   await insert("old-alice", "b0000000-0000-4000-8000-000000000000", 2000, null);
   await insert("old-bob", "e0000000-0000-4000-8000-000000000000", 5000, null);
+  // A 2 048-byte URL of multi-byte characters, stored whole in its row before migration 0007 cut it.
+  await (await databaseFor("old-carol"))
+    .prepare(
+      "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at) VALUES (?, ?, ?, ?, NULL)",
+    )
+    .bind("old-carol", CAROL_GUID, CAROL_URL, 4000)
+    .run();
   // The previous release's unsubscribe (an UPDATE) bumped the old version counter too.
   await (await databaseFor("old-bob"))
     .prepare("UPDATE subscriptions SET unsubscribed_at = 6000 WHERE user_id = 'old-bob'")
@@ -84,6 +102,7 @@ describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
     expect(results).toEqual([
       { user_id: "old-alice", active_count: 3, stored_count: 4, version: 4, ...zeroEpisodes, url_bytes: 4 * 56 },
       { user_id: "old-bob", active_count: 0, stored_count: 1, version: 1, ...zeroEpisodes, url_bytes: 56 },
+      { user_id: "old-carol", active_count: 1, stored_count: 1, version: 1, ...zeroEpisodes, url_bytes: 2048 },
     ]);
     const bob = await as("old-bob");
     expect((await syncFrom(bob, "0")).items.map((item) => item.attributes.userUnsubscribedAt)).toEqual([
@@ -154,5 +173,33 @@ describe("migration 0004 on subscriptions of the previous schema", () => {
       ["c", 4, 0, null],
       ["d", 3, 0, null],
     ]);
+  });
+});
+
+describe("migration 0007 on long URLs stored whole before it", () => {
+  it("cuts the row to its head and the rest into pieces, and every read gives the URL back whole", async () => {
+    expect(new TextEncoder().encode(CAROL_URL).length).toBe(2048);
+    const db = await databaseFor("old-carol");
+    const row = await db
+      .prepare("SELECT length(CAST(feed_url AS BLOB)) AS head, url_key FROM subscriptions WHERE user_id = 'old-carol'")
+      .first<{ head: number; url_key: number | null }>();
+    expect(row?.head).toBeLessThanOrEqual(800);
+    expect(row?.url_key).toBeNull();
+    const pieces = await db
+      .prepare("SELECT n, length(CAST(piece AS BLOB)) AS bytes FROM url_pieces WHERE user_id = 'old-carol' ORDER BY n")
+      .all<{ n: number; bytes: number }>();
+    expect(pieces.results.map((piece) => piece.n)).toEqual([1, 2]);
+    expect((row?.head ?? 0) + pieces.results.reduce((sum, piece) => sum + piece.bytes, 0)).toBe(2048);
+
+    const carol = await as("old-carol");
+    const one = (await (await carol.get(`/v1/subscriptions/${CAROL_GUID}`)).json()) as {
+      data: { attributes: { feedUrl: string } };
+    };
+    expect(one.data.attributes.feedUrl).toBe(CAROL_URL);
+    expect(await listAll(carol)).toEqual(new Map([[CAROL_GUID, CAROL_URL]]));
+    // Posting the same URL again finds it (a row with no url_key is compared by its whole text): nothing changes.
+    const again = await carol.post("/v1/subscriptions", subscriptionDocument(CAROL_GUID, CAROL_URL));
+    expect(again.status).toBe(200);
+    expect((await syncFrom(carol, "0")).token).toBe("1");
   });
 });

@@ -75,6 +75,13 @@ async function listedGuids(userId: string, bindings: Partial<Bindings>): Promise
   }
 }
 
+/** A mediaUrl of 2 048 UTF-8 bytes: a head in the row and two pieces in url_pieces. */
+function longMediaUrl(id: string): string {
+  const head = `https://cdn.example/${id}/`;
+  const rest = 2048 - head.length;
+  return head + "é".repeat(Math.floor(rest / 2)) + "x".repeat(rest % 2);
+}
+
 async function subscribe(userId: string, bindings: Partial<Bindings>): Promise<{ guid: string; status: number }> {
   const guid = crypto.randomUUID();
   const response = await (await as(userId, bindings)).post(
@@ -126,7 +133,7 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
           data: {
             type: "episode",
             id,
-            attributes: { mediaUrl: `https://cdn.example/${id}.mp3`, position: 42, changedAt: "2026-06-01T00:00:00Z" },
+            attributes: { mediaUrl: longMediaUrl(id), position: 42, changedAt: "2026-06-01T00:00:00Z" },
             relationships: {
               subscription: { data: { type: "subscription", id: [...(acknowledged.get(userId) ?? [])][0] } },
             },
@@ -222,6 +229,8 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
     expect(tables).toEqual({
       subscriptions: moving.length * 3 + (report.users - moving.length),
       episodes: moving.length * 2,
+      // The kept state's 2 048-byte mediaUrl: two pieces beyond its head (the forgotten one's went with its text).
+      url_pieces: moving.length * 2,
       app_passwords: 0,
       gpodder_sessions: 0,
       devices: 0,
@@ -263,19 +272,34 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
       });
       expect(cached.status, userId).toBe(304);
     }
-    // Listening state moved with them: the episode feed from 0 reads the live state and the tombstone.
+    // Listening state moved with them: the episode feed from 0 reads the live state (its 2 048-byte mediaUrl whole:
+    // the pieces beyond the row's head moved too) and the tombstone.
     for (const [userId, kept] of episodes) {
       const feed = (await (await (await as(userId, store.bindings())).get("/v1/episodes")).json()) as {
-        data: { id: string; attributes: { position?: number; deletedAt: string | null } }[];
+        data: { id: string; attributes: { position?: number; deletedAt: string | null; mediaUrl?: string } }[];
       };
       expect(
-        feed.data.map((item) => [item.id === kept, item.attributes.deletedAt === null, item.attributes.position]),
+        feed.data.map((item) => [
+          item.id === kept,
+          item.attributes.deletedAt === null,
+          item.attributes.position,
+          item.attributes.mediaUrl,
+        ]),
         userId,
       ).toEqual([
-        [true, true, 42],
-        [false, false, undefined],
+        [true, true, 42, longMediaUrl(kept)],
+        [false, false, undefined, undefined],
       ]);
     }
+    const pieces = async (name: string) =>
+      (
+        await database(name)
+          .prepare(`SELECT count(*) AS n FROM url_pieces WHERE user_id IN (${moving.map(() => "?").join(", ")})`)
+          .bind(...moving)
+          .first<{ n: number }>()
+      )?.n;
+    expect(await pieces("DB_1")).toBe(0);
+    expect(await pieces("DB_2")).toBe(2 * moving.length);
     const stats = await database("DB_2")
       .prepare("SELECT count(*) AS users, sum(active_count) AS active FROM user_stats")
       .first<{ users: number; active: number }>();

@@ -81,6 +81,8 @@ export interface MoveReport {
 export const USER_TABLES: readonly UserTable[] = [
   { table: "subscriptions", userKey: "user_id" },
   { table: "episodes", userKey: "user_id" },
+  // After the rows they belong to: a copied row is already cut to its head, so its triggers write no pieces.
+  { table: "url_pieces", userKey: "user_id" },
   { table: "app_passwords", userKey: "user_id" },
   { table: "gpodder_sessions", userKey: "user_id" },
   { table: "devices", userKey: "user_id" },

@@ -90,7 +90,7 @@ const ITEM_START = ',{"type":"';
  * come from one pass over the same rows: the change numbers show the items' order, and a page that did not
  * come in change order is put in order here.
  */
-function pageOf(text: string, since: number, size: number): ChangeTexts {
+export function pageOf(text: string, since: number, size: number): ChangeTexts {
   const space = text.indexOf(" ");
   const seqs = space === 0 ? [] : text.slice(0, space).split(",").map(Number);
   let data = text.slice(space + 1);

@@ -16,6 +16,7 @@ import {
   utf8Bytes,
 } from "./storage";
 import type { WriteContext } from "./subscriptions";
+import { ITEM_GUID, MEDIA_URL, storedUrl, storedUrlBytes } from "./url-pieces";
 
 /** Stored episode states per user, tombstones included (docs/API.md §13). */
 export const MAX_STORED_EPISODES = 50_000;
@@ -84,9 +85,26 @@ const changedAt = sql.placeholder("changedAt");
 const nextChange = sql`(SELECT coalesce(max(${stats.episodeVersion}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${userId})`;
 const isThisEpisode = sql`${e.userId} = ${userId} AND ${e.id} = ${id}`;
 
-/** The stored row packed as one JSON array, in the order `unpackRow` reads it. */
-const packed = sql`json_array(${e.id}, ${e.feedGuid}, ${e.mediaUrl}, ${e.itemGuid}, ${e.position}, ${e.duration},
-  ${e.played}, ${e.positionChangedAt}, ${e.playedChangedAt}, ${e.deletedAt}, ${e.changeSeq})`;
+/** The row's whole mediaUrl and itemGuid (head and pieces): every read of those columns goes through them. */
+const storedMediaUrl = storedUrl(MEDIA_URL, "episodes");
+const storedItemGuid = storedUrl(ITEM_GUID, "episodes");
+
+/** A row packed as one JSON array, in the order `unpackRow` reads it, with these URL texts. */
+const packedWith = (media: SQL, item: SQL) => sql`json_array(${e.id}, ${e.feedGuid}, ${media}, ${item}, ${e.position},
+  ${e.duration}, ${e.played}, ${e.positionChangedAt}, ${e.playedChangedAt}, ${e.deletedAt}, ${e.changeSeq})`;
+
+/** The stored row. */
+const packed = packedWith(storedMediaUrl, storedItemGuid);
+
+/**
+ * The row a write wrote, for its RETURNING clause: the pieces table may not yet show what the row's triggers
+ * write (SQLite runs them after RETURNING reads), so a text the write sent is taken from the request; one it
+ * kept is the stored head, whose pieces the write left as they were.
+ */
+const packedWritten = packedWith(
+  sql`coalesce(${mediaUrl}, ${storedMediaUrl})`,
+  sql`CASE WHEN ${itemGuidSent} THEN ${itemGuid} ELSE ${storedItemGuid} END`,
+);
 
 type PackedRow = [
   string,
@@ -134,8 +152,8 @@ function toStored(row: ChangedEpisode & { deletedAt: null }): StoredEpisode {
 const positionApplies = sql`(${position} IS NOT NULL AND (${e.positionChangedAt} IS NULL OR ${e.positionChangedAt} < ${changedAt}))`;
 const playedApplies = sql`(${played} IS NOT NULL AND (${e.playedChangedAt} IS NULL OR ${e.playedChangedAt} < ${changedAt}))`;
 const anyApplies = sql`(${positionApplies} OR ${playedApplies}
-  OR (${mediaUrl} IS NOT NULL AND ${e.mediaUrl} IS NOT ${mediaUrl})
-  OR (${itemGuidSent} AND ${e.itemGuid} IS NOT ${itemGuid})
+  OR (${mediaUrl} IS NOT NULL AND ${storedMediaUrl} IS NOT ${mediaUrl})
+  OR (${itemGuidSent} AND ${storedItemGuid} IS NOT ${itemGuid})
   OR (${durationSent} AND ${e.duration} IS NOT ${duration}))`;
 
 /**
@@ -165,8 +183,8 @@ const isTombstone = sql`${e.deletedAt} IS NOT NULL`;
  */
 function growth(creates: boolean): SQL {
   const sent = sql`(${utf8Bytes(mediaUrl)} + ${utf8Bytes(itemGuid)})`;
-  const merged = sql`(${utf8Bytes(sql`coalesce(${mediaUrl}, ${e.mediaUrl})`)}
-    + CASE WHEN ${itemGuidSent} THEN ${utf8Bytes(itemGuid)} ELSE ${utf8Bytes(e.itemGuid)} END
+  const merged = sql`(${utf8Bytes(sql`coalesce(${mediaUrl}, ${storedMediaUrl})`)}
+    + CASE WHEN ${itemGuidSent} THEN ${utf8Bytes(itemGuid)} ELSE ${storedUrlBytes(ITEM_GUID, "episodes")} END
     - ${episodeTombstones.bytes})`;
   const fresh = creates ? sent : sql`0`;
   return sql`coalesce((SELECT CASE WHEN ${isTombstone} THEN ${fresh}
@@ -216,14 +234,14 @@ const upsertStatement = statement(sql`
   WHERE ${upsertNeed.count} <= 0 AND ${upsertNeed.bytes} <= 0
   ON CONFLICT (user_id, id) DO UPDATE SET feed_guid = excluded.feed_guid, ${writtenColumns(isTombstone)}
   WHERE ${isTombstone} OR (${e.feedGuid} = ${feedGuid} AND ${anyApplies})
-  RETURNING ${packed} AS row`);
+  RETURNING ${packedWritten} AS row`);
 
 /** Merges into a live state (PATCH, bulk update); with a feed guid, only a state of that feed. */
 const mergeStatement = statement(sql`
   UPDATE ${e} SET ${writtenColumns(sql`0`)}
   WHERE ${isThisEpisode} AND ${e.deletedAt} IS NULL
     AND (${feedGuid} IS NULL OR ${e.feedGuid} = ${feedGuid}) AND ${anyApplies} AND ${mergeBytesNeed} <= 0
-  RETURNING ${packed} AS row`);
+  RETURNING ${packedWritten} AS row`);
 
 /** Forgets a live state, keeping a tombstone for the feed: no URL text, no values, no times. */
 const forgetStatement = statement(sql`
@@ -361,24 +379,19 @@ export async function findEpisode(db: Database, user: string, episode: string): 
   return { version: row.version as number, episode: found?.deletedAt === null ? toStored(found) : undefined };
 }
 
-/** The row's mediaUrl and itemGuid as the change feed reads them. */
-const storedMediaUrl = sql`${e.mediaUrl}`;
-const storedItemGuid = sql`${e.itemGuid}`;
-
 /**
  * An episode as its change feed reports it, written by SQLite member for member as `toEpisodeChangeResource`
  * writes it: the resource plus `deletedAt: null`, or a tombstone without links.
  */
-const episodeChangeItem = sql`CASE WHEN ${e.deletedAt} IS NULL THEN json_object('type', 'episode', 'id', ${e.id},
-    'attributes', json_object('mediaUrl', ${storedMediaUrl}, 'itemGuid', ${storedItemGuid}, 'position', ${e.position},
-      'duration', ${e.duration}, 'played', ${jsonBoolean(e.played)},
-      'positionChangedAt', ${rfc3339(e.positionChangedAt)}, 'playedChangedAt', ${rfc3339(e.playedChangedAt)},
-      'deletedAt', NULL),
-    'relationships', json_object('subscription', json_object('data', json_object('type', 'subscription', 'id', ${e.feedGuid}))),
-    'links', json_object('self', '/v1/episodes/' || ${e.id}))
-  ELSE json_object('type', 'episode', 'id', ${e.id}, 'attributes', json_object('deletedAt', ${rfc3339(e.deletedAt)}),
-    'relationships', json_object('subscription', json_object('data', json_object('type', 'subscription', 'id', ${e.feedGuid}))))
-  END`;
+const episodeChangeItem = (() => {
+  const identified = sql`'type','episode','id',${e.id}`;
+  const feed = sql`'relationships',json_object('subscription',json_object('data',json_object('type','subscription','id',${e.feedGuid})))`;
+  return sql`CASE WHEN ${e.deletedAt} IS NULL THEN json_object(${identified},'attributes',json_object('mediaUrl',${storedMediaUrl},
+'itemGuid',${storedItemGuid},'position',${e.position},'duration',${e.duration},'played',${jsonBoolean(e.played)},
+'positionChangedAt',${rfc3339(e.positionChangedAt)},'playedChangedAt',${rfc3339(e.playedChangedAt)},'deletedAt',NULL),
+${feed},'links',json_object('self','/v1/episodes/'||${e.id}))
+ELSE json_object(${identified},'attributes',json_object('deletedAt',${rfc3339(e.deletedAt)}),${feed}) END`;
+})();
 
 /** The episode change feed (docs/API.md §13): its own sequence, tombstones included. */
 export const listEpisodeChanges = changeFeedReader({

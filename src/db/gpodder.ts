@@ -9,6 +9,7 @@ import { type Statement, statement } from "./statements";
 import { roomStatement, subscriptionTombstones } from "./storage";
 import { subscribeNeedFor, subscribeSql, unsubscribeSql } from "./subscriptions";
 import { urlKey } from "./url-key";
+import { FEED_URL, ITEM_GUID, MEDIA_URL, storedUrl } from "./url-pieces";
 
 /**
  * What the gpodder.net API needs beyond the JSON:API's reads: changes since a Unix second (by `received_at`,
@@ -34,16 +35,17 @@ function sinceBoundary(table: typeof s | typeof e) {
  * An active subscription of the user with exactly this row's URL (rows from before 0004 have no url_key).
  * `INDEXED BY`: left to itself, SQLite walks the user's primary key instead (every row of the user).
  */
+const urlOf = (row: string) => storedUrl(FEED_URL, row);
 const activeWithSameUrl = sql`(
-  EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = t.url_key AND a.feed_url = t.feed_url
+  EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = t.url_key AND ${urlOf("a")} = ${urlOf("t")}
     AND a.unsubscribed_at IS NULL)
-  OR EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND a.feed_url = t.feed_url
+  OR EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${urlOf("a")} = ${urlOf("t")}
     AND a.unsubscribed_at IS NULL))`;
 
 const changesSinceStatement = statement(sql`
   SELECT unixepoch() AS now, (
     SELECT json_group_array(json_array(change_seq, feed_url, active, has_active)) FROM (
-      SELECT t.change_seq AS change_seq, t.feed_url AS feed_url, t.unsubscribed_at IS NULL AS active,
+      SELECT t.change_seq AS change_seq, ${urlOf("t")} AS feed_url, t.unsubscribed_at IS NULL AS active,
         CASE WHEN t.unsubscribed_at IS NULL THEN 1 ELSE ${activeWithSameUrl} END AS has_active
       FROM ${s} AS t WHERE t.user_id = ${userId} AND t.change_seq > ${sinceBoundary(s)}
     )
@@ -97,10 +99,10 @@ const feeds = sql.placeholder("feeds");
 function withUrl(url: SQL, key: SQL): SQL {
   return sql`
     SELECT a.guid AS guid, a.unsubscribed_at AS unsubscribed_at, a.change_seq AS change_seq
-    FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = ${key} AND a.feed_url = ${url}
+    FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = ${key} AND ${urlOf("a")} = ${url}
     UNION ALL
     SELECT a.guid, a.unsubscribed_at, a.change_seq
-    FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND a.feed_url = ${url}`;
+    FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${urlOf("a")} = ${url}`;
 }
 
 /**
@@ -145,7 +147,7 @@ const removeUnlistedStatement = statement(
   unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} IN (
     SELECT a.guid FROM ${s} AS a INDEXED BY subscriptions_active_page
     WHERE a.user_id = ${userId} AND a.unsubscribed_at IS NULL
-      AND a.feed_url NOT IN (SELECT value FROM json_each(${sql.placeholder("urls")})))`),
+      AND ${urlOf("a")} NOT IN (SELECT value FROM json_each(${sql.placeholder("urls")})))`),
 );
 
 /**
@@ -155,7 +157,7 @@ const removeUnlistedStatement = statement(
  */
 const resolvedStatement = statement(sql`
   SELECT r.i AS i, r.guid AS guid,
-    (SELECT ${s.feedUrl} FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = r.guid AND ${s.unsubscribedAt} IS NULL) AS activeUrl
+    (SELECT ${urlOf("subscriptions")} FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = r.guid AND ${s.unsubscribedAt} IS NULL) AS activeUrl
   FROM (SELECT sent.key AS i, ${sentGuid} AS guid FROM json_each(${feeds}) AS sent) AS r`);
 
 /**
@@ -265,7 +267,8 @@ const episodeChangesPageStatement = statement(sql`
   SELECT unixepoch() AS now, (
     SELECT json_group_array(json_array(change_seq, feed_url, media_url, item_guid, position, duration, played,
       position_changed_at, played_changed_at)) FROM (
-      SELECT t.change_seq AS change_seq, f.feed_url AS feed_url, t.media_url AS media_url, t.item_guid AS item_guid,
+      SELECT t.change_seq AS change_seq, ${urlOf("f")} AS feed_url, ${storedUrl(MEDIA_URL, "t")} AS media_url,
+        ${storedUrl(ITEM_GUID, "t")} AS item_guid,
         t.position AS position, t.duration AS duration, t.played AS played,
         t.position_changed_at AS position_changed_at, t.played_changed_at AS played_changed_at
       FROM ${e} AS t JOIN ${s} AS f ON f.user_id = t.user_id AND f.guid = t.feed_guid

@@ -4,6 +4,7 @@ import { keysetPages } from "./keyset-pages";
 import { subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
 import type { FeedItem } from "./subscriptions";
+import { FEED_URL, storedUrl } from "./url-pieces";
 
 /**
  * Rows per read of the OPML export. A row holds at most a 2 KB URL, and its outline at most twice that
@@ -34,7 +35,7 @@ type ExportRow = FeedItem & ExportCursor;
  * index of the list (`subscriptions_active_page`): no table scan, no sort, tombstones never read.
  */
 const activeFeedsPageStatement = statement(sql`
-  SELECT ${s.guid} AS guid, ${s.feedUrl} AS feedUrl, ${s.subscribedAt} AS subscribedAt,
+  SELECT ${s.guid} AS guid, ${storedUrl(FEED_URL, "subscriptions")} AS feedUrl, ${s.subscribedAt} AS subscribedAt,
     ${s.subscribedSeq} AS subscribedSeq FROM ${s}
   WHERE ${s.userId} = ${sql.placeholder("userId")} AND ${s.unsubscribedAt} IS NULL
     AND (${s.subscribedAt}, ${s.subscribedSeq}) > (${sql.placeholder("afterAt")}, ${sql.placeholder("afterSeq")})

@@ -100,6 +100,26 @@ export const episodes = sqliteTable(
 );
 
 /**
+ * The URL text beyond a row's head (docs/CAPACITY.md, "Storage"): a row's cell in a `WITHOUT ROWID` b-tree keeps
+ * at most ~1002 bytes on a 4 KiB page, and a longer one spills to an overflow page of its own, so `feed_url`,
+ * `media_url` and `item_guid` keep at most a head in the row and triggers (drizzle/0007) store the rest here in
+ * pieces that fit a cell, written and removed with their row. `field`: 0 `subscriptions.feed_url` (owner: the
+ * guid), 1 `episodes.media_url`, 2 `episodes.item_guid` (owner: the episode id). Read through `storedUrl`
+ * (src/db/url-pieces.ts), never the columns alone.
+ */
+export const urlPieces = sqliteTable(
+  "url_pieces",
+  {
+    userId: text("user_id").notNull(),
+    owner: text("owner").notNull(),
+    field: integer("field").notNull(),
+    n: integer("n").notNull(),
+    piece: text("piece").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.userId, table.owner, table.field, table.n] })],
+);
+
+/**
  * Per-user summary kept in step by triggers (see the custom migrations in drizzle/): `activeCount` answers
  * `meta.total` without a count scan; `storedCount` (active and tombstones) enforces the subscription quota;
  * `version` is the user's latest subscription change number (sync token and ETag); `episodeCount`,

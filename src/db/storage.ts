@@ -3,6 +3,7 @@ import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Row } from "./batch";
 import { episodes as e, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
+import { FEED_URL, ITEM_GUID, MEDIA_URL, storedUrlBytes } from "./url-pieces";
 
 /**
  * What an account may store, beyond row counts (docs/API.md §15): the URL text, and how tombstones are recycled
@@ -43,7 +44,7 @@ export const subscriptionTombstones: TombstoneTable = {
   id: s.guid,
   changeSeq: s.changeSeq,
   deletedAt: s.unsubscribedAt,
-  bytes: utf8Bytes(s.feedUrl),
+  bytes: storedUrlBytes(FEED_URL, "subscriptions"),
   horizon: stats.subscriptionHorizon,
   version: stats.version,
 };
@@ -54,7 +55,7 @@ export const episodeTombstones: TombstoneTable = {
   id: e.id,
   changeSeq: e.changeSeq,
   deletedAt: e.deletedAt,
-  bytes: sql`${utf8Bytes(e.mediaUrl)} + ${utf8Bytes(e.itemGuid)}`,
+  bytes: sql`${storedUrlBytes(MEDIA_URL, "episodes")} + ${storedUrlBytes(ITEM_GUID, "episodes")}`,
   horizon: stats.episodeHorizon,
   version: stats.episodeVersion,
 };

@@ -14,6 +14,7 @@ import {
   utf8Bytes,
 } from "./storage";
 import { urlKey } from "./url-key";
+import { FEED_URL, storedUrl, storedUrlBytes } from "./url-pieces";
 
 /** Stored subscriptions per user, tombstones included (docs/API.md §12); reviving a tombstone is not creating. */
 export const MAX_STORED_SUBSCRIPTIONS = 10_000;
@@ -35,7 +36,9 @@ const feedUrlKey = sql.placeholder("urlKey");
 /** The user's next change number, read inside the writing statement (D1 runs one statement at a time). */
 const nextChange = sql`(SELECT coalesce(max(${stats.version}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${userId})`;
 const isActive = sql`${s.userId} = ${userId} AND ${s.guid} = ${guid} AND ${s.unsubscribedAt} IS NULL`;
-const returned = sql`${s.guid}, ${s.feedUrl}, ${s.subscribedAt}`;
+/** The row's whole feedUrl (its head and pieces): every read of `feed_url` goes through it. */
+const storedFeedUrl = storedUrl(FEED_URL, "subscriptions");
+const returned = sql`${s.guid}, ${storedFeedUrl} AS feed_url, ${s.subscribedAt}`;
 
 /**
  * What a subscribe of the feed `target` (the SQL of its guid) must free first (docs/API.md §15): a slot when the
@@ -51,7 +54,7 @@ export function subscribeNeedFor(target: SQL): RoomNeed {
       MAX_STORED_SUBSCRIPTIONS,
     ),
     bytes: sql`(CASE WHEN EXISTS (SELECT 1 FROM ${s} WHERE ${stored} AND ${s.unsubscribedAt} IS NULL) THEN 0 ELSE ${bytesNeeded(
-      sql`(${utf8Bytes(feedUrl)} - coalesce((SELECT ${utf8Bytes(s.feedUrl)} FROM ${s} WHERE ${stored}), 0))`,
+      sql`(${utf8Bytes(feedUrl)} - coalesce((SELECT ${storedUrlBytes(FEED_URL, "subscriptions")} FROM ${s} WHERE ${stored}), 0))`,
     )} END)`,
     exclude: target,
   };
@@ -62,7 +65,9 @@ const subscribeNeed = subscribeNeedFor(sql`${guid}`);
 /** What a feed move must free first: the bytes the new URL adds over the active subscription's. */
 const moveNeed: RoomNeed = {
   count: sql`0`,
-  bytes: bytesNeeded(sql`(${utf8Bytes(feedUrl)} - (SELECT ${utf8Bytes(s.feedUrl)} FROM ${s} WHERE ${isActive}))`),
+  bytes: bytesNeeded(
+    sql`(${utf8Bytes(feedUrl)} - (SELECT ${storedUrlBytes(FEED_URL, "subscriptions")} FROM ${s} WHERE ${isActive}))`,
+  ),
   exclude: sql`NULL`,
 };
 
@@ -106,7 +111,7 @@ const subscribeStatement = statement(subscribeSql({ guid: sql`${guid}` }));
  */
 const moveStatement = statement(sql`
   UPDATE ${s} SET feed_url = ${feedUrl}, url_key = ${feedUrlKey}, change_seq = ${nextChange}, received_at = unixepoch()
-  WHERE ${isActive} AND ${s.feedUrl} IS NOT ${feedUrl} AND ${moveNeed.bytes} <= 0`);
+  WHERE ${isActive} AND ${storedFeedUrl} IS NOT ${feedUrl} AND ${moveNeed.bytes} <= 0`);
 
 /**
  * The next change number of the row being written. Correlated with the row on purpose: SQLite evaluates an
@@ -340,7 +345,7 @@ const listStatement = statement(sql`
       WHEN ${sql.placeholder("offset")} >= ${stats.activeCount} THEN '[]'
       ELSE (
         SELECT json_group_array(json_array(guid, feed_url, subscribed_at, subscribed_seq)) FROM (
-          SELECT ${s.guid} AS guid, ${s.feedUrl} AS feed_url, ${s.subscribedAt} AS subscribed_at,
+          SELECT ${s.guid} AS guid, ${storedFeedUrl} AS feed_url, ${s.subscribedAt} AS subscribed_at,
             ${s.subscribedSeq} AS subscribed_seq
           FROM ${s}
           WHERE ${s.userId} = ${userId} AND ${s.unsubscribedAt} IS NULL
@@ -392,7 +397,7 @@ export async function listSubscriptions(
 
 const findOneStatement = statement(sql`
   SELECT ${stats.version} AS version,
-    (SELECT json_array(${s.guid}, ${s.feedUrl}, ${s.subscribedAt}) FROM ${s} WHERE ${isActive}) AS subscription
+    (SELECT json_array(${s.guid}, ${storedFeedUrl}, ${s.subscribedAt}) FROM ${s} WHERE ${isActive}) AS subscription
   FROM ${stats} WHERE ${stats.userId} = ${userId}`);
 
 export interface SubscriptionRead {
@@ -415,20 +420,18 @@ export async function findSubscription(db: Database, user: string, feed: string)
   return { version: row.version, subscription };
 }
 
-/** The row's feedUrl as the change feed reads it. */
-const storedFeedUrl = sql`${s.feedUrl}`;
-
 /**
  * A subscription as its change feed reports it, written by SQLite member for member as `toChangeResource`
  * writes it: the resource plus `userUnsubscribedAt: null`, or a tombstone without links.
  */
-const subscriptionChangeItem = sql`CASE WHEN ${s.unsubscribedAt} IS NULL THEN json_object('type', 'subscription', 'id', ${s.guid},
-    'attributes', json_object('feedUrl', ${storedFeedUrl}, 'userSubscribedAt', ${rfc3339(s.subscribedAt)}, 'userUnsubscribedAt', NULL),
-    'links', json_object('self', '/v1/subscriptions/' || ${s.guid},
-      'unsubscribe', json_object('href', '/v1/subscriptions/' || ${s.guid}, 'method', 'DELETE')))
-  ELSE json_object('type', 'subscription', 'id', ${s.guid}, 'attributes', json_object('feedUrl', ${storedFeedUrl},
-    'userSubscribedAt', ${rfc3339(s.subscribedAt)}, 'userUnsubscribedAt', ${rfc3339(s.unsubscribedAt)}))
-  END`;
+const subscriptionChangeItem = (() => {
+  const identified = sql`'type','subscription','id',${s.guid},'attributes',json_object('feedUrl',${storedFeedUrl},
+'userSubscribedAt',${rfc3339(s.subscribedAt)},'userUnsubscribedAt',${rfc3339(s.unsubscribedAt)})`;
+  const self = sql`'/v1/subscriptions/'||${s.guid}`;
+  return sql`CASE WHEN ${s.unsubscribedAt} IS NULL
+THEN json_object(${identified},'links',json_object('self',${self},'unsubscribe',json_object('href',${self},'method','DELETE')))
+ELSE json_object(${identified}) END`;
+})();
 
 /** The subscription change feed (docs/API.md §8). */
 export const listChanges = changeFeedReader({
