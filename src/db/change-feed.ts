@@ -66,17 +66,13 @@ export function jsonBoolean(value: SQLiteColumn): SQL {
  */
 function changesStatement(table: ChangeFeedTable): Statement {
   const userId = sql.placeholder("userId");
-  return statement(sql`
-    SELECT ${table.version} AS version, ${table.horizon} AS horizon,
-      CASE WHEN ${table.version} IS ${sql.placeholder("knownVersion")} THEN NULL ELSE (
-        SELECT coalesce(group_concat(seq, ','), '') || ' [' || coalesce(group_concat(item, ','), '') || ']' FROM (
-          SELECT ${table.changeSeq} AS seq, ${table.item} AS item FROM ${table.from}
-          WHERE ${table.userId} = ${userId} AND ${table.changeSeq} > ${sql.placeholder("since")}
-          ORDER BY ${table.changeSeq}
-          LIMIT ${sql.placeholder("limit")}
-        )
-      ) END AS changes
-    FROM ${stats} WHERE ${stats.userId} = ${userId}`);
+  return statement(sql`SELECT ${table.version} AS version, ${table.horizon} AS horizon,
+CASE WHEN ${table.version} IS ${sql.placeholder("knownVersion")} THEN NULL ELSE (
+SELECT coalesce(group_concat(seq, ','), '') || ' [' || coalesce(group_concat(item, ','), '') || ']' FROM (
+SELECT ${table.changeSeq} AS seq, ${table.item} AS item FROM ${table.from}
+WHERE ${table.userId} = ${userId} AND ${table.changeSeq} > ${sql.placeholder("since")}
+ORDER BY ${table.changeSeq} LIMIT ${sql.placeholder("limit")})) END AS changes
+FROM ${stats} WHERE ${stats.userId} = ${userId}`);
 }
 
 /**
@@ -94,13 +90,11 @@ export function pageOf(text: string, since: number, size: number): ChangeTexts {
   const space = text.indexOf(" ");
   const seqs = space === 0 ? [] : text.slice(0, space).split(",").map(Number);
   let data = text.slice(space + 1);
-  if (seqs.some((seq, i) => i > 0 && seq < seqs[i - 1])) {
-    const items = data
-      .slice(1, -1)
-      .split(ITEM_START)
-      .map((item, i) => (i === 0 ? item : `{"type":"${item}`));
-    const order = seqs.map((_, i) => i).sort((i, j) => seqs[i] - seqs[j]);
-    data = `[${order.map((i) => items[i]).join(",")}]`;
+  if (seqs.some((seq, i) => seq < seqs[i - 1])) {
+    const items = data.slice(1, -1).split(ITEM_START);
+    const order = [...seqs.keys()].sort((i, j) => seqs[i] - seqs[j]);
+    // Splitting took the start of every item but the first.
+    data = `[${order.map((i) => (i ? `{"type":"${items[i]}` : items[0])).join(",")}]`;
     seqs.sort((a, b) => a - b);
   }
   const more = seqs.length > size;
