@@ -198,7 +198,17 @@ export function respond(
   status: ContentfulStatusCode = 200,
   headers: Record<string, string> = {},
 ): Response {
-  return c.body(JSON.stringify(document), status, {
+  return respondText(c, JSON.stringify(document), status, headers);
+}
+
+/** `respond` for a document already serialised (a change feed page, whose items SQLite wrote). */
+export function respondText(
+  c: Context<AppEnv>,
+  document: string,
+  status: ContentfulStatusCode = 200,
+  headers: Record<string, string> = {},
+): Response {
+  return c.body(document, status, {
     ...headers,
     "Content-Type": jsonApiContentType(c.get("responseExtensions") ?? []),
   });

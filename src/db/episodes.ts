@@ -1,6 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { Row, Slot } from "./batch";
-import { changeFeedReader } from "./change-feed";
+import { changeFeedReader, jsonBoolean, rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
 import { episodes as e, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -379,16 +379,28 @@ export async function findEpisode(db: Database, user: string, episode: string): 
   return { version: row.version as number, episode: found?.deletedAt === null ? toStored(found) : undefined };
 }
 
+/**
+ * An episode as its change feed reports it, written by SQLite member for member as `toEpisodeChangeResource`
+ * writes it: the resource plus `deletedAt: null`, or a tombstone without links.
+ */
+const episodeChangeItem = (() => {
+  const identified = sql`'type','episode','id',${e.id}`;
+  const feed = sql`'relationships',json_object('subscription',json_object('data',json_object('type','subscription','id',${e.feedGuid})))`;
+  return sql`CASE WHEN ${e.deletedAt} IS NULL THEN json_object(${identified},'attributes',json_object('mediaUrl',${storedMediaUrl},
+'itemGuid',${storedItemGuid},'position',${e.position},'duration',${e.duration},'played',${jsonBoolean(e.played)},
+'positionChangedAt',${rfc3339(e.positionChangedAt)},'playedChangedAt',${rfc3339(e.playedChangedAt)},'deletedAt',NULL),
+${feed},'links',json_object('self','/v1/episodes/'||${e.id}))
+ELSE json_object(${identified},'attributes',json_object('deletedAt',${rfc3339(e.deletedAt)}),${feed}) END`;
+})();
+
 /** The episode change feed (docs/API.md §13): its own sequence, tombstones included. */
-export const listEpisodeChanges = changeFeedReader<ChangedEpisode>({
+export const listEpisodeChanges = changeFeedReader({
   version: stats.episodeVersion,
   horizon: stats.episodeHorizon,
   from: sql`${e}`,
   userId: e.userId,
   changeSeq: e.changeSeq,
-  columns: sql`${e.id}, ${e.feedGuid}, ${storedMediaUrl}, ${storedItemGuid}, ${e.position}, ${e.duration}, ${e.played},
-    ${e.positionChangedAt}, ${e.playedChangedAt}, ${e.deletedAt}, ${e.changeSeq}`,
-  unpack: (row) => unpackRow(row as PackedRow),
+  item: episodeChangeItem,
 });
 
 /** Every statement this module runs, for the test that proves none scans a table. */

@@ -1,6 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Row, WriteBatch } from "./batch";
-import { changeFeedReader } from "./change-feed";
+import { changeFeedReader, rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
 import { subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -420,21 +420,27 @@ export async function findSubscription(db: Database, user: string, feed: string)
   return { version: row.version, subscription };
 }
 
+/**
+ * A subscription as its change feed reports it, written by SQLite member for member as `toChangeResource`
+ * writes it: the resource plus `userUnsubscribedAt: null`, or a tombstone without links.
+ */
+const subscriptionChangeItem = (() => {
+  const identified = sql`'type','subscription','id',${s.guid},'attributes',json_object('feedUrl',${storedFeedUrl},
+'userSubscribedAt',${rfc3339(s.subscribedAt)},'userUnsubscribedAt',${rfc3339(s.unsubscribedAt)})`;
+  const self = sql`'/v1/subscriptions/'||${s.guid}`;
+  return sql`CASE WHEN ${s.unsubscribedAt} IS NULL
+THEN json_object(${identified},'links',json_object('self',${self},'unsubscribe',json_object('href',${self},'method','DELETE')))
+ELSE json_object(${identified}) END`;
+})();
+
 /** The subscription change feed (docs/API.md §8). */
-export const listChanges = changeFeedReader<ChangedSubscription>({
+export const listChanges = changeFeedReader({
   version: stats.version,
   horizon: stats.subscriptionHorizon,
   from: sql`${s}`,
   userId: s.userId,
   changeSeq: s.changeSeq,
-  columns: sql`${s.guid}, ${storedFeedUrl}, ${s.subscribedAt}, ${s.unsubscribedAt}, ${s.changeSeq}`,
-  unpack: ([guid, feedUrl, subscribedAt, unsubscribedAt, changeSeq]) => ({
-    guid: guid as string,
-    feedUrl: feedUrl as string,
-    subscribedAt: subscribedAt as number,
-    unsubscribedAt: unsubscribedAt as number | null,
-    changeSeq: changeSeq as number,
-  }),
+  item: subscriptionChangeItem,
 });
 
 /** Every statement this module runs, for the test that proves none scans a table. */

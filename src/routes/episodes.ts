@@ -4,7 +4,6 @@ import type { AtomicResult, OperationKind } from "../atomic-operations";
 import { type ChangeFeed, changeFeedPage } from "../change-feed";
 import { WriteBatch } from "../db/batch";
 import {
-  type ChangedEpisode,
   type EpisodeOperation,
   type EpisodeWriteResult,
   episodeWriter,
@@ -28,7 +27,6 @@ import {
   episodePath,
   parseEpisodePatch,
   parseEpisodeResource,
-  toEpisodeChangeResource,
   toEpisodeResource,
 } from "../resources/episode";
 import { invalidDocument, type ResourceRef, storageLimitReached, type Validated } from "../resources/resource-object";
@@ -40,11 +38,7 @@ const idParam = uuidParam("id");
 const jsonApi = negotiate("none");
 
 /** The episode change feed (docs/API.md §13): the subscriptions' rules with its own sequence. */
-const episodeChanges: ChangeFeed<ChangedEpisode> = {
-  path: COLLECTION_PATH,
-  read: listEpisodeChanges,
-  toResource: toEpisodeChangeResource,
-};
+const episodeChanges: ChangeFeed = { path: COLLECTION_PATH, read: listEpisodeChanges };
 
 /** The pointer of the feed guid a write names: a 409 there when the stored state belongs to another feed. */
 const feedPointer = (base: string) => pointerTo(base, "relationships", "subscription", "data", "id");

@@ -5,7 +5,6 @@ import type { AtomicResult, OperationKind } from "../atomic-operations";
 import { type ChangeFeed, changeFeedPage } from "../change-feed";
 import { WriteBatch } from "../db/batch";
 import {
-  type ChangedSubscription,
   type FeedItem,
   findSubscription,
   listChanges,
@@ -37,7 +36,6 @@ import {
   subscriptionNotFoundAt,
   subscriptionPath,
   subscriptionRefused,
-  toChangeResource,
   toSubscriptionResource,
 } from "../resources/subscription";
 
@@ -46,11 +44,7 @@ const COLLECTION_PATH = "/v1/subscriptions";
 const jsonApi = negotiate("none");
 
 /** The subscription change feed (docs/API.md §8). */
-const subscriptionChanges: ChangeFeed<ChangedSubscription> = {
-  path: COLLECTION_PATH,
-  read: listChanges,
-  toResource: toChangeResource,
-};
+const subscriptionChanges: ChangeFeed = { path: COLLECTION_PATH, read: listChanges };
 
 /** One page of the user's subscriptions in list order (docs/API.md §4). */
 async function listPage(c: Context<AppEnv>, page: PageParams): Promise<Response> {
