@@ -253,11 +253,12 @@ const forgetStatement = statement(sql`
 
 /**
  * The stored rows of several ids (a JSON array: one parameter however many), live or tombstones, as they were
- * before the writes that follow it in the batch; one JSON array of packed rows.
+ * before the writes that follow it in the batch; one JSON array of packed rows. `CROSS JOIN` keeps the ids
+ * outside: left to itself, SQLite walks every state of the user and looks each up in the ids.
  */
 const storedRowsStatement = statement(sql`
   SELECT json_group_array(json(${packed})) AS rows
-  FROM json_each(${sql.placeholder("ids")}) AS wanted JOIN ${e} ON ${e.userId} = ${userId} AND ${e.id} = wanted.value`);
+  FROM json_each(${sql.placeholder("ids")}) AS wanted CROSS JOIN ${e} ON ${e.userId} = ${userId} AND ${e.id} = wanted.value`);
 
 function rowOf(result: D1Result<Row> | undefined): ChangedEpisode | undefined {
   const row = result?.results[0]?.row;
