@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import type { ChangeFeedReader } from "./db/change-feed";
 import type { AppEnv } from "./env";
 import { entityTag, notModified, parseIfNoneMatch, REVALIDATE } from "./etag";
-import { JSONAPI_VERSION, respondText } from "./jsonapi";
+import { dataDocumentText, respondText } from "./jsonapi";
 import { type ChangeParams, changeFeedLinks, changesLink, expiredSyncToken, invalidSyncToken } from "./pagination";
 
 /**
@@ -34,8 +34,9 @@ export async function changeFeedPage(c: Context<AppEnv>, feed: ChangeFeed, page:
   const { version, changes } = result;
   const etag = entityTag(userId, key, version);
   if (!changes || precondition.any) return notModified(c, etag);
-  const links = changeFeedLinks(feed.path, page, changes.last, changes.more);
-  // The document of `dataDocument`, member for member, around the items' text as SQLite wrote it.
-  const document = `{"jsonapi":{"version":"${JSONAPI_VERSION}"},"data":${changes.data},"links":${JSON.stringify(links)},"meta":{"syncToken":"${changes.last}"}}`;
+  const document = dataDocumentText(changes.data, {
+    links: changeFeedLinks(feed.path, page, changes.last, changes.more),
+    meta: { syncToken: String(changes.last) },
+  });
   return respondText(c, document, 200, { ETag: etag, "Cache-Control": REVALIDATE });
 }

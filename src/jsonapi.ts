@@ -175,6 +175,15 @@ export function dataDocument<T>(data: T, extra: { links?: unknown; meta?: unknow
   return { jsonapi: { version: JSONAPI_VERSION }, data, ...extra };
 }
 
+/**
+ * `dataDocument`'s text, member for member, around a `data` that is already JSON text (a change feed page,
+ * whose items SQLite wrote): the items are spliced in, never parsed and serialised again.
+ */
+export function dataDocumentText(data: string, extra: { links?: unknown; meta?: unknown } = {}): string {
+  const members = JSON.stringify(extra).slice(1, -1);
+  return `{"jsonapi":{"version":"${JSONAPI_VERSION}"},"data":${data}${members && `,${members}`}}`;
+}
+
 /** RFC 6901: escapes one reference token (`~` → `~0`, `/` → `~1`); most tokens need nothing. */
 function escapePointerToken(token: string | number): string {
   if (typeof token === "number") return String(token);
