@@ -156,8 +156,9 @@ describe("migration 0004 on subscriptions of the previous schema", () => {
       "subscriptions_tombstone_age",
       "subscriptions_tombstones",
       "subscriptions_url",
+      "subscriptions_url_key_missing",
     ]);
-    // Migration 0005's tombstone indexes hold no URL text either.
+    // Migration 0005's tombstone indexes and 0008's index of the rows without url_key hold no URL text either.
     for (const row of results) expect(row.sql).not.toMatch(/feed_url/);
     const rows = await (await databaseFor("old-alice"))
       // a was unsubscribed by a test above (a write of today's schema), which also added a random guid;

@@ -41,7 +41,7 @@ export const subscriptions = sqliteTable(
     /**
      * The first 48 bits of SHA-256(feedUrl) as an integer: finds a feed by its exact URL (the gpodder API names
      * feeds by URL) through a narrow index instead of comparing long URLs. NULL on rows written before
-     * migration 0004; lookups also check those rows by URL.
+     * migration 0004 until the retention cron fills it (src/db/retention.ts); lookups also check those rows by URL.
      */
     urlKey: integer("url_key"),
   },
@@ -57,6 +57,10 @@ export const subscriptions = sqliteTable(
     // `receivedAt` rides along so the gpodder `since` boundary is found from the index alone.
     index("subscriptions_changes").on(table.userId, table.changeSeq, table.receivedAt),
     index("subscriptions_url").on(table.userId, table.urlKey),
+    // The rows from before migration 0004 still waiting for their key: the retention cron finds a slice of them
+    // without a scan. Every subscribe or URL change since 0004 sets the key, so once the cron has been through
+    // them the index stays empty.
+    index("subscriptions_url_key_missing").on(table.userId, table.guid).where(sql`${table.urlKey} is null`),
     // Tombstones only, no URL text: a purge finds the user's oldest tombstones in change order without walking
     // live rows, and the retention cron finds tombstones past their age without a scan (docs/API.md §15).
     index("subscriptions_tombstones").on(table.userId, table.changeSeq).where(sql`${table.unsubscribedAt} is not null`),
