@@ -1,11 +1,12 @@
-import { purgeExpiredTombstones, TOMBSTONE_RETENTION_MS } from "./db/retention";
+import { backfillUrlKeys, purgeExpiredTombstones, TOMBSTONE_RETENTION_MS } from "./db/retention";
 import type { AppBindings } from "./env";
 import { shardRouting } from "./shards";
 
 /**
  * The Cron Trigger (wrangler.toml `[triggers] crons`): purges tombstones older than 180 days in every database of
- * the shard map, a bounded slice per database per run (src/db/retention.ts). A database that fails is logged and
- * retried by the next run; the others still run.
+ * the shard map, a bounded slice per database per run (src/db/retention.ts), then gives a slice of the rows from
+ * before migration 0004 their url_key. A database that fails is logged and retried by the next run; the others
+ * still run.
  */
 export async function scheduled(
   controller: ScheduledController,
@@ -17,7 +18,8 @@ export async function scheduled(
   const runs = [...databases].map(async ([name, database]) => {
     try {
       const users = await purgeExpiredTombstones(database, cutoff);
-      console.log(JSON.stringify({ level: "info", event: "tombstone_retention", database: name, users }));
+      const urlKeys = await backfillUrlKeys(database);
+      console.log(JSON.stringify({ level: "info", event: "tombstone_retention", database: name, users, urlKeys }));
     } catch (err) {
       console.error(
         JSON.stringify({ level: "error", event: "tombstone_retention_failed", database: name, error: String(err) }),

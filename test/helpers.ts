@@ -1,4 +1,4 @@
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { sign } from "hono/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import type { JWTPayload } from "hono/utils/jwt/types";
@@ -520,4 +520,12 @@ export function logStreamMeasure(
       sqlMsTotal: +totals.sqlMs.reduce((a, b) => a + b, 0).toFixed(1),
     }),
   );
+}
+
+/** Runs the Worker's Cron Trigger as Cloudflare would at `scheduledTime`. */
+export async function runCron(scheduledTime = Date.now()) {
+  const controller = createScheduledController({ scheduledTime, cron: "*/10 * * * *" });
+  const ctx = createExecutionContext();
+  await app.scheduled(controller, env, ctx);
+  await waitOnExecutionContext(ctx);
 }

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { as, databaseFor, listAll, newFeed, shardDatabases, subscriptionDocument, syncFrom } from "./helpers";
+import { urlKey } from "../src/db/url-key";
+import { as, databaseFor, listAll, newFeed, runCron, shardDatabases, subscriptionDocument, syncFrom } from "./helpers";
 
 /** The migration that introduced the change feed; everything before it is the previous schema. */
 const CHANGE_FEED = "0003_change_feed.sql";
@@ -202,5 +203,29 @@ describe("migration 0007 on long URLs stored whole before it", () => {
     const again = await carol.post("/v1/subscriptions", subscriptionDocument(CAROL_GUID, CAROL_URL));
     expect(again.status).toBe(200);
     expect((await syncFrom(carol, "0")).token).toBe("1");
+  });
+});
+
+describe("migration 0008: the rows from before 0004 are indexed until the retention cron keys them", () => {
+  it("indexes exactly the rows without url_key, and a cron run keys them by their whole URL", async () => {
+    const unkeyed = async () => {
+      const guids = [];
+      for (const { database } of shardDatabases()) {
+        const { results } = await database
+          .prepare("SELECT guid FROM subscriptions INDEXED BY subscriptions_url_key_missing WHERE url_key IS NULL")
+          .all<{ guid: string }>();
+        guids.push(...results.map((row) => row.guid[0]));
+      }
+      return guids.sort();
+    };
+    // b, c and d of alice, bob's e and carol's f are as migrated; a was unsubscribed since, which leaves its
+    // URL and so its missing key alone; the row subscribed by today's code has its key.
+    expect(await unkeyed()).toEqual(["a", "b", "c", "d", "e", "f"]);
+    await runCron();
+    expect(await unkeyed()).toEqual([]);
+    const carol = await (await databaseFor("old-carol"))
+      .prepare("SELECT url_key FROM subscriptions WHERE user_id = 'old-carol'")
+      .first<{ url_key: number }>();
+    expect(carol?.url_key).toBe(urlKey(CAROL_URL));
   });
 });

@@ -1,9 +1,7 @@
-import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { TOMBSTONE_RETENTION_MS } from "../src/db/retention";
 import { MAX_URL_BYTES } from "../src/db/storage";
-import worker from "../src/index";
-import { as, type Caller, databaseFor, listAll } from "./helpers";
+import { as, type Caller, databaseFor, listAll, runCron } from "./helpers";
 
 /**
  * docs/API.md §15, proven over random histories: subscriptions and episode states of one user are written,
@@ -120,12 +118,6 @@ async function refusalWasJustified(db: D1Database, userId: string, response: Res
   if (title === "Storage limit reached") {
     expect(MAX_URL_BYTES - room.url_bytes + room.tombstone_bytes, title).toBeLessThan(sentBytes);
   }
-}
-
-async function runCron() {
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ scheduledTime: Date.now() }), env, ctx);
-  await waitOnExecutionContext(ctx);
 }
 
 async function history(seed: number) {

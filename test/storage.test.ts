@@ -1,8 +1,7 @@
-import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { RENUMBERED_PER_RUN, TOMBSTONE_RETENTION_MS } from "../src/db/retention";
 import { MAX_URL_BYTES } from "../src/db/storage";
-import worker from "../src/index";
 import {
   addOperation,
   applyChanges,
@@ -12,6 +11,7 @@ import {
   listAll,
   newFeed,
   ORIGIN,
+  runCron,
   seedSubscriptions,
   send,
   subscriptionDocument,
@@ -45,14 +45,6 @@ async function rowCount(userId: string, table: string, where = "1") {
 function urlOf(bytes: number, tag = crypto.randomUUID()): string {
   const head = `https://feeds.example.com/${tag}/`;
   return head + "a".repeat(bytes - head.length);
-}
-
-/** Runs the Worker's Cron Trigger as Cloudflare would at `scheduledTime`. */
-async function runCron(scheduledTime = Date.now()) {
-  const controller = createScheduledController({ scheduledTime, cron: "*/10 * * * *" });
-  const ctx = createExecutionContext();
-  await worker.scheduled(controller, env, ctx);
-  await waitOnExecutionContext(ctx);
 }
 
 async function expectExpired(user: Caller, path: string, token: string) {

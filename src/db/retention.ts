@@ -1,8 +1,10 @@
 import { sql } from "drizzle-orm";
 import { call, type Database } from "./database";
-import { userStats as stats } from "./schema";
+import { userStats as stats, subscriptions } from "./schema";
 import { type Statement, statement } from "./statements";
 import { episodeTombstones, subscriptionTombstones, type TombstoneTable } from "./storage";
+import { urlKey } from "./url-key";
+import { FEED_URL, storedUrl } from "./url-pieces";
 
 /** How long a tombstone is kept without a user request (docs/API.md §15). */
 export const TOMBSTONE_RETENTION_MS = 180 * 24 * 60 * 60 * 1000;
@@ -14,6 +16,12 @@ export const TOMBSTONE_RETENTION_MS = 180 * 24 * 60 * 60 * 1000;
  */
 export const TOMBSTONES_PER_RUN = 500;
 export const RENUMBERED_PER_RUN = 500;
+/**
+ * Rows from before migration 0004 given their url_key per run and database. Until a row has one, every lookup
+ * by URL of its user compares it by its text (src/db/gpodder.ts), so an account made of such rows is slow to
+ * read by URL until the runs have been through it.
+ */
+export const URL_KEYS_PER_RUN = 500;
 
 const userId = sql.placeholder("userId");
 const horizon = sql.placeholder("horizon");
@@ -80,3 +88,47 @@ export async function purgeExpiredTombstones(db: Database, cutoff: number): Prom
 export const retentionStatementsByName: Record<string, Statement> = Object.fromEntries(
   tables.flatMap((table, index) => Object.entries(table).map(([name, query]) => [`${name}${index}`, query])),
 );
+
+/** Rows still without url_key, found through the partial index that holds only them, with their whole URL text. */
+const missingUrlKeys = statement(sql`
+  SELECT s.user_id AS user_id, s.guid AS guid, ${storedUrl(FEED_URL, "s")} AS feed_url
+  FROM ${subscriptions} AS s INDEXED BY subscriptions_url_key_missing
+  WHERE s.url_key IS NULL LIMIT ${URL_KEYS_PER_RUN}`);
+
+/**
+ * The keys bound as one JSON array of `[user, guid, key]` (D1 takes at most 100 bound parameters). Only a row
+ * still without a key takes one: a write since the read set the key of the URL it wrote. No trigger fires on
+ * url_key (the stats and change feed triggers fire on change_seq, the pieces trigger on feed_url), so the row's
+ * change number, receive time and the user's version stay: a key is no change any feed reports.
+ */
+const fillUrlKeys = statement(sql`
+  UPDATE ${subscriptions} SET url_key = k.value ->> 2
+  FROM json_each(${sql.placeholder("keys")}) AS k
+  WHERE ${subscriptions.userId} = k.value ->> 0 AND ${subscriptions.guid} = k.value ->> 1
+    AND ${subscriptions.urlKey} IS NULL`);
+
+export interface UnkeyedRow {
+  user_id: string;
+  guid: string;
+  feed_url: string;
+}
+
+/** Up to URL_KEYS_PER_RUN rows without url_key, with their whole URL text. */
+export async function findUnkeyedRows(db: Database): Promise<UnkeyedRow[]> {
+  return (await call(() => missingUrlKeys.bind(db, {}).all<UnkeyedRow>())).results;
+}
+
+/** Writes the key of each row's URL as read, to the rows still without one (one statement); returns how many. */
+export async function writeUrlKeys(db: Database, rows: readonly UnkeyedRow[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const keys = JSON.stringify(rows.map((row) => [row.user_id, row.guid, urlKey(row.feed_url)]));
+  return (await call(() => fillUrlKeys.bind(db, { keys }).run())).meta.changes;
+}
+
+/**
+ * Gives up to URL_KEYS_PER_RUN rows from before migration 0004 their url_key (SQLite has no SHA-256: the
+ * isolate computes it), so lookups by URL find them by key. One find and one write; returns the rows keyed.
+ */
+export async function backfillUrlKeys(db: Database): Promise<number> {
+  return writeUrlKeys(db, await findUnkeyedRows(db));
+}
