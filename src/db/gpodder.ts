@@ -34,16 +34,16 @@ function sinceBoundary(table: typeof s | typeof e) {
 const urlOf = (row: string) => storedUrl(FEED_URL, row);
 
 /**
- * A subscription `a` of the user, other than row `t`, with exactly `t`'s URL and matching `where` (rows from
- * before 0004 have no url_key). `INDEXED BY`: left to itself, SQLite walks the user's primary key instead
- * (every row of the user).
+ * A subscription `a` of the user with exactly row `t`'s URL and matching `where` (`whereUnkeyed` for rows from
+ * before 0004, which have no url_key). `INDEXED BY`: left to itself, SQLite walks the user's primary key
+ * instead (every row of the user).
  */
-function withSameUrl(where: SQL): SQL {
+function withSameUrl(where: SQL, whereUnkeyed = where): SQL {
   return sql`(
   EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = t.url_key AND ${urlOf("a")} = ${urlOf("t")}
     AND ${where})
   OR EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${urlOf("a")} = ${urlOf("t")}
-    AND ${where}))`;
+    AND ${whereUnkeyed}))`;
 }
 
 /**
@@ -59,7 +59,19 @@ export const GPODDER_SUBSCRIPTION_PAGE_ROWS = 100;
  */
 const changesFloor = sql`coalesce(${sql.placeholder("floor")},
   CASE WHEN ${sql.placeholder("since")} = 0 THEN 0 ELSE ${sinceBoundary(s)} END)`;
-const earlierInRange = sql`a.change_seq > ${changesFloor} AND a.change_seq < t.change_seq`;
+const inRange = sql`a.change_seq > ${changesFloor}`;
+
+/**
+ * A row of the same kind (`kind`) and URL as `t` that names the URL instead of `t`: the first changed in the
+ * range. A row without url_key cannot find keyed rows by their URL, so when both kinds are in the range the
+ * first row without one names it (a keyed row gives way to any of them).
+ */
+function namedBefore(kind: SQL): SQL {
+  return withSameUrl(
+    sql`${kind} AND ${inRange} AND a.change_seq < t.change_seq`,
+    sql`${kind} AND ${inRange} AND (t.url_key IS NOT NULL OR a.change_seq < t.change_seq)`,
+  );
+}
 
 /**
  * One page of the user's changes after change number `after` (null: from the start of `since`), every row
@@ -81,13 +93,17 @@ function changesPageStatement(named: SQL): Statement {
 
 /** `add`: active rows, each URL once. */
 const addedPageStatement = changesPageStatement(
-  sql`t.unsubscribed_at IS NULL AND NOT ${withSameUrl(sql`a.unsubscribed_at IS NULL AND ${earlierInRange}`)}`,
+  sql`t.unsubscribed_at IS NULL AND NOT ${namedBefore(sql`a.unsubscribed_at IS NULL`)}`,
 );
 
-/** `remove`: tombstones whose URL no active subscription has, each URL once. */
+/**
+ * `remove`: tombstones whose URL no active subscription has, each URL once. As before streaming, a tombstone
+ * without url_key is not matched against an active row written since 0004 (finding that one by its URL alone
+ * would walk every keyed row).
+ */
 const removedPageStatement = changesPageStatement(
   sql`t.unsubscribed_at IS NOT NULL AND NOT ${withSameUrl(sql`a.unsubscribed_at IS NULL`)}
-    AND NOT ${withSameUrl(sql`a.unsubscribed_at IS NOT NULL AND ${earlierInRange}`)}`,
+    AND NOT ${namedBefore(sql`a.unsubscribed_at IS NOT NULL`)}`,
 );
 
 /** A page of one list of the changes: the URLs it names, and the rows walked for them. */
