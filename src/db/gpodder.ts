@@ -35,15 +35,16 @@ const urlOf = (row: string) => storedUrl(FEED_URL, row);
 
 /**
  * A subscription `a` of the user with exactly row `t`'s URL and matching `where` (`whereUnkeyed` for rows from
- * before 0004, which have no url_key). `INDEXED BY`: left to itself, SQLite walks the user's primary key
- * instead (every row of the user).
+ * before 0004, which have no url_key: each is walked, its stored head compared first, since the whole text
+ * is read from its pieces). `INDEXED BY`: left to itself, SQLite walks the user's primary key instead (every
+ * row of the user).
  */
 function withSameUrl(where: SQL, whereUnkeyed = where): SQL {
   return sql`(
   EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = t.url_key AND ${urlOf("a")} = ${urlOf("t")}
     AND ${where})
-  OR EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${urlOf("a")} = ${urlOf("t")}
-    AND ${whereUnkeyed}))`;
+  OR EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL
+    AND a.feed_url = t.feed_url AND ${urlOf("a")} = ${urlOf("t")} AND ${whereUnkeyed}))`;
 }
 
 /**
