@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { DatabaseSync, type SQLInputValue } from "node:sqlite";
 import { accountStatements } from "../src/db/account";
 import { episodeStatements } from "../src/db/episodes";
-import { GPODDER_EPISODE_PAGE_ROWS, gpodderStatements } from "../src/db/gpodder";
+import { GPODDER_EPISODE_PAGE_ROWS, GPODDER_SUBSCRIPTION_PAGE_ROWS, gpodderStatements } from "../src/db/gpodder";
 import { OPML_EXPORT_PAGE_ROWS, opmlStatements } from "../src/db/opml";
 import { retentionStatementsByName, TOMBSTONES_PER_RUN } from "../src/db/retention";
 import type { Statement } from "../src/db/statements";
@@ -122,6 +122,21 @@ function subscribes(count: number, from: number) {
   }).flat();
 }
 
+/** Every page of the gpodder subscription changes since 0 of `rows` changes: the `add` walk, then `remove`. */
+function subscriptionChangePages(rows = 4096) {
+  return [gpodderStatements.addedPage, gpodderStatements.removedPage].flatMap((pageStatement) =>
+    Array.from({ length: Math.ceil(rows / GPODDER_SUBSCRIPTION_PAGE_ROWS) + 1 }, (_, page) =>
+      rendered(pageStatement, {
+        userId: USER,
+        since: 0,
+        floor: page === 0 ? null : 0,
+        after: page === 0 ? null : page * GPODDER_SUBSCRIPTION_PAGE_ROWS,
+        limit: GPODDER_SUBSCRIPTION_PAGE_ROWS,
+      }),
+    ),
+  );
+}
+
 export function measureWorstAccount() {
   const dir = mkdtempSync(join(tmpdir(), "capacity-account-"));
   try {
@@ -164,8 +179,13 @@ export function measureWorstAccount() {
           ]),
         ).reduce((a, b) => Math.round((a + b) * 100) / 100, 0),
       ),
-      "gpodder subscription changes since 0 (one D1 call, not streamed)": median(5, () =>
-        time(budget, [rendered(gpodderStatements.changesSince, { userId: USER, since: 0 })]),
+      "gpodder subscription changes since 0, the slowest page of 100 of either walk": median(3, () =>
+        Math.max(...subscriptionChangePages().map((page) => time(budget, [page]))),
+      ),
+      "gpodder subscription changes since 0, every page of both walks (sum of the D1 calls)": median(3, () =>
+        subscriptionChangePages()
+          .map((page) => time(budget, [page]))
+          .reduce((a, b) => Math.round((a + b) * 100) / 100, 0),
       ),
       "bulk of 100 adds, at the budget (all refused)": median(5, () => time(budget, subscribes(100, 1))),
       "OPML import of 1 000 feeds, at the budget (all refused)": median(5, () => time(budget, subscribes(1000, 1))),

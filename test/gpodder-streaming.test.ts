@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GPODDER_EPISODE_PAGE_ROWS } from "../src/db/gpodder";
+import { GPODDER_EPISODE_PAGE_ROWS, GPODDER_SUBSCRIPTION_PAGE_ROWS } from "../src/db/gpodder";
 import { OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
 import { toEpisodeAction } from "../src/gpodder/episode-actions";
 import { MAX_FEED_URL_BYTES } from "../src/resources/subscription";
@@ -190,5 +190,123 @@ describe("gpodder GETs written page by page", () => {
     expect(meter.totals.statements.length - calledBeforeBody).toBeGreaterThanOrEqual(pages - 1);
     expect(meter.totals.statements.length).toBeLessThanOrEqual(pages + 4);
     expect(Math.max(...meter.totals.sqlMs)).toBeLessThan(100);
+  });
+
+  it("subscription changes over several pages: each URL once, in change order, as the data says, one page at a time", {
+    timeout: 120_000,
+  }, async () => {
+    const userId = `gpodder-stream-changes-${crypto.randomUUID()}`;
+    // Rows as written before 0004 (no url_key): active rows sharing URLs, tombstones sharing URLs with active
+    // rows and with each other.
+    await seedSubscriptions(userId, 120, { feedUrl: (_guid, i) => hostileUrl(i % 80, 400, "a.example") });
+    await seedSubscriptions(userId, 100, {
+      unsubscribed: true,
+      feedUrl: (_guid, i) =>
+        i % 2 === 0 ? hostileUrl(i % 60, 400, "a.example") : hostileUrl(i % 30, 400, "gone.example"),
+    });
+    const who = await credentials(userId);
+    // Through the gpodder API (url_key set): URLs long enough to be stored in pieces, some then removed, and
+    // gone URLs revived (the other tombstones of such a URL are then not removals).
+    const long = Array.from({ length: 40 }, (_, i) => hostileUrl(i, 1200, "long.example"));
+    const post = (body: unknown) =>
+      send(
+        new Request(`${ORIGIN}/api/2/subscriptions/${who.username}/dev.json`, {
+          method: "POST",
+          headers: {
+            Authorization: `Basic ${btoa(`${who.username}:${who.password}`)}`,
+            "Content-Type": "application/json",
+          },
+          body: JSON.stringify(body),
+        }),
+      );
+    expect(
+      (await post({ add: [...long, hostileUrl(1, 400, "gone.example"), hostileUrl(7, 400, "gone.example")] })).status,
+    ).toBe(200);
+    expect((await post({ remove: long.slice(10, 30) })).status).toBe(200);
+    // A keyed tombstone and a keyed active row, then rows without url_key of the same URLs.
+    const mixed = [hostileUrl(5, 400, "mix.example"), hostileUrl(6, 400, "mix.example")];
+    expect((await post({ add: mixed })).status).toBe(200);
+    expect((await post({ remove: [mixed[0]] })).status).toBe(200);
+    await seedSubscriptions(userId, 2, { unsubscribed: true, feedUrl: () => mixed[0] });
+    await seedSubscriptions(userId, 1, { feedUrl: () => mixed[1] });
+    // Later active rows: URLs of earlier active rows again, and new ones.
+    await seedSubscriptions(userId, 110, { feedUrl: (_guid, i) => hostileUrl(i, 400, "a.example") });
+
+    const db = await databaseFor(userId);
+    // Received over several seconds, never earlier for a later change (as the database's clock writes them).
+    await db
+      .prepare("UPDATE subscriptions SET received_at = 1000000 + change_seq / 40 WHERE user_id = ?")
+      .bind(userId)
+      .run();
+    const { results: rows } = await db
+      .prepare(
+        `SELECT s.received_at AS receivedAt, s.unsubscribed_at IS NULL AS active, s.url_key IS NOT NULL AS keyed,
+          s.feed_url || coalesce((SELECT group_concat(piece, '') FROM (SELECT piece FROM url_pieces p
+            WHERE p.user_id = s.user_id AND p.owner = s.guid AND p.field = 0 ORDER BY p.n)), '') AS url
+        FROM subscriptions s WHERE s.user_id = ? ORDER BY s.change_seq`,
+      )
+      .bind(userId)
+      .all<{ receivedAt: number; active: number; keyed: number; url: string }>();
+    type Changed = (typeof rows)[number];
+    expect(rows.length).toBeGreaterThan(3 * GPODDER_SUBSCRIPTION_PAGE_ROWS);
+    // Each URL once, where its first change in the range is (the first row without url_key when there is one);
+    // a tombstone's URL is left out when an active row has it (a tombstone without url_key sees only active
+    // rows without one: docs/API.md §14).
+    const named = (changed: Changed[]) => {
+      const first = new Map<string, Changed>();
+      for (const row of changed) {
+        const seen = first.get(row.url);
+        if (seen === undefined || (seen.keyed === 1 && row.keyed === 0)) first.set(row.url, row);
+      }
+      return changed.filter((row) => first.get(row.url) === row);
+    };
+    const activeFor = (tombstone: Changed) =>
+      rows.some((row) => row.active === 1 && row.url === tombstone.url && (row.keyed === 0 || tombstone.keyed === 1));
+    const expected = (since: number) => {
+      const changed = rows.filter((row) => row.receivedAt >= since);
+      return {
+        add: named(changed.filter((row) => row.active === 1)).map((row) => row.url),
+        remove: named(changed.filter((row) => row.active === 0))
+          .filter((row) => !activeFor(row))
+          .map((row) => row.url),
+      };
+    };
+
+    const middle = rows[Math.floor(rows.length / 2)].receivedAt;
+    const sinces = [0, middle, middle + 1, rows[rows.length - 1].receivedAt, rows[rows.length - 1].receivedAt + 1];
+    for (const since of sinces) {
+      const before = Math.floor(Date.now() / 1000);
+      const meter = await meteredDatabaseOf(userId);
+      const response = await get(who, `/api/2/subscriptions/${who.username}/dev.json?since=${since}`, meter.bindings);
+      expect(response.status).toBe(200);
+      const calledBeforeBody = meter.totals.statements.length;
+      let text = "";
+      const read = await readChunks(response, (chunk) => {
+        text += chunk;
+      });
+      const body = JSON.parse(text) as { add: string[]; remove: string[]; timestamp: number };
+      // URLs named short first, so a failure reads as which URLs differ.
+      const short = (urls: string[]) => urls.map((url) => `${url.slice(0, url.indexOf("?"))} (${url.length})`);
+      expect(short(body.add), `since ${since}`).toEqual(short(expected(since).add));
+      expect(short(body.remove), `since ${since}`).toEqual(short(expected(since).remove));
+      expect(text, `since ${since}`).toBe(JSON.stringify({ ...expected(since), timestamp: body.timestamp }));
+      expect(body.timestamp).toBeGreaterThanOrEqual(before);
+      if (since !== 0) continue;
+      // Every kind of row is in the answer: duplicates left out, tombstones of active URLs left out.
+      expect(body.add.length).toBeLessThan(rows.filter((row) => row.active === 1).length);
+      expect(body.add).toEqual(expect.arrayContaining([long[0], long[39], hostileUrl(7, 400, "gone.example")]));
+      expect(body.remove).toEqual(expect.arrayContaining([long[10], hostileUrl(3, 400, "gone.example")]));
+      expect(body.remove).not.toContain(hostileUrl(40, 400, "a.example"));
+      expect(body.remove.filter((url) => url === mixed[0])).toHaveLength(1);
+      expect(body.add.filter((url) => url === mixed[1])).toHaveLength(1);
+      // Each walk reads its pages as the body is read, one D1 call each; a chunk is at most a page's URLs.
+      const pages = Math.ceil(rows.length / GPODDER_SUBSCRIPTION_PAGE_ROWS);
+      expect(meter.totals.statements.length - calledBeforeBody).toBeGreaterThanOrEqual(2 * pages - 1);
+      expect(meter.totals.statements.length).toBeLessThanOrEqual(2 * pages + 6);
+      expect(read.largestChunk).toBeLessThanOrEqual(GPODDER_SUBSCRIPTION_PAGE_ROWS * (2 * 1200 + 3) + 20);
+      expect(read.largestChunk).toBeLessThan(read.totalBytes / 3);
+    }
+    expect(expected(middle + 1).add.length).toBeGreaterThan(0);
+    expect(expected(middle + 1).remove.length).toBeGreaterThan(0);
   });
 });

@@ -31,53 +31,130 @@ function sinceBoundary(table: typeof s | typeof e) {
     ORDER BY ${table.changeSeq} DESC LIMIT 1), 0)`;
 }
 
-/**
- * An active subscription of the user with exactly this row's URL (rows from before 0004 have no url_key).
- * `INDEXED BY`: left to itself, SQLite walks the user's primary key instead (every row of the user).
- */
 const urlOf = (row: string) => storedUrl(FEED_URL, row);
-const activeWithSameUrl = sql`(
+
+/**
+ * A subscription `a` of the user with exactly row `t`'s URL and matching `where` (`whereUnkeyed` for rows from
+ * before 0004, which have no url_key: each is walked, its stored head compared first, since the whole text
+ * is read from its pieces). `INDEXED BY`: left to itself, SQLite walks the user's primary key instead (every
+ * row of the user).
+ */
+function withSameUrl(where: SQL, whereUnkeyed = where): SQL {
+  return sql`(
   EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = t.url_key AND ${urlOf("a")} = ${urlOf("t")}
-    AND a.unsubscribed_at IS NULL)
-  OR EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${urlOf("a")} = ${urlOf("t")}
-    AND a.unsubscribed_at IS NULL))`;
-
-const changesSinceStatement = statement(sql`
-  SELECT unixepoch() AS now, (
-    SELECT json_group_array(json_array(change_seq, feed_url, active, has_active)) FROM (
-      SELECT t.change_seq AS change_seq, ${urlOf("t")} AS feed_url, t.unsubscribed_at IS NULL AS active,
-        CASE WHEN t.unsubscribed_at IS NULL THEN 1 ELSE ${activeWithSameUrl} END AS has_active
-      FROM ${s} AS t WHERE t.user_id = ${userId} AND t.change_seq > ${sinceBoundary(s)}
-    )
-  ) AS changes`);
-
-export interface SubscriptionChange {
-  feedUrl: string;
-  active: boolean;
-  /** For a tombstone: whether an active subscription of the user has the same URL. */
-  urlActive: boolean;
+    AND ${where})
+  OR EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL
+    AND a.feed_url = t.feed_url AND ${urlOf("a")} = ${urlOf("t")} AND ${whereUnkeyed}))`;
 }
 
-/** Subscriptions whose last change reached the database at or after Unix second `since`, oldest change first. */
-export async function subscriptionChangesSince(
+/**
+ * Subscription changes per page of the gpodder subscription changes GET: a URL is at most 2 KB, escaped for
+ * JSON at most twice that, so a page's text stays under ~1 MB, and each read walks a page of change index
+ * entries however many changes the account has.
+ */
+export const GPODDER_SUBSCRIPTION_PAGE_ROWS = 100;
+
+/**
+ * The change number the changes since `since` start after: `floor` once the first page found it (`since` 0 is
+ * every change: no walk). Not correlated, so SQLite reads it once per statement however often it is named.
+ */
+const changesFloor = sql`coalesce(${sql.placeholder("floor")},
+  CASE WHEN ${sql.placeholder("since")} = 0 THEN 0 ELSE ${sinceBoundary(s)} END)`;
+const inRange = sql`a.change_seq > ${changesFloor}`;
+
+/**
+ * A row of the same kind (`kind`) and URL as `t` that names the URL instead of `t`: the first changed in the
+ * range. A row without url_key cannot find keyed rows by their URL, so when both kinds are in the range the
+ * first row without one names it (a keyed row gives way to any of them).
+ */
+function namedBefore(kind: SQL): SQL {
+  return withSameUrl(
+    sql`${kind} AND ${inRange} AND a.change_seq < t.change_seq`,
+    sql`${kind} AND ${inRange} AND (t.url_key IS NOT NULL OR a.change_seq < t.change_seq)`,
+  );
+}
+
+/**
+ * One page of the user's changes after change number `after` (null: from the start of `since`), every row
+ * walked with its URL when the list it is read for names it there (null otherwise), so a URL is named by one
+ * row only: the first changed in the range of its kind. With the database's clock and the change number the
+ * range starts after.
+ */
+function changesPageStatement(named: SQL): Statement {
+  return statement(sql`
+  SELECT unixepoch() AS now, ${changesFloor} AS floor, (
+    SELECT json_group_array(json_array(change_seq, feed_url)) FROM (
+      SELECT t.change_seq AS change_seq, CASE WHEN ${named} THEN ${urlOf("t")} END AS feed_url
+      FROM ${s} AS t INDEXED BY subscriptions_changes
+      WHERE t.user_id = ${userId} AND t.change_seq > coalesce(${sql.placeholder("after")}, ${changesFloor})
+      ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}
+    )
+  ) AS changes`);
+}
+
+/** `add`: active rows, each URL once. */
+const addedPageStatement = changesPageStatement(
+  sql`t.unsubscribed_at IS NULL AND NOT ${namedBefore(sql`a.unsubscribed_at IS NULL`)}`,
+);
+
+/**
+ * `remove`: tombstones whose URL no active subscription has, each URL once. As before streaming, a tombstone
+ * without url_key is not matched against an active row written since 0004 (finding that one by its URL alone
+ * would walk every keyed row).
+ */
+const removedPageStatement = changesPageStatement(
+  sql`t.unsubscribed_at IS NOT NULL AND NOT ${withSameUrl(sql`a.unsubscribed_at IS NULL`)}
+    AND NOT ${namedBefore(sql`a.unsubscribed_at IS NOT NULL`)}`,
+);
+
+/** A page of one list of the changes: the URLs it names, and the rows walked for them. */
+export interface SubscriptionChangePage {
+  list: "add" | "remove";
+  urls: string[];
+  rows: number;
+}
+
+/**
+ * Subscriptions whose last change reached the database at or after Unix second `since`, a page per D1 call
+ * (keyset-pages.ts): the changes are walked twice, for `add` then for `remove`, each in change order, so both
+ * lists keep the order of their URLs' first changes. `now()`: the database's clock at the first page (a
+ * `since` that misses nothing received while the pages are read, as the episode changes' is).
+ */
+export function subscriptionChangePages(
   db: Database,
   user: string,
   since: number,
-): Promise<{ now: number; changes: SubscriptionChange[] }> {
-  const row = await call(() =>
-    changesSinceStatement.bind(db, { userId: user, since }).first<{ now: number; changes: string }>(),
-  );
-  const { now, changes } = row as { now: number; changes: string };
-  const packed = JSON.parse(changes) as [number, string, number, number][];
-  packed.sort((a, b) => a[0] - b[0]);
-  return {
-    now,
-    changes: packed.map(([, feedUrl, active, urlActive]) => ({
-      feedUrl,
-      active: active === 1,
-      urlActive: urlActive === 1,
-    })),
-  };
+  pageRows = GPODDER_SUBSCRIPTION_PAGE_ROWS,
+): { pages: AsyncGenerator<SubscriptionChangePage, void, undefined>; now: () => number } {
+  let now: number | undefined;
+  // Both walks start after the same change number, found by the first page.
+  let floor: number | null = null;
+  const walk = (pageStatement: Statement) =>
+    keysetPages<[number, string | null], number | null>(
+      async (after, limit) => {
+        const row = (await call(() =>
+          pageStatement.bind(db, { userId: user, since, floor, after, limit }).first(),
+        )) as { now: number; floor: number; changes: string };
+        now ??= row.now;
+        floor ??= row.floor;
+        // An aggregate does not promise its input order: the page's order is applied again.
+        return (JSON.parse(row.changes) as [number, string | null][]).sort((a, b) => a[0] - b[0]);
+      },
+      null,
+      (last) => last[0],
+      pageRows,
+    );
+  async function* pages(): AsyncGenerator<SubscriptionChangePage, void, undefined> {
+    for (const [list, pageStatement] of [
+      ["add", addedPageStatement],
+      ["remove", removedPageStatement],
+    ] as const) {
+      for await (const page of walk(pageStatement)) {
+        yield { list, urls: page.flatMap(([, url]) => (url === null ? [] : [url])), rows: page.length };
+      }
+    }
+  }
+  return { pages: pages(), now: () => now as number };
 }
 
 const clockStatement = statement(sql`SELECT unixepoch() AS now`);
@@ -364,7 +441,8 @@ export async function writeEpisodes(
 }
 
 export const gpodderStatements: Record<string, Statement> = {
-  changesSince: changesSinceStatement,
+  addedPage: addedPageStatement,
+  removedPage: removedPageStatement,
   addUrl: addUrlStatement,
   addUrlRoom: addUrlRoomStatement,
   removeUrl: removeUrlStatement,

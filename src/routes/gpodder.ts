@@ -7,7 +7,8 @@ import {
   type EpisodeState,
   episodeChangePages,
   resolveFeeds,
-  subscriptionChangesSince,
+  type SubscriptionChangePage,
+  subscriptionChangePages,
   writeEpisodes,
   writeGpodderSubscriptions,
 } from "../db/gpodder";
@@ -162,6 +163,27 @@ async function applyEpisodeActions(
   )) as { timestamp: number; skipped: number };
 }
 
+/**
+ * The changes' pages, charging the user's limit one request per 100 changes once the `add` walk is done (the
+ * rows in the range; the `remove` walk reads them again): as often as one statement over all of them was.
+ */
+async function* chargedChanges(
+  c: Context<AppEnv>,
+  pages: AsyncGenerator<SubscriptionChangePage, void, undefined>,
+): AsyncGenerator<SubscriptionChangePage, void, undefined> {
+  let walked = 0;
+  let charged = false;
+  for await (const page of pages) {
+    if (page.list === "add") walked += page.rows;
+    else if (!charged) {
+      charged = true;
+      await chargeRows(c, walked);
+    }
+    yield page;
+  }
+  if (!charged) await chargeRows(c, walked);
+}
+
 const SIMPLE_FORMATS = ["json", "txt", "opml"] as const;
 
 export const gpodderRoutes = new Hono<AppEnv>()
@@ -220,20 +242,31 @@ export const gpodderRoutes = new Hono<AppEnv>()
     return json(c, { synchronized: ids.length === 0 ? [] : [ids], "not-synchronized": [] });
   })
 
-  // What changed since a Unix second (inclusive): feeds added, and feeds no active subscription has any more.
+  // What changed since a Unix second (inclusive): feeds added, and feeds no active subscription has any more,
+  // each once, streamed page by page (since 0: the whole account, up to 8 MiB of URL text escaped for JSON).
+  // The timestamp is the clock at the first page, written last.
   .get("/api/2/subscriptions/:username/:file", signedIn, async (c) => {
     checkPathUsername(c, c.req.param("username"));
     const since = sinceParameter(c);
     await ensurePathDevice(c, fileSegment(c.req.param("file"), ["json"]).name);
-    const { now, changes } = await subscriptionChangesSince(c.get("db"), c.get("userId"), since);
-    await chargeRows(c, changes.length);
-    const add = new Set<string>();
-    const remove = new Set<string>();
-    for (const change of changes) {
-      if (change.active) add.add(change.feedUrl);
-      else if (!change.urlActive) remove.add(change.feedUrl);
-    }
-    return json(c, { add: [...add], remove: [...remove], timestamp: now });
+    const { pages, now } = subscriptionChangePages(c.get("db"), c.get("userId"), since);
+    const charged = chargedChanges(c, pages);
+    const changes = withFirst(await charged.next(), charged);
+    const lists = { add: jsonItems(JSON.stringify), remove: jsonItems(JSON.stringify) };
+    let removing = false;
+    const toRemove = () => {
+      if (removing) return "";
+      removing = true;
+      return '],"remove":[';
+    };
+    const page = (changed: SubscriptionChangePage) =>
+      (changed.list === "remove" ? toRemove() : "") + lists[changed.list](changed.urls);
+    const body = pagedTextStream(
+      changes,
+      { head: '{"add":[', page, tail: () => `${toRemove()}],"timestamp":${now()}}` },
+      streamFailed(c, "gpodder_subscription_changes_failed"),
+    );
+    return c.body(body, 200, { "Content-Type": "application/json" });
   })
 
   .post("/api/2/subscriptions/:username/:file", signedIn, async (c) => {
