@@ -11,10 +11,11 @@ import { accountStatements } from "../src/db/account";
 import { episodeStatements } from "../src/db/episodes";
 import { GPODDER_EPISODE_PAGE_ROWS, GPODDER_SUBSCRIPTION_PAGE_ROWS, gpodderStatements } from "../src/db/gpodder";
 import { OPML_EXPORT_PAGE_ROWS, opmlStatements } from "../src/db/opml";
-import { retentionStatementsByName, TOMBSTONES_PER_RUN } from "../src/db/retention";
+import { retentionStatementsByName, TOMBSTONES_PER_RUN, URL_KEYS_PER_RUN } from "../src/db/retention";
 import type { Statement } from "../src/db/statements";
 import { MAX_URL_BYTES } from "../src/db/storage";
 import { allStatements } from "../src/db/subscriptions";
+import { urlKey } from "../src/db/url-key";
 
 const MIGRATIONS = new URL("../drizzle/", import.meta.url);
 const USER = "auth0|0123456789abcdef01234567"; // 30 characters, as identity providers issue them
@@ -74,13 +75,25 @@ const url = (bytes: number, index: number, host = "feeds.example.com") => {
 };
 const uuid = (index: number, prefix = "00000000") => `${prefix}-0000-4000-8000-${String(index).padStart(12, "0")}`;
 
-/** Inserts subscriptions (change numbers from 1 up); `tombstone(i)` makes the i-th one a tombstone. */
-function seedSubscriptions(sqlite: DatabaseSync, count: number, bytes: number, tombstone: (i: number) => boolean) {
+/**
+ * Inserts subscriptions (change numbers from 1 up); `tombstone(i)` makes the i-th one a tombstone. Each has its
+ * url_key as every write since migration 0004 sets it, unless `keyed` is false: a row from before 0004.
+ */
+function seedSubscriptions(
+  sqlite: DatabaseSync,
+  count: number,
+  bytes: number,
+  tombstone: (i: number) => boolean,
+  keyed = true,
+) {
   const insert = sqlite.prepare(
-    "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+    "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, received_at, url_key) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
   );
   sqlite.exec("BEGIN");
-  for (let i = 1; i <= count; i++) insert.run(USER, uuid(i), url(bytes, i), i, tombstone(i) ? i : null, i, i);
+  for (let i = 1; i <= count; i++) {
+    const feedUrl = url(bytes, i);
+    insert.run(USER, uuid(i), feedUrl, i, tombstone(i) ? i : null, i, i, keyed ? urlKey(feedUrl) : null);
+  }
   sqlite.exec("COMMIT");
 }
 
@@ -137,6 +150,22 @@ function subscriptionChangePages(rows = 4096) {
   );
 }
 
+/** Every page of the subscription changes since 0: the slowest page and the sum, of the median of three sweeps. */
+function subscriptionChangeSweep(sqlite: DatabaseSync, rows: number) {
+  const sweeps = Array.from({ length: 3 }, () => subscriptionChangePages(rows).map((page) => time(sqlite, [page])));
+  const sum = (times: number[]) => Math.round(times.reduce((a, b) => a + b, 0) * 100) / 100;
+  const sweep = sweeps.sort((a, b) => sum(a) - sum(b))[1];
+  return { slowest: Math.max(...sweep), sum: sum(sweep) };
+}
+
+/** One retention run's url_key backfill (src/db/retention.ts): its find, and its write of the keys found. */
+function urlKeyBackfill(sqlite: DatabaseSync) {
+  const find = rendered(retentionStatementsByName.missingUrlKeys, {});
+  const found = sqlite.prepare(find.sql).all(...find.params) as { user_id: string; guid: string; feed_url: string }[];
+  const keys = JSON.stringify(found.map((row) => [row.user_id, row.guid, urlKey(row.feed_url)]));
+  return { found: found.length, statements: [find, rendered(retentionStatementsByName.fillUrlKeys, { keys })] };
+}
+
 export function measureWorstAccount() {
   const dir = mkdtempSync(join(tmpdir(), "capacity-account-"));
   try {
@@ -179,18 +208,39 @@ export function measureWorstAccount() {
           ]),
         ).reduce((a, b) => Math.round((a + b) * 100) / 100, 0),
       ),
-      "gpodder subscription changes since 0, the slowest page of 100 of either walk": median(3, () =>
-        Math.max(...subscriptionChangePages().map((page) => time(budget, [page]))),
-      ),
-      "gpodder subscription changes since 0, every page of both walks (sum of the D1 calls)": median(3, () =>
-        subscriptionChangePages()
-          .map((page) => time(budget, [page]))
-          .reduce((a, b) => Math.round((a + b) * 100) / 100, 0),
-      ),
       "bulk of 100 adds, at the budget (all refused)": median(5, () => time(budget, subscribes(100, 1))),
       "OPML import of 1 000 feeds, at the budget (all refused)": median(5, () => time(budget, subscribes(1000, 1))),
     };
     budget.close();
+
+    // 1a. The gpodder subscription changes since 0 at the budget, half of the rows tombstones (both walks name
+    //     URLs), of rows written since 0004; then of rows from before it (no url_key), before and after the
+    //     retention cron's backfill has keyed them, and what one backfill run costs.
+    const changes = freshDatabase(dir, "changes");
+    seedSubscriptions(changes, 4096, 2048, (i) => i % 2 === 0);
+    const keyedSweep = subscriptionChangeSweep(changes, 4096);
+    requests["gpodder subscription changes since 0, half tombstones, the slowest page of 100 of either walk"] =
+      keyedSweep.slowest;
+    requests["gpodder subscription changes since 0, half tombstones, every page of both walks (sum of the D1 calls)"] =
+      keyedSweep.sum;
+    changes.close();
+    const legacy = freshDatabase(dir, "legacy");
+    seedSubscriptions(legacy, 4096, 2048, (i) => i % 2 === 0, false);
+    const unkeyedSweep = subscriptionChangeSweep(legacy, 4096);
+    requests["the same, rows from before 0004 (no url_key), the slowest page"] = unkeyedSweep.slowest;
+    requests["the same, rows from before 0004 (no url_key), every page (sum)"] = unkeyedSweep.sum;
+    requests[`retention run, url_key backfill of ${URL_KEYS_PER_RUN} rows of 2 048 bytes (find and write)`] = median(
+      5,
+      () => time(legacy, urlKeyBackfill(legacy).statements),
+    );
+    let runs = 0;
+    for (let run = urlKeyBackfill(legacy); run.found > 0; run = urlKeyBackfill(legacy), runs++) {
+      time(legacy, run.statements, true);
+    }
+    const backfilledSweep = subscriptionChangeSweep(legacy, 4096);
+    requests[`the same after the backfill (${runs} retention runs), the slowest page`] = backfilledSweep.slowest;
+    requests[`the same after the backfill (${runs} retention runs), every page (sum)`] = backfilledSweep.sum;
+    legacy.close();
 
     // 1b. The list's worst tie: the deepest page's first row the last of 1 000 subscribed in one millisecond (one
     //     import), whose index entries the page's seek steps over (db/subscriptions.ts).

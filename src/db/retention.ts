@@ -85,10 +85,6 @@ export async function purgeExpiredTombstones(db: Database, cutoff: number): Prom
   return due;
 }
 
-export const retentionStatementsByName: Record<string, Statement> = Object.fromEntries(
-  tables.flatMap((table, index) => Object.entries(table).map(([name, query]) => [`${name}${index}`, query])),
-);
-
 /** Rows still without url_key, found through the partial index that holds only them, with their whole URL text. */
 const missingUrlKeys = statement(sql`
   SELECT s.user_id AS user_id, s.guid AS guid, ${storedUrl(FEED_URL, "s")} AS feed_url
@@ -132,3 +128,11 @@ export async function writeUrlKeys(db: Database, rows: readonly UnkeyedRow[]): P
 export async function backfillUrlKeys(db: Database): Promise<number> {
   return writeUrlKeys(db, await findUnkeyedRows(db));
 }
+
+export const retentionStatementsByName: Record<string, Statement> = {
+  ...Object.fromEntries(
+    tables.flatMap((table, index) => Object.entries(table).map(([name, query]) => [`${name}${index}`, query])),
+  ),
+  missingUrlKeys,
+  fillUrlKeys,
+};
