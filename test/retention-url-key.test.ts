@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { findUnkeyedRows, URL_KEYS_PER_RUN, writeUrlKeys } from "../src/db/retention";
+import { backfillUrlKeys, findUnkeyedRows, URL_KEYS_PER_RUN, writeUrlKeys } from "../src/db/retention";
 import { urlKey } from "../src/db/url-key";
 import {
   as,
   type Caller,
   databaseFor,
+  meteredD1,
   ORIGIN,
   runCron,
   seedSubscriptions,
@@ -149,6 +150,28 @@ describe("url_key backfill: the retention cron keys rows from before migration 0
     expect(keys.get(moved)).toBe(urlKey(newUrl));
     expect(keys.get(written.guid)).toBe(urlKey(written.feedUrl));
     for (const guid of others) expect(keys.get(guid)).toBe(urlKey(urls.get(guid) as string));
+  });
+
+  it("reads only the rows it keys: the rows with a key, however many, are not walked", async () => {
+    const userId = "backfill-reads";
+    await seedUnkeyed(userId, 1000);
+    const db = await databaseFor(userId);
+    // As if written since 0004: only the last 5 of the user's rows are left without a key.
+    await db
+      .prepare(
+        "UPDATE subscriptions SET url_key = 1 WHERE user_id = ? AND guid NOT IN (SELECT guid FROM subscriptions WHERE user_id = ? ORDER BY change_seq DESC LIMIT 5)",
+      )
+      .bind(userId, userId)
+      .run();
+    const meter = meteredD1(db);
+    expect(await backfillUrlKeys(meter.binding)).toBe(5);
+    // The find walks the 5 entries of the index of rows without a key; the write looks each row up by its key.
+    expect(meter.totals.statements).toHaveLength(2);
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(2 * 5 + 2);
+    meter.reset();
+    expect(await backfillUrlKeys(meter.binding)).toBe(0);
+    expect(meter.totals.statements).toHaveLength(1);
+    expect(meter.totals.rowsRead).toBeLessThanOrEqual(1);
   });
 
   it("changes nothing a client sees: no change number, receive time, version, feed item or ETag", async () => {
