@@ -22,6 +22,7 @@ import {
   pastEndPage,
   SCALING_SIZES,
   STATEMENT_FLOOR_NAMES,
+  STREAMED_GPODDER_NAMES,
   SYNC_PAGE_SIZE,
 } from "./scenario.mjs";
 
@@ -97,7 +98,8 @@ const TARGETS = [
   ["episode_feed_page_100_rows_read", "<=", SYNC_PAGE_SIZE + 2],
   ["isolate_episode_bulk_100_vs_bulk_1", "<=", 3],
   ["isolate_episode_feed_vs_ceiling", "<=", 2.5],
-  // gpodder.net API v2 (docs/API.md §14): one D1 round trip per request, credentials cached (the steady state).
+  // gpodder.net API v2 (docs/API.md §14): one D1 round trip per request, credentials cached (the steady state);
+  // the streamed GETs make one per page of 100 (docs/API.md §15) and are reported, not held to it.
   ["gpodder_d1_calls_per_request", "<=", 1],
 ];
 /** Stretch goals of the same measures: reported beside the targets, never a miss. */
@@ -200,7 +202,9 @@ export function summarise({
       ];
     }),
   );
-  const gpodderCalls = GPODDER_NAMES.map((name) => rows[name]?.d1Calls).filter((calls) => calls !== undefined);
+  const gpodderCalls = GPODDER_NAMES.filter((name) => !STREAMED_GPODDER_NAMES.includes(name))
+    .map((name) => rows[name]?.d1Calls)
+    .filter((calls) => calls !== undefined);
   const scalingRead = (size, page) => scalingRows[`${size}:${page}`]?.rowsRead ?? null;
   const listScaling = Object.fromEntries(
     SCALING_SIZES.map((size) => [
