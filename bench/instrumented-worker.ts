@@ -153,7 +153,9 @@ export default {
       const envelope: RecordingEnvelope = { status: response.status, body: await response.text(), calls: counter.tape };
       return Response.json(envelope);
     }
-    const counted = new Response(response.body, response);
+    // A streamed answer (the OPML export, the gpodder GETs) makes its D1 calls while its body is read: read it
+    // all before counting, so the headers report the whole request, not the part before the response started.
+    const counted = new Response(await response.arrayBuffer(), response);
     counted.headers.set("X-Bench-Rows-Read", String(counter.rowsRead));
     counted.headers.set("X-Bench-Rows-Written", String(counter.rowsWritten));
     counted.headers.set("X-Bench-D1-Calls", String(counter.calls));

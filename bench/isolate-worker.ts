@@ -23,9 +23,15 @@
 //   app's whole access log. The stand-in serialises the arguments as the trace does and keeps the
 //   last lines in memory. A worker bound with BENCH_CONSOLE=local keeps the real console: the
 //   harness serves the same bundle that way too and reports the difference (bench/README.md).
+// - Format floor (header X-Bench-Format-Floor): instead of the app, only the JSON a scenario cannot avoid:
+//   parse the request body and send the app's own response text (captured from one app request), and with
+//   `answer` parse the recorded D1 answers too. What a bulk or feed row costs beyond that is the
+//   app's; a target below the floor is out of reach whatever the app does (bench/README.md).
 import app from "../src/index";
 import {
   type D1Operation,
+  FORMAT_FLOOR_HEADER,
+  type FormatFloor,
   isD1Binding,
   isRateLimitBinding,
   type RecordedCall,
@@ -168,6 +174,32 @@ function replayEnv(env: Cloudflare.Env, tape: Tape): Cloudflare.Env {
   return replaced as unknown as Cloudflare.Env;
 }
 
+/**
+ * Each scenario's response as the app answered it once. The floor sends its text as it is: whatever builds a
+ * response must at least send those bytes (the app writes some documents as text, SQLite having written their
+ * items, so even `JSON.stringify` of the document would be no floor).
+ */
+const floorResponses = new Map<string, { status: number; headers: Headers; text: string }>();
+
+async function formatFloor(
+  request: Request,
+  scenario: string,
+  calls: RecordedCall[],
+  floor: FormatFloor,
+  appResponse: () => Promise<Response>,
+): Promise<Response> {
+  let answered = floorResponses.get(scenario);
+  if (!answered) {
+    const response = await appResponse();
+    answered = { status: response.status, headers: response.headers, text: await response.text() };
+    floorResponses.set(scenario, answered);
+  }
+  const body = await request.text();
+  if (body !== "") JSON.parse(body);
+  if (floor === "answer") for (const call of calls) JSON.parse(call.result);
+  return new Response(answered.text, { status: answered.status, headers: answered.headers });
+}
+
 export default {
   async fetch(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
     chooseConsole(env);
@@ -175,8 +207,15 @@ export default {
     if (scenario !== null) {
       const calls = recordings.get(scenario);
       if (calls === undefined) return new Response(`no recording for ${scenario}`, { status: 500 });
-      const tape = new Tape(calls, scenario, recordings.get(warmUpName(scenario)));
-      return app.fetch(request, replayEnv(env, tape), ctx);
+      const replay = async (forApp: Request): Promise<Response> => {
+        const tape = new Tape(calls, scenario, recordings.get(warmUpName(scenario)));
+        return app.fetch(forApp, replayEnv(env, tape), ctx);
+      };
+      const floor = request.headers.get(FORMAT_FLOOR_HEADER);
+      if (floor === "request" || floor === "answer") {
+        return formatFloor(request, scenario, calls, floor, () => replay(request.clone()));
+      }
+      return replay(request);
     }
     if (request.method === "POST" && new URL(request.url).pathname === "/__bench/recordings") {
       recordings = new Map(Object.entries((await request.json()) as Recordings));

@@ -33,6 +33,14 @@ export const warmUpName = (scenario: string): string => `warm-up:${scenario}`;
 /** The request header that names the scenario whose tape the isolate-only worker replays. */
 export const SCENARIO_HEADER = "X-Bench-Scenario";
 
+/**
+ * The request header that asks the isolate-only worker for a scenario's format floor instead of the app: only
+ * the JSON work the scenario cannot avoid, `request` (parse the request body, send the app's response
+ * text) or `answer` (that, and parse the recorded D1 answers). See bench/isolate-worker.ts.
+ */
+export const FORMAT_FLOOR_HEADER = "X-Bench-Format-Floor";
+export type FormatFloor = "request" | "answer";
+
 /** The request header that asks the instrumented worker for the recording envelope instead of the response. */
 export const RECORD_HEADER = "X-Bench-Record";
 

@@ -31,11 +31,20 @@ const { machine, renderMarkdown, summarise } = await import("./lib/report.mjs");
 const scenario = await import("./lib/scenario.mjs");
 const { applyMigrations, startServer } = await import("./lib/server.mjs");
 
-const { BULK_SIZES, EPISODE_NAMES, GPODDER_NAMES, SCALING_SIZES, STATEMENT_FLOOR_NAMES, pastEndPage } = scenario;
+const {
+  BULK_SIZES,
+  EPISODE_NAMES,
+  FORMAT_FLOOR_NAMES,
+  GPODDER_NAMES,
+  SCALING_SIZES,
+  STATEMENT_FLOOR_NAMES,
+  pastEndPage,
+} = scenario;
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
 const RECORD_HEADER = "X-Bench-Record";
 const SCENARIO_HEADER = "X-Bench-Scenario";
+const FORMAT_FLOOR_HEADER = "X-Bench-Format-Floor";
 /** The recordings key of a scenario's warm-up calls (warmUpName in bench/recording.ts). */
 const warmUpName = (scenario) => `warm-up:${scenario}`;
 const { settings } = options;
@@ -483,17 +492,26 @@ async function main() {
       next: () => ({ method: "GET", path: "/", headers: { [SCENARIO_HEADER]: endpoint.name } }),
     },
   });
-  const isolateTarget = (endpoint, base = urls.isolate) => ({
+  const isolateTarget = (endpoint, base = urls.isolate, headers = {}) => ({
     base,
     seconds: settings.isolateSeconds,
     endpoint: {
       ...endpoint,
       next: () => {
         const request = endpoint.next();
-        return { ...request, headers: { ...request.headers, [SCENARIO_HEADER]: endpoint.name } };
+        return { ...request, headers: { ...request.headers, [SCENARIO_HEADER]: endpoint.name, ...headers } };
       },
     },
   });
+  const floorScenarios = isolate.served.filter((endpoint) => FORMAT_FLOOR_NAMES.includes(endpoint.name));
+  const formatFloors = Object.fromEntries(
+    floorScenarios.flatMap((endpoint) =>
+      ["request", "answer"].map((floor) => [
+        `format-floor-${floor}:${endpoint.name}`,
+        isolateTarget(endpoint, urls.isolate, { [FORMAT_FLOOR_HEADER]: floor }),
+      ]),
+    ),
+  );
   const loadEndpoints = options.isolateOnly
     ? []
     : scenario
@@ -517,6 +535,7 @@ async function main() {
           isolate.served.map((endpoint) => [`baseline:${endpoint.name}`, isolateTarget(endpoint, urls.baseline)]),
         )
       : {}),
+    ...formatFloors,
   };
   const sample = ({ base, endpoint, seconds }, fallback) =>
     runSample({ base, endpoint, seconds: seconds ?? fallback, connections: settings.connections, workerdPid });
@@ -554,6 +573,8 @@ async function main() {
     "isolate-console:get-one",
     "ceiling",
     ...isolateNames.slice(5).flat(),
+    "ceiling",
+    ...Object.keys(formatFloors),
   ].filter(has);
   const samples = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
   const ceilingTimeline = [];
@@ -594,6 +615,11 @@ async function main() {
 
   log("");
   log(summary.table);
+  for (const [name, f] of Object.entries(summary.results.details.format_floor_us)) {
+    log(
+      `  format floor of ${name}: request + response ${fmt(f.request_us, 0)} µs, + D1 answers ${fmt(f.answer_us, 0)} µs (the app: ${fmt(f.app_us, 0)} µs)`,
+    );
+  }
   if (summary.comparison) log(`\n${summary.comparison}`);
   log("");
   for (const [name, target] of Object.entries(summary.results.targets)) {

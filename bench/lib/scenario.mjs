@@ -48,6 +48,11 @@ export const GPODDER_NAMES = [
   "gpodder-subscriptions-get",
   "gpodder-subscriptions-post",
 ];
+/**
+ * The gpodder rows whose answers stream in keyset pages of 100 (docs/API.md §15): one D1 call per page, so
+ * their calls are reported beside the others but not held to one per request.
+ */
+export const STREAMED_GPODDER_NAMES = ["gpodder-episodes-get"];
 /** The device every gpodder request names (created through the API at seed time, as apps do first). */
 export const GPODDER_DEVICE = "bench-phone";
 export const GPODDER_UPLOAD_ACTIONS = 100;
@@ -80,6 +85,11 @@ export const ISOLATE_NAMES = [
 
 /** The read scenarios whose own D1 statements the statement floor runs (a write would not repeat). */
 export const STATEMENT_FLOOR_NAMES = ["list", "get-one", "sync"];
+/**
+ * The isolate-only scenarios also measured at their format floor (bench/isolate-worker.ts): the JSON of the
+ * request and the response alone, and with the D1 answers parsed too; what their targets are held against.
+ */
+export const FORMAT_FLOOR_NAMES = ["bulk-1", "bulk-100", "episode-bulk-1", "episode-bulk-100", "episode-feed"];
 
 /** Rows a pool user may gain before the next user takes over: under the 10 000 stored per user. */
 const ROWS_PER_POOL_USER = 9000;
