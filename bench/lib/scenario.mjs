@@ -52,7 +52,7 @@ export const GPODDER_NAMES = [
  * The gpodder rows whose answers stream in keyset pages of 100 (docs/API.md §15): one D1 call per page, so
  * their calls are reported beside the others but not held to one per request.
  */
-export const STREAMED_GPODDER_NAMES = ["gpodder-episodes-get"];
+export const STREAMED_GPODDER_NAMES = ["gpodder-episodes-get", "gpodder-subscriptions-get"];
 /** The device every gpodder request names (created through the API at seed time, as apps do first). */
 export const GPODDER_DEVICE = "bench-phone";
 export const GPODDER_UPLOAD_ACTIONS = 100;
