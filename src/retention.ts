@@ -1,12 +1,13 @@
 import { backfillUrlKeys, purgeExpiredTombstones, TOMBSTONE_RETENTION_MS } from "./db/retention";
 import type { AppBindings } from "./env";
-import { shardRouting } from "./shards";
+import { shardOfUser, shardRouting } from "./shards";
 
 /**
  * The Cron Trigger (wrangler.toml `[triggers] crons`): purges tombstones older than 180 days in every database of
  * the shard map, a bounded slice per database per run (src/db/retention.ts), then gives a slice of the rows from
- * before migration 0004 their url_key. A database that fails is logged and retried by the next run; the others
- * still run.
+ * before migration 0004 their url_key. In each database it writes only the rows of users the map places there
+ * and whose bucket is not frozen, so a bucket move's copies and checksums stay as the move left them. A database
+ * that fails is logged and retried by the next run; the others still run.
  */
 export async function scheduled(
   controller: ScheduledController,
@@ -14,11 +15,15 @@ export async function scheduled(
   _ctx?: ExecutionContext,
 ): Promise<void> {
   const cutoff = controller.scheduledTime - TOMBSTONE_RETENTION_MS;
-  const { databases } = shardRouting(env);
-  const runs = [...databases].map(async ([name, database]) => {
+  const routing = shardRouting(env);
+  const runs = [...routing.databases].map(async ([name, database]) => {
+    const writable = async (userId: string) => {
+      const shard = await shardOfUser(routing, userId);
+      return shard.name === name && !shard.frozen;
+    };
     try {
-      const users = await purgeExpiredTombstones(database, cutoff);
-      const urlKeys = await backfillUrlKeys(database);
+      const users = await purgeExpiredTombstones(database, cutoff, writable);
+      const urlKeys = await backfillUrlKeys(database, writable);
       console.log(JSON.stringify({ level: "info", event: "tombstone_retention", database: name, users, urlKeys }));
     } catch (err) {
       console.error(

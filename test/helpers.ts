@@ -387,9 +387,14 @@ export async function meteredDatabaseOf(userId: string) {
 export async function seedSubscriptions(
   userId: string,
   count: number,
-  options: { unsubscribed?: boolean; feedUrl?: (guid: string, index: number) => string } = {},
+  options: {
+    unsubscribed?: boolean;
+    feedUrl?: (guid: string, index: number) => string;
+    /** Another database than the user's (the copies a bucket move makes before it switches the map). */
+    database?: D1Database;
+  } = {},
 ) {
-  const db = await databaseFor(userId);
+  const db = options.database ?? (await databaseFor(userId));
   const rowsPerStatement = 14; // 7 bound parameters a row; D1 allows 100 per statement
   const statements: D1PreparedStatement[] = [];
   const base = Date.now() - count;
@@ -522,10 +527,10 @@ export function logStreamMeasure(
   );
 }
 
-/** Runs the Worker's Cron Trigger as Cloudflare would at `scheduledTime`. */
-export async function runCron(scheduledTime = Date.now()) {
+/** Runs the Worker's Cron Trigger as Cloudflare would at `scheduledTime`, with `bindings` over the test's. */
+export async function runCron(scheduledTime = Date.now(), bindings: Partial<Bindings> = {}) {
   const controller = createScheduledController({ scheduledTime, cron: "*/10 * * * *" });
   const ctx = createExecutionContext();
-  await app.scheduled(controller, env, ctx);
+  await app.scheduled(controller, { ...env, ...bindings }, ctx);
   await waitOnExecutionContext(ctx);
 }

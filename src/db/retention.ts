@@ -63,16 +63,28 @@ function retentionStatements(table: TombstoneTable): RetentionStatements {
 const tables = [subscriptionTombstones, episodeTombstones].map(retentionStatements);
 
 /**
+ * Whether a run may write this user's rows in the database it runs on: the database holds the user, and the
+ * user is not being moved. A bucket move (`npm run shards:move`) checksums the rows it copies, and leaves copies
+ * in a database that does not hold their users until it deletes them: a run writing those would stop the move.
+ */
+export type WritableUser = (userId: string) => Promise<boolean>;
+
+async function writableOnly<T>(items: readonly T[], userOf: (item: T) => string, writable: WritableUser): Promise<T[]> {
+  const keep = await Promise.all(items.map((item) => writable(userOf(item))));
+  return items.filter((_, index) => keep[index]);
+}
+
+/**
  * One retention run on one database (docs/API.md §15): tombstones deleted before `cutoff` are purged, oldest
  * first, within the per-run bounds. A user's purge raises the horizon only once no live row lies below it, so a
  * device is never stranded; until then each run renumbers another slice of those rows. Two D1 calls per
- * resource: find, then one batch for every user found. Returns the number of users whose tombstones were due.
+ * resource: find, then one batch for every user found that the run may write. Returns the number of those users.
  */
-export async function purgeExpiredTombstones(db: Database, cutoff: number): Promise<number> {
+export async function purgeExpiredTombstones(db: Database, cutoff: number, writable: WritableUser): Promise<number> {
   let due = 0;
   for (const table of tables) {
     const found = await call(() => table.expired.bind(db, { cutoff }).all<{ user_id: string; horizon: number }>());
-    const users = found.results;
+    const users = await writableOnly(found.results, (user) => user.user_id, writable);
     if (users.length === 0) continue;
     due += users.length;
     const limit = Math.max(1, Math.floor(RENUMBERED_PER_RUN / users.length));
@@ -123,10 +135,11 @@ export async function writeUrlKeys(db: Database, rows: readonly UnkeyedRow[]): P
 
 /**
  * Gives up to URL_KEYS_PER_RUN rows from before migration 0004 their url_key (SQLite has no SHA-256: the
- * isolate computes it), so lookups by URL find them by key. One find and one write; returns the rows keyed.
+ * isolate computes it), so lookups by URL find them by key; only rows of users the run may write. One find and
+ * one write; returns the rows keyed.
  */
-export async function backfillUrlKeys(db: Database): Promise<number> {
-  return writeUrlKeys(db, await findUnkeyedRows(db));
+export async function backfillUrlKeys(db: Database, writable: WritableUser): Promise<number> {
+  return writeUrlKeys(db, await writableOnly(await findUnkeyedRows(db), (row) => row.user_id, writable));
 }
 
 export const retentionStatementsByName: Record<string, Statement> = {
