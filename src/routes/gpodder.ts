@@ -13,6 +13,7 @@ import {
   writeGpodderSubscriptions,
 } from "../db/gpodder";
 import { activeFeedPages } from "../db/opml";
+import { keyUserUrls } from "../db/retention";
 import type { AppEnv } from "../env";
 import { deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
 import {
@@ -40,6 +41,7 @@ import { checkPathUsername, gpodderAuth, sessionCookieHeader } from "../middlewa
 import { chargeRows, limitPerUser } from "../middleware/rate-limit";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { opmlStream } from "../opml/serialise";
+import { shardOfUser } from "../shards";
 import { pagedTextStream, withFirst } from "../text-stream";
 
 /**
@@ -249,6 +251,11 @@ export const gpodderRoutes = new Hono<AppEnv>()
     checkPathUsername(c, c.req.param("username"));
     const since = sinceParameter(c);
     await ensurePathDevice(c, fileSegment(c.req.param("file"), ["json"]).name);
+    // Rows from before migration 0004 get their url_key first (a frozen bucket takes no write: its rows are then
+    // compared by text, slowly, until the move is done), charged as the changes are.
+    if (!(await shardOfUser(c.get("shards"), c.get("userId"))).frozen) {
+      await chargeRows(c, await keyUserUrls(c.get("db"), c.get("userId")));
+    }
     const { pages, now } = subscriptionChangePages(c.get("db"), c.get("userId"), since);
     const charged = chargedChanges(c, pages);
     const changes = withFirst(await charged.next(), charged);
