@@ -70,9 +70,12 @@ const tables = [subscriptionTombstones, episodeTombstones].map(retentionStatemen
  */
 export type WritableUser = (userId: string) => Promise<boolean>;
 
+/** The items whose user the run may write, each user asked once (a slice often holds many rows of one user). */
 async function writableOnly<T>(items: readonly T[], userOf: (item: T) => string, writable: WritableUser): Promise<T[]> {
-  const keep = await Promise.all(items.map((item) => writable(userOf(item))));
-  return items.filter((_, index) => keep[index]);
+  const users = [...new Set(items.map(userOf))];
+  const allowed = await Promise.all(users.map(writable));
+  const writableUsers = new Set(users.filter((_, index) => allowed[index]));
+  return items.filter((item) => writableUsers.has(userOf(item)));
 }
 
 /**
@@ -125,9 +128,10 @@ export interface UnkeyedRow {
   feed_url: string;
 }
 
-/** Up to URL_KEYS_PER_RUN rows without url_key, with their whole URL text. */
-export async function findUnkeyedRows(db: Database): Promise<UnkeyedRow[]> {
-  return (await call(() => missingUrlKeys.bind(db, {}).all<UnkeyedRow>())).results;
+/** Up to URL_KEYS_PER_RUN rows without url_key (of one user, when named), with their whole URL text. */
+export async function findUnkeyedRows(db: Database, user?: string): Promise<UnkeyedRow[]> {
+  const find = user === undefined ? missingUrlKeys.bind(db, {}) : userMissingUrlKeys.bind(db, { userId: user });
+  return (await call(() => find.all<UnkeyedRow>())).results;
 }
 
 /** Writes the key of each row's URL as read, to the rows still without one (one statement); returns how many. */
@@ -157,7 +161,7 @@ export async function keyUserUrls(db: Database, user: string): Promise<number> {
   let keyed = 0;
   // Each round keys the rows it found (a row keyed meanwhile by a write is not found again): the quota bounds them.
   for (let round = 0; round <= MAX_STORED_SUBSCRIPTIONS / URL_KEYS_PER_RUN; round++) {
-    const rows = (await call(() => userMissingUrlKeys.bind(db, { userId: user }).all<UnkeyedRow>())).results;
+    const rows = await findUnkeyedRows(db, user);
     keyed += await writeUrlKeys(db, rows);
     if (rows.length < URL_KEYS_PER_RUN) break;
   }
