@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TOMBSTONE_RETENTION_MS } from "../src/db/retention";
+import { TOMBSTONE_RETENTION_MS, TOMBSTONES_PER_RUN, URL_KEYS_PER_RUN } from "../src/db/retention";
 import { bucketOf } from "../src/shards";
 import { runCron, seedSubscriptions, shardDatabases, shardFor } from "./helpers";
 
@@ -65,4 +65,27 @@ describe("retention cron and bucket moves", () => {
       expect(await workLeft(owner.database, userId)).toEqual({ tombstones: 0, unkeyed: 0 });
     },
   );
+
+  it("does not let a frozen user's oldest rows hold back the others of the database", async () => {
+    // Sorted first among rows without a key, and seeded first: its tombstones are the oldest.
+    const frozenUser = "a-retention-frozen-oldest";
+    const frozen = await shardFor(frozenUser);
+    const frozenBucket = await bucketOf(frozenUser);
+    let ownedUser = "";
+    for (let n = 0; !ownedUser; n++) {
+      const candidate = `z-retention-held-back-${n}`;
+      if ((await shardFor(candidate)).name === frozen.name && (await bucketOf(candidate)) !== frozenBucket) {
+        ownedUser = candidate;
+      }
+    }
+    // More than one find's slice of each kind of work, all of the frozen user.
+    const more = Math.max(TOMBSTONES_PER_RUN, URL_KEYS_PER_RUN) + 20;
+    await seedSubscriptions(frozenUser, more, { unsubscribed: true });
+    await seedCronWork(ownedUser);
+    const before = await rowsIn(frozen.database, frozenUser);
+
+    await runCron(afterRetention(), { SHARD_FROZEN: String(frozenBucket) });
+    expect(await workLeft(frozen.database, ownedUser)).toEqual({ tombstones: 0, unkeyed: 0 });
+    expect(await rowsIn(frozen.database, frozenUser)).toEqual(before);
+  });
 });

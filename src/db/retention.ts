@@ -1,4 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { call, type Database } from "./database";
 import { userStats as stats, subscriptions } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -23,12 +24,23 @@ export const RENUMBERED_PER_RUN = 500;
  * read by URL until the runs have been through it.
  */
 export const URL_KEYS_PER_RUN = 500;
+/**
+ * The finds a run makes per kind of work and database when a find holds rows of users it may not write (see
+ * `writableWork`): each finds again without the users seen so far, so such rows never hold back the others.
+ */
+export const FINDS_PER_RUN = 3;
 
 const userId = sql.placeholder("userId");
 const horizon = sql.placeholder("horizon");
+/** The users a find leaves out: a JSON array (one bound parameter however many). */
+const notSkipped = (column: SQL | SQLiteColumn) =>
+  sql`${column} NOT IN (SELECT value FROM json_each(${sql.placeholder("skip")}))`;
 
 interface RetentionStatements {
-  /** Per user, the newest change number among the oldest expired tombstones (the age index, oldest first). */
+  /**
+   * Per user, the newest change number among the oldest expired tombstones (the age index, oldest first), the
+   * users of `skip` left out.
+   */
   expired: Statement;
   /** Renumbers up to `limit` of the user's live rows below `horizon`, lowest first. */
   renumber: Statement;
@@ -44,6 +56,7 @@ function retentionStatements(table: TombstoneTable): RetentionStatements {
       SELECT user_id, max(change_seq) AS horizon FROM (
         SELECT ${table.userId} AS user_id, ${table.changeSeq} AS change_seq FROM ${table.table}
         WHERE ${table.deletedAt} IS NOT NULL AND ${table.deletedAt} < ${sql.placeholder("cutoff")}
+          AND ${notSkipped(table.userId)}
         ORDER BY ${table.deletedAt} LIMIT ${TOMBSTONES_PER_RUN}
       ) GROUP BY user_id`),
     // The correlated subquery reads the version the previous row's trigger wrote: fresh numbers, in order.
@@ -70,25 +83,44 @@ const tables = [subscriptionTombstones, episodeTombstones].map(retentionStatemen
  */
 export type WritableUser = (userId: string) => Promise<boolean>;
 
-/** The items whose user the run may write, each user asked once (a slice often holds many rows of one user). */
-async function writableOnly<T>(items: readonly T[], userOf: (item: T) => string, writable: WritableUser): Promise<T[]> {
-  const users = [...new Set(items.map(userOf))];
-  const allowed = await Promise.all(users.map(writable));
-  const writableUsers = new Set(users.filter((_, index) => allowed[index]));
-  return items.filter((item) => writableUsers.has(userOf(item)));
+/** Finds up to a slice of work, leaving out the users of `skip` (a JSON array). */
+type FindWork<T> = (skip: string) => Promise<readonly T[]>;
+
+/**
+ * The work of one run that it may write. A find's rows of users it may not write (a frozen bucket, or the copies
+ * a failed move left in a database that does not hold their users, kept until someone deletes them) may be the
+ * oldest for a long time: left in, every run would find them first and skip them, and the others would wait.
+ * So while a find holds such rows, the run finds again without every user seen so far, at most FINDS_PER_RUN
+ * finds; each find reads past the left-out users' rows. Each user is asked once.
+ */
+async function writableWork<T>(find: FindWork<T>, userOf: (item: T) => string, writable: WritableUser): Promise<T[]> {
+  const work: T[] = [];
+  const seen: string[] = [];
+  for (let round = 0; round < FINDS_PER_RUN; round++) {
+    const found = await find(JSON.stringify(seen));
+    const users = [...new Set(found.map(userOf))];
+    const allowed = await Promise.all(users.map(writable));
+    const writableUsers = new Set(users.filter((_, index) => allowed[index]));
+    work.push(...found.filter((item) => writableUsers.has(userOf(item))));
+    if (writableUsers.size === users.length) break;
+    seen.push(...users);
+  }
+  return work;
 }
 
 /**
  * One retention run on one database (docs/API.md §15): tombstones deleted before `cutoff` are purged, oldest
  * first, within the per-run bounds. A user's purge raises the horizon only once no live row lies below it, so a
  * device is never stranded; until then each run renumbers another slice of those rows. Two D1 calls per
- * resource: find, then one batch for every user found that the run may write. Returns the number of those users.
+ * resource: find (more finds when it holds users the run may not write: `writableWork`), then one batch for
+ * every user found that the run may write. Returns the number of those users.
  */
 export async function purgeExpiredTombstones(db: Database, cutoff: number, writable: WritableUser): Promise<number> {
   let due = 0;
   for (const table of tables) {
-    const found = await call(() => table.expired.bind(db, { cutoff }).all<{ user_id: string; horizon: number }>());
-    const users = await writableOnly(found.results, (user) => user.user_id, writable);
+    const find = async (skip: string) =>
+      (await call(() => table.expired.bind(db, { cutoff, skip }).all<{ user_id: string; horizon: number }>())).results;
+    const users = await writableWork(find, (user) => user.user_id, writable);
     if (users.length === 0) continue;
     due += users.length;
     const limit = Math.max(1, Math.floor(RENUMBERED_PER_RUN / users.length));
@@ -107,7 +139,7 @@ const unkeyedRows = (where: SQL) =>
   SELECT s.user_id AS user_id, s.guid AS guid, ${storedUrl(FEED_URL, "s")} AS feed_url
   FROM ${subscriptions} AS s INDEXED BY subscriptions_url_key_missing
   WHERE ${where} s.url_key IS NULL LIMIT ${URL_KEYS_PER_RUN}`);
-const missingUrlKeys = unkeyedRows(sql``);
+const missingUrlKeys = unkeyedRows(sql`${notSkipped(sql`s.user_id`)} AND`);
 const userMissingUrlKeys = unkeyedRows(sql`s.user_id = ${userId} AND`);
 
 /**
@@ -128,9 +160,15 @@ export interface UnkeyedRow {
   feed_url: string;
 }
 
-/** Up to URL_KEYS_PER_RUN rows without url_key (of one user, when named), with their whole URL text. */
-export async function findUnkeyedRows(db: Database, user?: string): Promise<UnkeyedRow[]> {
-  const find = user === undefined ? missingUrlKeys.bind(db, {}) : userMissingUrlKeys.bind(db, { userId: user });
+/**
+ * Up to URL_KEYS_PER_RUN rows without url_key, with their whole URL text: of one user (`{user}`), or of any user
+ * but those of `skip` (a JSON array; none left out by default).
+ */
+export async function findUnkeyedRows(
+  db: Database,
+  among: { user: string } | { skip: string } = { skip: "[]" },
+): Promise<UnkeyedRow[]> {
+  const find = "user" in among ? userMissingUrlKeys.bind(db, { userId: among.user }) : missingUrlKeys.bind(db, among);
   return (await call(() => find.all<UnkeyedRow>())).results;
 }
 
@@ -143,11 +181,12 @@ export async function writeUrlKeys(db: Database, rows: readonly UnkeyedRow[]): P
 
 /**
  * Gives up to URL_KEYS_PER_RUN rows from before migration 0004 their url_key (SQLite has no SHA-256: the
- * isolate computes it), so lookups by URL find them by key; only rows of users the run may write. One find and
- * one write; returns the rows keyed.
+ * isolate computes it), so lookups by URL find them by key; only rows of users the run may write. One find (more
+ * when it holds users the run may not write: `writableWork`) and one write; returns the rows keyed.
  */
 export async function backfillUrlKeys(db: Database, writable: WritableUser): Promise<number> {
-  return writeUrlKeys(db, await writableOnly(await findUnkeyedRows(db), (row) => row.user_id, writable));
+  const find = (skip: string) => findUnkeyedRows(db, { skip });
+  return writeUrlKeys(db, await writableWork(find, (row) => row.user_id, writable));
 }
 
 /**
@@ -161,7 +200,7 @@ export async function keyUserUrls(db: Database, user: string): Promise<number> {
   let keyed = 0;
   // Each round keys the rows it found (a row keyed meanwhile by a write is not found again): the quota bounds them.
   for (let round = 0; round <= MAX_STORED_SUBSCRIPTIONS / URL_KEYS_PER_RUN; round++) {
-    const rows = await findUnkeyedRows(db, user);
+    const rows = await findUnkeyedRows(db, { user });
     keyed += await writeUrlKeys(db, rows);
     if (rows.length < URL_KEYS_PER_RUN) break;
   }
