@@ -27,39 +27,58 @@ export const EARLIEST_CHANGE = Date.UTC(2000, 0, 1);
 /** A `changedAt` further ahead of the server's clock is taken as the server's clock. */
 export const MAX_CLOCK_AHEAD_MS = 10 * 60 * 1000;
 
-/**
- * RFC 3339 date-time: full date, `T` (or `t`, or a space as RFC 3339 §5.6 allows), time with an optional
- * fraction, and `Z` or an offset. Checked by pattern first: `Date.parse` alone accepts other forms.
- */
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-](\d{2}):(\d{2}))$/;
-
 /** An episode write as validated: what it sends, for `EpisodeWrite` (ids and the feed come from the caller). */
 type EpisodeAttributes = Omit<EpisodeWrite, "id" | "feedGuid">;
 
-/** Milliseconds of an RFC 3339 time, truncated to the millisecond; undefined when it is not one. */
-export function parseRfc3339(value: string): number | undefined {
-  const match = RFC3339.exec(value);
-  if (!match) return undefined;
-  const [, year, month, day, hour, minute, second, fraction, , offsetHours, offsetMinutes] = match;
-  if (Number(month) < 1 || Number(month) > 12 || Number(hour) > 23 || Number(minute) > 59 || Number(second) > 60) {
-    return undefined;
+/** The number written by `count` ASCII digits at `start`; -1 when any is not one. */
+function digitsAt(value: string, start: number, count: number): number {
+  let number = 0;
+  for (let i = start; i < start + count; i++) {
+    const digit = value.charCodeAt(i) - 48;
+    if (!(digit >= 0 && digit <= 9)) return -1;
+    number = number * 10 + digit;
   }
-  if (offsetHours !== undefined && (Number(offsetHours) > 23 || Number(offsetMinutes) > 59)) return undefined;
-  const millis = fraction ? Number(fraction.slice(1, 4).padEnd(3, "0")) : 0;
+  return number;
+}
+
+/**
+ * Milliseconds of an RFC 3339 date-time, truncated to the millisecond; undefined when it is not one: full date,
+ * `T` (or `t`, or a space as RFC 3339 §5.6 allows), time with an optional fraction, and `Z` (or `z`) or an
+ * offset. Read character by character, neither by `Date.parse` (which accepts other forms) nor by a regular
+ * expression (a bulk request reads a hundred of these: the expression and its captures cost over twice as much).
+ */
+export function parseRfc3339(value: string): number | undefined {
+  if (value.length < 20 || value[4] !== "-" || value[7] !== "-" || value[13] !== ":" || value[16] !== ":") return;
+  if (value[10] !== "T" && value[10] !== "t" && value[10] !== " ") return;
+  const year = digitsAt(value, 0, 4);
+  const [month, day] = [digitsAt(value, 5, 2), digitsAt(value, 8, 2)];
+  const [hour, minute, second] = [digitsAt(value, 11, 2), digitsAt(value, 14, 2), digitsAt(value, 17, 2)];
+  if (year < 0 || month < 1 || month > 12 || hour < 0 || hour > 23 || minute < 0 || minute > 59) return;
+  if (second < 0 || second > 60) return;
+  let end = 19;
+  let millis = 0;
+  if (value[end] === ".") {
+    const start = ++end;
+    while (end < value.length && digitsAt(value, end, 1) >= 0) end++;
+    if (end === start) return;
+    millis = Number(value.slice(start, Math.min(end, start + 3)).padEnd(3, "0"));
+  }
+  let offset = 0;
+  const zone = value[end];
+  if (zone === "+" || zone === "-") {
+    const [hours, minutes] = [digitsAt(value, end + 1, 2), digitsAt(value, end + 4, 2)];
+    if (value.length !== end + 6 || value[end + 3] !== ":" || hours < 0 || hours > 23 || minutes < 0 || minutes > 59) {
+      return;
+    }
+    offset = (zone === "-" ? -1 : 1) * (hours * 60 + minutes) * 60_000;
+  } else if ((zone !== "Z" && zone !== "z") || value.length !== end + 1) {
+    return;
+  }
+  const date = Date.UTC(year, month - 1, day);
+  // Day 0, or 31 of a 30-day month, would roll over into another month.
+  if (day < 1 || new Date(date).getUTCDate() !== day) return;
   // A leap second (:60) reads as the first millisecond after it, as every clock shows it.
-  const utc = Date.UTC(
-    Number(year),
-    Number(month) - 1,
-    Number(day),
-    Number(hour),
-    Number(minute),
-    Number(second),
-    millis,
-  );
-  if (new Date(Date.UTC(Number(year), Number(month) - 1, Number(day))).getUTCDate() !== Number(day)) return undefined;
-  const sign = value.at(-6) === "-" ? -1 : 1;
-  const offset = offsetHours === undefined ? 0 : sign * (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000;
-  return utc - offset;
+  return date + ((hour * 60 + minute) * 60 + second) * 1000 + millis - offset;
 }
 
 const isWholeSeconds = (value: unknown, min: number): value is number =>
