@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { GPODDER_EPISODE_PAGE_ROWS, GPODDER_SUBSCRIPTION_PAGE_ROWS } from "../src/db/gpodder";
+import {
+  GPODDER_EPISODE_PAGE_ROWS,
+  GPODDER_EPISODE_PAGES,
+  GPODDER_SUBSCRIPTION_PAGE_ROWS,
+  GPODDER_SUBSCRIPTION_PAGES,
+  gpodderStatements,
+} from "../src/db/gpodder";
 import { OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
 import { toEpisodeAction } from "../src/gpodder/episode-actions";
 import { MAX_FEED_URL_BYTES } from "../src/resources/subscription";
@@ -328,15 +334,59 @@ describe("gpodder GETs written page by page", () => {
       expect(body.remove).not.toContain(hostileUrl(40, 400, "a.example"));
       expect(body.remove.filter((url) => url === mixed[0])).toHaveLength(1);
       expect(body.add.filter((url) => url === mixed[1])).toHaveLength(1);
-      // Each walk reads its pages as the body is read, one D1 call each (the keying before: a find and a write);
-      // a chunk is at most a page's URLs.
-      const pages = Math.ceil(rows.length / GPODDER_SUBSCRIPTION_PAGE_ROWS);
-      expect(meter.totals.statements.length - calledBeforeBody).toBeGreaterThanOrEqual(2 * pages - 1);
-      expect(meter.totals.statements.length).toBeLessThanOrEqual(2 * pages + 8);
-      expect(read.largestChunk).toBeLessThanOrEqual(GPODDER_SUBSCRIPTION_PAGE_ROWS * (2 * 1200 + 3) + 20);
+      // Each walk reads its pages as the body is read, one D1 call each (the keying before: a find and a write),
+      // pages of `first` rows growing while their URLs are short, never past `max`; a chunk is at most a page's URLs.
+      const { first, max } = GPODDER_SUBSCRIPTION_PAGES;
+      expect(meter.totals.statements.length - calledBeforeBody).toBeGreaterThanOrEqual(
+        2 * Math.ceil(rows.length / max) - 1,
+      );
+      expect(meter.totals.statements.length).toBeLessThanOrEqual(2 * Math.ceil(rows.length / first) + 8);
+      expect(read.largestChunk).toBeLessThanOrEqual(max * (2 * 1200 + 3) + 20);
       expect(read.largestChunk).toBeLessThan(read.totalBytes / 3);
     }
     expect(expected(middle + 1).add.length).toBeGreaterThan(0);
     expect(expected(middle + 1).remove.length).toBeGreaterThan(0);
+  });
+
+  it("pages grow while their text is short: an account of short URLs is read in a fraction of the D1 calls", {
+    timeout: 120_000,
+  }, async () => {
+    const userId = `gpodder-stream-growing-${crypto.randomUUID()}`;
+    const count = 1_600;
+    await seedSubscriptions(userId, count, { feedUrl: (_guid, i) => `https://feeds.example/${i}.xml` });
+    const db = await databaseFor(userId);
+    const { guid } = (await db.prepare("SELECT guid FROM subscriptions WHERE user_id = ?").bind(userId).first()) as {
+      guid: string;
+    };
+    await seedEpisodes(userId, guid, count, (i) => `https://media.example/${i}.mp3`, count + 1);
+    const who = await credentials(userId);
+    // The rows from before url_key are keyed by a first read: what is counted below are the walks' pages.
+    await (await get(who, `/api/2/subscriptions/${who.username}/dev.json?since=0`)).text();
+
+    const pagesOf = async (path: string, page: string) => {
+      const meter = await meteredDatabaseOf(userId);
+      const response = await get(who, path, meter.bindings);
+      expect(response.status).toBe(200);
+      const body = JSON.parse(await response.text());
+      return { body, calls: meter.totals.statements.filter((called) => called.sql === page).length };
+    };
+    const subscriptions = await pagesOf(
+      `/api/2/subscriptions/${who.username}/dev.json?since=0`,
+      gpodderStatements.addedPage.sql,
+    );
+    const episodes = await pagesOf(
+      `/api/2/episodes/${who.username}.json?since=0`,
+      gpodderStatements.episodeChangesPage.sql,
+    );
+    expect(subscriptions.body.add).toHaveLength(count);
+    expect(episodes.body.actions).toHaveLength(count);
+    // A first page, then pages of `max`; a last page that comes out full takes one more call to see the end.
+    for (const [read, size] of [
+      [subscriptions, GPODDER_SUBSCRIPTION_PAGES],
+      [episodes, GPODDER_EPISODE_PAGES],
+    ] as const) {
+      expect(read.calls).toBe(1 + Math.ceil((count + 1 - size.first) / size.max));
+      expect(read.calls).toBeLessThan(Math.ceil(count / size.first) / 2);
+    }
   });
 });

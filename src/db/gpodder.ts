@@ -3,7 +3,7 @@ import { type Row, WriteBatch } from "./batch";
 import { call, type Database, DatabaseError } from "./database";
 import { deviceStatement } from "./devices";
 import { type EpisodeOperation, type EpisodeWriteResult, episodeWriter, type StoredEpisode } from "./episodes";
-import { keysetPages } from "./keyset-pages";
+import { type GrowingPages, keysetPages } from "./keyset-pages";
 import { episodes as e, subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
 import { roomStatement, subscriptionTombstones } from "./storage";
@@ -47,12 +47,25 @@ function withSameUrl(where: SQL, whereUnkeyed = where): SQL {
     AND a.feed_url = t.feed_url AND ${urlOf("a")} = ${urlOf("t")} AND ${whereUnkeyed}))`;
 }
 
-/**
- * Subscription changes per page of the gpodder subscription changes GET: a URL is at most 2 KB, escaped for
- * JSON at most twice that, so a page's text stays under ~1 MB, and each read walks a page of change index
- * entries however many changes the account has.
- */
+/** A change the subscription changes GET walks: its change number, and its URL when it names one. */
+type WalkedChange = [number, string | null];
+
+/** Subscription changes per page of the gpodder subscription changes GET, first (see GPODDER_SUBSCRIPTION_PAGES). */
 export const GPODDER_SUBSCRIPTION_PAGE_ROWS = 100;
+
+/**
+ * The pages of the gpodder subscription changes GET grow while their URLs are short (keyset-pages.ts): 100
+ * changes, then up to 500 while a page's URLs stay under 64 Ki characters. A URL is at most 2 KB, escaped for
+ * JSON at most twice that: a page of long URLs stays at 100 rows (under ~1 MB of text), one that follows short
+ * URLs holds at most 500 (~4 MB). Each read walks a page of change index entries however many changes the
+ * account has.
+ */
+export const GPODDER_SUBSCRIPTION_PAGES: GrowingPages<WalkedChange> = {
+  first: GPODDER_SUBSCRIPTION_PAGE_ROWS,
+  max: 5 * GPODDER_SUBSCRIPTION_PAGE_ROWS,
+  text: 64 * 1024,
+  textOf: (rows) => rows.reduce((sum, [, url]) => sum + (url?.length ?? 0), 0),
+};
 
 /**
  * The change number the changes since `since` start after: `floor` once the first page found it (`since` 0 is
@@ -124,13 +137,13 @@ export function subscriptionChangePages(
   db: Database,
   user: string,
   since: number,
-  pageRows = GPODDER_SUBSCRIPTION_PAGE_ROWS,
+  pageSize: number | GrowingPages<WalkedChange> = GPODDER_SUBSCRIPTION_PAGES,
 ): { pages: AsyncGenerator<SubscriptionChangePage, void, undefined>; now: () => number } {
   let now: number | undefined;
   // Both walks start after the same change number, found by the first page.
   let floor: number | null = null;
   const walk = (pageStatement: Statement) =>
-    keysetPages<[number, string | null], number | null>(
+    keysetPages<WalkedChange, number | null>(
       async (after, limit) => {
         const row = (await call(() =>
           pageStatement.bind(db, { userId: user, since, floor, after, limit }).first(),
@@ -138,11 +151,11 @@ export function subscriptionChangePages(
         now ??= row.now;
         floor ??= row.floor;
         // An aggregate does not promise its input order: the page's order is applied again.
-        return (JSON.parse(row.changes) as [number, string | null][]).sort((a, b) => a[0] - b[0]);
+        return (JSON.parse(row.changes) as WalkedChange[]).sort((a, b) => a[0] - b[0]);
       },
       null,
       (last) => last[0],
-      pageRows,
+      pageSize,
     );
   async function* pages(): AsyncGenerator<SubscriptionChangePage, void, undefined> {
     for (const [list, pageStatement] of [
@@ -327,11 +340,7 @@ export async function writeGpodderSubscriptions(
   };
 }
 
-/**
- * Episode states per page of the gpodder episode GET: a state's text is at most two 2 KB URLs and a guid,
- * escaped for JSON, so a page's text stays under ~1 MB, and each read holds the database for a page of
- * index entries (and the tombstones among them) however many states the account has.
- */
+/** Episode states per page of the gpodder episode GET, first (see GPODDER_EPISODE_PAGES). */
 export const GPODDER_EPISODE_PAGE_ROWS = 100;
 
 /**
@@ -360,6 +369,20 @@ export type EpisodeState = Omit<StoredEpisode, "id" | "feedGuid">;
 
 type PackedState = [number, string, string, string | null, number, number | null, number, number | null, number | null];
 
+/**
+ * The pages of the gpodder episode GET grow while their text is short (keyset-pages.ts): 100 states, then up to
+ * 500 while a page's URLs and guids stay under 192 Ki characters. A state's text is at most two 2 KB URLs and a
+ * 1 KB guid, escaped for JSON: a page of long ones stays at 100 rows (under ~1 MB of text), one that follows
+ * short ones holds at most 500 (~5 MB). Each read holds the database for a page of index entries (and the
+ * tombstones among them) however many states the account has.
+ */
+export const GPODDER_EPISODE_PAGES: GrowingPages<PackedState> = {
+  first: GPODDER_EPISODE_PAGE_ROWS,
+  max: 5 * GPODDER_EPISODE_PAGE_ROWS,
+  text: 192 * 1024,
+  textOf: (rows) => rows.reduce((sum, row) => sum + row[1].length + row[2].length + (row[3]?.length ?? 0), 0),
+};
+
 function unpackState([, podcast, mediaUrl, itemGuid, position, duration, played, positionAt, playedAt]: PackedState) {
   return {
     podcast,
@@ -385,7 +408,7 @@ export function episodeChangePages(
   db: Database,
   user: string,
   since: number,
-  pageRows = GPODDER_EPISODE_PAGE_ROWS,
+  pageSize: number | GrowingPages<PackedState> = GPODDER_EPISODE_PAGES,
 ): { pages: AsyncGenerator<{ podcast: string; episode: EpisodeState }[], void, undefined>; now: () => number } {
   let now: number | undefined;
   const packedPages = keysetPages<PackedState, number | null>(
@@ -399,7 +422,7 @@ export function episodeChangePages(
     },
     null,
     (last) => last[0],
-    pageRows,
+    pageSize,
   );
   async function* pages() {
     for await (const page of packedPages) yield page.map(unpackState);
