@@ -9,6 +9,7 @@ import {
 import { OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
 import { toEpisodeAction } from "../src/gpodder/episode-actions";
 import { MAX_FEED_URL_BYTES } from "../src/resources/subscription";
+import { bucketOf } from "../src/shards";
 import {
   as,
   databaseFor,
@@ -388,5 +389,26 @@ describe("gpodder GETs written page by page", () => {
       expect(read.calls).toBe(1 + Math.ceil((count + 1 - size.first) / size.max));
       expect(read.calls).toBeLessThan(Math.ceil(count / size.first) / 2);
     }
+  });
+
+  it("subscription changes keep pages of the first size while the bucket is frozen (rows then read unkeyed)", async () => {
+    const userId = `gpodder-stream-frozen-${crypto.randomUUID()}`;
+    const count = 4 * GPODDER_SUBSCRIPTION_PAGE_ROWS;
+    // Short URLs, as written before 0004 (no url_key): pages of them would grow, were the bucket not frozen.
+    await seedSubscriptions(userId, count, { feedUrl: (_guid, i) => `https://feeds.example/${i}.xml` });
+    const who = await credentials(userId);
+    const meter = await meteredDatabaseOf(userId);
+    const frozen = { ...meter.bindings, SHARD_FROZEN: String(await bucketOf(userId)) };
+    const response = await get(who, `/api/2/subscriptions/${who.username}/dev.json?since=0`, frozen);
+    expect(response.status).toBe(200);
+    expect(JSON.parse(await response.text()).add).toHaveLength(count);
+    const calls = meter.totals.statements.filter((called) => called.sql === gpodderStatements.addedPage.sql).length;
+    // Full pages of the first size, then one that finds the end; nothing was keyed meanwhile.
+    expect(calls).toBe(count / GPODDER_SUBSCRIPTION_PAGE_ROWS + 1);
+    const unkeyed = await (await databaseFor(userId))
+      .prepare("SELECT count(*) AS n FROM subscriptions WHERE user_id = ? AND url_key IS NULL")
+      .bind(userId)
+      .first<{ n: number }>();
+    expect(unkeyed?.n).toBe(count);
   });
 });

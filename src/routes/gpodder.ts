@@ -6,6 +6,8 @@ import { listDevices, saveDevice } from "../db/devices";
 import {
   type EpisodeState,
   episodeChangePages,
+  GPODDER_SUBSCRIPTION_PAGE_ROWS,
+  GPODDER_SUBSCRIPTION_PAGES,
   resolveFeeds,
   type SubscriptionChangePage,
   subscriptionChangePages,
@@ -252,11 +254,12 @@ export const gpodderRoutes = new Hono<AppEnv>()
     const since = sinceParameter(c);
     await ensurePathDevice(c, fileSegment(c.req.param("file"), ["json"]).name);
     // Rows from before migration 0004 get their url_key first (a frozen bucket takes no write: its rows are then
-    // compared by text, slowly, until the move is done), charged as the changes are.
-    if (!(await shardOfUser(c.get("shards"), c.get("userId"))).frozen) {
-      await chargeRows(c, await keyUserUrls(c.get("db"), c.get("userId")));
-    }
-    const { pages, now } = subscriptionChangePages(c.get("db"), c.get("userId"), since);
+    // compared by text, slowly, until the move is done), charged as the changes are. Unkeyed, each row of a page
+    // costs a walk of the others: the pages then stay at their first size rather than growing.
+    const { frozen } = await shardOfUser(c.get("shards"), c.get("userId"));
+    if (!frozen) await chargeRows(c, await keyUserUrls(c.get("db"), c.get("userId")));
+    const pageSize = frozen ? GPODDER_SUBSCRIPTION_PAGE_ROWS : GPODDER_SUBSCRIPTION_PAGES;
+    const { pages, now } = subscriptionChangePages(c.get("db"), c.get("userId"), since, pageSize);
     const charged = chargedChanges(c, pages);
     const changes = withFirst(await charged.next(), charged);
     const lists = { add: jsonItems(JSON.stringify), remove: jsonItems(JSON.stringify) };
