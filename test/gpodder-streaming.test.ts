@@ -39,6 +39,15 @@ function get(who: { username: string; password: string }, path: string, bindings
   );
 }
 
+/** How many of the user's subscriptions have no url_key (rows as written before migration 0004). */
+async function unkeyedRowsOf(userId: string): Promise<number | undefined> {
+  const row = await (await databaseFor(userId))
+    .prepare("SELECT count(*) AS n FROM subscriptions WHERE user_id = ? AND url_key IS NULL")
+    .bind(userId)
+    .first<{ n: number }>();
+  return row?.n;
+}
+
 /** A URL of `bytes` bytes that is all characters JSON and XML escape after its prefix. */
 function hostileUrl(index: number, bytes = 300, host = "escape.example"): string {
   const prefix = `https://${host}/${index}?`;
@@ -220,11 +229,7 @@ describe("gpodder GETs written page by page", () => {
     // Compared by text, each row walked every other unkeyed row of the user: over 2 million rows read here.
     expect(meter.totals.rowsRead).toBeLessThan(20 * rowCount);
     expect(Math.max(...meter.totals.sqlMs)).toBeLessThan(100);
-    const unkeyed = await (await databaseFor(userId))
-      .prepare("SELECT count(*) AS n FROM subscriptions WHERE user_id = ? AND url_key IS NULL")
-      .bind(userId)
-      .first<{ n: number }>();
-    expect(unkeyed?.n).toBe(0);
+    expect(await unkeyedRowsOf(userId)).toBe(0);
   });
 
   it("subscription changes over several pages: each URL once, in change order, as the data says, one page at a time", {
@@ -321,11 +326,7 @@ describe("gpodder GETs written page by page", () => {
       expect(short(body.add), `since ${since}`).toEqual(short(expected(since).add));
       expect(short(body.remove), `since ${since}`).toEqual(short(expected(since).remove));
       expect(text, `since ${since}`).toBe(JSON.stringify({ ...expected(since), timestamp: body.timestamp }));
-      const unkeyed = await db
-        .prepare("SELECT count(*) AS n FROM subscriptions WHERE user_id = ? AND url_key IS NULL")
-        .bind(userId)
-        .first<{ n: number }>();
-      expect(unkeyed?.n).toBe(0);
+      expect(await unkeyedRowsOf(userId)).toBe(0);
       expect(body.timestamp).toBeGreaterThanOrEqual(before);
       if (since !== 0) continue;
       // Every kind of row is in the answer: duplicates left out, tombstones of active URLs left out.
@@ -405,10 +406,6 @@ describe("gpodder GETs written page by page", () => {
     const calls = meter.totals.statements.filter((called) => called.sql === gpodderStatements.addedPage.sql).length;
     // Full pages of the first size, then one that finds the end; nothing was keyed meanwhile.
     expect(calls).toBe(count / GPODDER_SUBSCRIPTION_PAGE_ROWS + 1);
-    const unkeyed = await (await databaseFor(userId))
-      .prepare("SELECT count(*) AS n FROM subscriptions WHERE user_id = ? AND url_key IS NULL")
-      .bind(userId)
-      .first<{ n: number }>();
-    expect(unkeyed?.n).toBe(count);
+    expect(await unkeyedRowsOf(userId)).toBe(count);
   });
 });

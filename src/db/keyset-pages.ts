@@ -21,7 +21,7 @@ export interface GrowingPages<Row> {
 }
 
 /** The rows the page after `rows` asks for. */
-export function nextPageRows<Row>(size: GrowingPages<Row>, rows: readonly Row[]): number {
+function nextPageRows<Row>(size: GrowingPages<Row>, rows: readonly Row[]): number {
   const text = size.textOf(rows);
   const fitting = text === 0 ? size.max : Math.floor((rows.length * size.text) / text);
   return Math.min(size.max, Math.max(size.first, fitting));
