@@ -18,8 +18,12 @@ function workerd(environment?: string) {
       ratelimits: {
         USER_RATE_LIMITER: { namespace_id: "1001", simple: { limit: 1_000_000, period: 60 } },
         AUTH_FAILURE_RATE_LIMITER: { namespace_id: "1002", simple: { limit: 1_000_000, period: 60 } },
+        LOGIN_FLOW_RATE_LIMITER: { namespace_id: "1003", simple: { limit: 1_000_000, period: 60 } },
+        LOGIN_POLL_RATE_LIMITER: { namespace_id: "1004", simple: { limit: 1_000_000, period: 60 } },
         TIGHT_USER_RATE_LIMITER: { namespace_id: "9001", simple: { limit: 5, period: 60 } },
         TIGHT_AUTH_FAILURE_RATE_LIMITER: { namespace_id: "9002", simple: { limit: 3, period: 60 } },
+        TIGHT_LOGIN_FLOW_RATE_LIMITER: { namespace_id: "9003", simple: { limit: 30, period: 60 } },
+        TIGHT_LOGIN_POLL_RATE_LIMITER: { namespace_id: "9004", simple: { limit: 60, period: 60 } },
       },
       bindings: {
         TEST_MIGRATIONS: migrations,

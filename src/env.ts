@@ -13,12 +13,15 @@ declare global {
 }
 
 /**
- * The worker's bindings. `wrangler types` names the secret AUTH_JWT_SECRET (from .env.types) as a plain
- * string; it is optional (a JWKS can verify tokens instead), so the app sees it as possibly absent.
+ * The worker's bindings. `wrangler types` names the secrets AUTH_JWT_SECRET and OIDC_CLIENT_SECRET (from
+ * .env.types) as plain strings; both are optional (a JWKS can verify tokens instead; a public client signs in
+ * with PKCE alone), so the app sees them as possibly absent.
  */
-export type AppBindings = Omit<Cloudflare.Env, "AUTH_JWT_SECRET"> & {
+export type AppBindings = Omit<Cloudflare.Env, "AUTH_JWT_SECRET" | "OIDC_CLIENT_SECRET"> & {
   /** HS256 secret for bearer tokens (local dev, tests, small deployments). */
   AUTH_JWT_SECRET?: string;
+  /** The account pages' OpenID Connect client secret (docs/API.md §16); absent for a public client. */
+  OIDC_CLIENT_SECRET?: string;
 };
 
 export interface AppVariables extends RequestIdVariables {

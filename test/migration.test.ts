@@ -29,6 +29,8 @@ beforeAll(async () => {
       "episodes",
       "app_passwords",
       "gpodder_sessions",
+      "account_sessions",
+      "login_flows",
       "devices",
       "url_pieces",
       "d1_migrations",

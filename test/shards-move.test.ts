@@ -233,6 +233,7 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
       url_pieces: moving.length * 2,
       app_passwords: 0,
       gpodder_sessions: 0,
+      account_sessions: 0,
       devices: 0,
       user_stats: report.users,
     });

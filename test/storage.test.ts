@@ -406,6 +406,11 @@ describe("DELETE /v1/account (docs/API.md §15)", () => {
         )
         .bind(userId),
       db.prepare("INSERT INTO devices (user_id, device_id, created_at) VALUES (?, 'phone', 0)").bind(userId),
+      db
+        .prepare(
+          "INSERT INTO account_sessions (session_hash, user_id, name, created_at, expires_at) VALUES ('a-erase-me', ?, 'Erase Me', 0, 9e15)",
+        )
+        .bind(userId),
     ]);
     const listed = await user.get("/v1/subscriptions");
     const etag = listed.headers.get("ETag") as string;
@@ -422,7 +427,14 @@ describe("DELETE /v1/account (docs/API.md §15)", () => {
     const erased = await user.delete("/v1/account");
     expect(erased.status).toBe(204);
     expect(await erased.text()).toBe("");
-    for (const table of ["subscriptions", "episodes", "app_passwords", "gpodder_sessions", "devices"]) {
+    for (const table of [
+      "subscriptions",
+      "episodes",
+      "app_passwords",
+      "gpodder_sessions",
+      "account_sessions",
+      "devices",
+    ]) {
       expect(await rowCount(userId, table), table).toBe(0);
     }
     expect(await stats(userId)).toMatchObject({ active_count: 0, stored_count: 0, episode_count: 0, url_bytes: 0 });

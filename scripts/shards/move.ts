@@ -85,6 +85,7 @@ export const USER_TABLES: readonly UserTable[] = [
   { table: "url_pieces", userKey: "user_id" },
   { table: "app_passwords", userKey: "user_id" },
   { table: "gpodder_sessions", userKey: "user_id" },
+  { table: "account_sessions", userKey: "user_id" },
   { table: "devices", userKey: "user_id" },
   { table: "user_stats", userKey: "user_id" },
 ];

@@ -1,6 +1,14 @@
 import { sql } from "drizzle-orm";
 import { call, type Database } from "./database";
-import { appPasswords, devices, episodes, gpodderSessions, userStats as stats, subscriptions } from "./schema";
+import {
+  accountSessions,
+  appPasswords,
+  devices,
+  episodes,
+  gpodderSessions,
+  userStats as stats,
+  subscriptions,
+} from "./schema";
 import { statement } from "./statements";
 
 const userId = sql.placeholder("userId");
@@ -10,7 +18,7 @@ const userId = sql.placeholder("userId");
  * bare counters. Each user table is listed here; scripts/shards/move.ts lists the same ones to move users.
  */
 const eraseStatements = [
-  ...[subscriptions, episodes, appPasswords, gpodderSessions, devices].map((table) =>
+  ...[subscriptions, episodes, appPasswords, gpodderSessions, accountSessions, devices].map((table) =>
     statement(sql`DELETE FROM ${table} WHERE ${table.userId} = ${userId}`),
   ),
   // The delete triggers brought the counts and URL bytes to 0. The change numbers move on and the horizons

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
  * The tables are `WITHOUT ROWID` (see the custom migrations in drizzle/; drizzle-kit cannot declare it): the
@@ -98,6 +98,10 @@ export const episodes = sqliteTable(
   (table) => [
     primaryKey({ columns: [table.userId, table.id] }),
     index("episodes_changes").on(table.userId, table.changeSeq, table.receivedAt),
+    // One feed's live states in change order: the gpodder episode actions GET with `podcast=` reads only them.
+    index("episodes_feed")
+      .on(table.userId, table.feedGuid, table.changeSeq, table.receivedAt)
+      .where(sql`${table.deletedAt} is null`),
     index("episodes_tombstones").on(table.userId, table.changeSeq).where(sql`${table.deletedAt} is not null`),
     index("episodes_tombstone_age").on(table.deletedAt).where(sql`${table.deletedAt} is not null`),
   ],
@@ -165,7 +169,11 @@ export const appPasswords = sqliteTable(
   (table) => [primaryKey({ columns: [table.userId, table.id] }), index("app_passwords_username").on(table.username)],
 );
 
-/** gpodder sessions (the `sessionid` cookie): only a hash of the session id is stored. */
+/**
+ * gpodder sessions (the `sessionid` cookie): only a hash of the session id is stored. A session ends 30 days
+ * after `lastUsedAt` (ms, recorded at most once a day); at most 10 live ones per app password, the least
+ * recently used giving way (docs/API.md §14).
+ */
 export const gpodderSessions = sqliteTable(
   "gpodder_sessions",
   {
@@ -173,8 +181,56 @@ export const gpodderSessions = sqliteTable(
     userId: text("user_id").notNull(),
     appPasswordId: text("app_password_id").notNull(),
     createdAt: integer("created_at").notNull(),
+    lastUsedAt: integer("last_used_at").notNull().default(0),
   },
-  (table) => [index("gpodder_sessions_app_password").on(table.userId, table.appPasswordId)],
+  (table) => [
+    // An app password's sessions by last use: the least recently used gives way to an 11th.
+    index("gpodder_sessions_app_password").on(table.userId, table.appPasswordId, table.lastUsedAt),
+    // Sessions past 30 days of disuse, for the retention cron, without a scan.
+    index("gpodder_sessions_last_used").on(table.lastUsedAt),
+  ],
+);
+
+/**
+ * Account page sessions (docs/API.md §16): a signed-in browser. Only a SHA-256 of the cookie's secret is
+ * stored; the row lives in the user's database (the cookie names the user's gpodder username, which fixes
+ * the bucket). `name` is who the page says is signed in (the ID token's name, preferred_username, email or
+ * sub). Sign-out and erasure delete the row; `expiresAt` (ms) is 7 days after sign-in.
+ */
+export const accountSessions = sqliteTable(
+  "account_sessions",
+  {
+    sessionHash: text("session_hash").primaryKey(),
+    userId: text("user_id").notNull(),
+    name: text("name").notNull(),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (table) => [index("account_sessions_user").on(table.userId), index("account_sessions_expiry").on(table.expiresAt)],
+);
+
+/**
+ * Nextcloud Login Flow v2 (docs/API.md §17): one row per flow an app started, in the database that holds
+ * bucket 0 (nobody is signed in when a flow starts, so no user picks the database). Only SHA-256 hashes of
+ * the poll token (`tokenHash`) and of the login id in the browser's URL (`loginHash`) are stored. A granted
+ * flow holds the minted app password sealed with a key derived from the poll token (`sealedPassword`), so
+ * the row alone never reveals it; the first poll after the grant deletes the row, as do `Deny` and the
+ * retention cron once `expiresAt` (ms, 20 minutes after the start) has passed.
+ */
+export const loginFlows = sqliteTable(
+  "login_flows",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    loginHash: text("login_hash").notNull(),
+    appName: text("app_name").notNull(),
+    startedAt: integer("started_at").notNull(),
+    startedFrom: text("started_from").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    /** Set by `Grant access`: the user's gpodder username and the sealed app password. */
+    loginName: text("login_name"),
+    sealedPassword: text("sealed_password"),
+  },
+  (table) => [uniqueIndex("login_flows_login").on(table.loginHash), index("login_flows_expiry").on(table.expiresAt)],
 );
 
 /** gpodder devices: all devices of a user form one sync group (one subscription list per user). */
