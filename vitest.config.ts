@@ -38,7 +38,6 @@ const suite = {
   include: ["test/**/*.test.ts"],
   // recorded-responses: every response the suite receives is checked against the OpenAPI document.
   setupFiles: ["./test/apply-migrations.ts", "./test/recorded-responses.ts"],
-  onConsoleLog: (line: string) => showRequestLogs || !isRequestLog(line),
 };
 
 /**
@@ -48,6 +47,9 @@ const suite = {
  */
 export default defineConfig({
   test: {
+    // A root option: vitest reads onConsoleLog from the root config only, never from a project's (where it
+    // used to be, and every request line was printed).
+    onConsoleLog: (line: string) => showRequestLogs || !isRequestLog(line),
     projects: [
       { plugins: [workerd()], test: { name: "single", ...suite } },
       { plugins: [workerd("shards")], test: { name: "shards", ...suite } },
