@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { WriteBatch } from "./batch";
 import { call, type Database } from "./database";
-import { gpodderSessions as g, appPasswords as p } from "./schema";
+import { accountSessions, gpodderSessions as g, appPasswords as p } from "./schema";
 import { type Statement, statement } from "./statements";
 
 /** App passwords per user (docs/API.md §14). */
@@ -85,6 +85,14 @@ const touchBySessionStatement = statement(sql`
 
 const endSessionStatement = statement(sql`DELETE FROM ${g} WHERE ${g.sessionHash} = ${sessionHash}`);
 
+/**
+ * Everything a user signs in with besides their identity provider: gpodder sessions, account-page sessions,
+ * then the app passwords. Each returns a row per credential it ended, so the caller can tell what it did.
+ */
+const revokeStatements = [g, accountSessions, p].map((table) =>
+  statement(sql`DELETE FROM ${table} WHERE ${table.userId} = ${userId} RETURNING 1 AS revoked`),
+);
+
 export type CreateResult = { kind: "created"; appPassword: StoredAppPassword } | { kind: "limit" };
 
 export async function createAppPassword(
@@ -163,6 +171,24 @@ export async function endSession(db: Database, hash: string): Promise<void> {
   await call(() => endSessionStatement.bind(db, { sessionHash: hash }).run());
 }
 
+/** What revokeAllCredentials ended. */
+export interface RevokedCredentials {
+  gpodderSessions: number;
+  accountSessions: number;
+  appPasswords: number;
+}
+
+/**
+ * Revokes every credential of the user (an operator acting on a stolen app password or a request: `npm run
+ * admin -- revoke`), in one batch. Each stops working within 60 s: an isolate trusts what it verified for at
+ * most that long (auth/verified-credentials.ts). The user's data stays.
+ */
+export async function revokeAllCredentials(db: Database, user: string): Promise<RevokedCredentials> {
+  const results = await call(() => db.batch(revokeStatements.map((revoke) => revoke.bind(db, { userId: user }))));
+  const [gpodderSessions, accountSessionsEnded, appPasswords] = results.map((result) => result.results.length);
+  return { gpodderSessions, accountSessions: accountSessionsEnded, appPasswords };
+}
+
 /** Every statement this module runs, for the test that proves none scans a table. */
 export const appPasswordStatements: Record<string, Statement> = {
   create: createStatement,
@@ -177,3 +203,6 @@ export const appPasswordStatements: Record<string, Statement> = {
   touchBySession: touchBySessionStatement,
   endSession: endSessionStatement,
 };
+
+/** The statements of revokeAllCredentials (run by the operator's tool, not by a request), for their test. */
+export const revokeCredentialStatements: readonly Statement[] = revokeStatements;
