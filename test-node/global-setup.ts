@@ -12,6 +12,8 @@ declare module "vitest" {
     workerOrigin: string;
     /** A .dev.vars-style file holding the worker's secret, for `DEV_VARS_FILE=... npm run token`. */
     devVarsFile: string;
+    /** The worker's local state directory (as `--persist-to`), for `DEV_STATE_DIR=... npm run db:seed` and the like. */
+    workerState: string;
   }
 }
 
@@ -53,6 +55,7 @@ export default async function setup(project: TestProject) {
   const url = await worker.url;
   project.provide("workerOrigin", url.origin);
   project.provide("devVarsFile", devVarsFile);
+  project.provide("workerState", persist);
   return async () => {
     await worker.dispose();
     rmSync(persist, { recursive: true, force: true });
