@@ -63,7 +63,19 @@ export const shardConfiguration: MiddlewareHandler<AppEnv> = async (c, next) => 
 async function userShard(c: Context<AppEnv>) {
   const shard = await shardOfUser(c.get("shards"), c.get("userId"));
   const isRead = c.req.method === "GET" || c.req.method === "HEAD";
-  if (!isRead && shard.frozen) throw frozenForMove();
+  if (!isRead && shard.frozen) {
+    // docs/README-ops.md, "What to watch": a move's freeze as the users meet it.
+    console.warn(
+      JSON.stringify({
+        level: "warn",
+        event: "shard_frozen",
+        requestId: c.get("requestId"),
+        database: shard.name,
+        bucket: shard.bucket,
+      }),
+    );
+    throw frozenForMove();
+  }
   return { shard, isRead };
 }
 
