@@ -1,4 +1,5 @@
 import { env } from "cloudflare:test";
+import { sign } from "hono/jwt";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { TOMBSTONE_RETENTION_MS } from "../src/db/retention";
 import { bucketOf } from "../src/shards";
@@ -6,6 +7,8 @@ import {
   as,
   failingD1,
   INJECTED_FAILURE,
+  JSONAPI,
+  keyPair,
   newFeed,
   ORIGIN,
   runCron,
@@ -92,6 +95,73 @@ describe("log events", () => {
     expect(event.error).toContain(INJECTED_FAILURE);
     expectRequestLine(request, 503);
     expect((await user.get(`/v1/subscriptions/${feed.guid}`)).status).toBe(404);
+  });
+
+  it("a bug (500): unhandled_error once, with the request id, the error and its stack", async () => {
+    const user = await as("log-bug");
+    const feed = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const lines = captureLogs();
+    // Formatting the stored row's time fails, as a bug in the worker would (test/errors.test.ts does the same).
+    vi.spyOn(String.prototype, "padStart").mockImplementationOnce(() => {
+      throw new RangeError("Invalid time value");
+    });
+    const response = await user.get("/v1/subscriptions");
+    expect(response.status).toBe(500);
+    const [event, request, ...others] = linesOf(lines, response);
+    expect(others).toEqual([]);
+    expect(Object.keys(event).sort()).toEqual(["error", "event", "level", "requestId", "stack"]);
+    expect(event).toMatchObject({ level: "error", event: "unhandled_error", error: "RangeError: Invalid time value" });
+    expectRequestLine(request, 500);
+  });
+
+  it("the identity provider's keys out of reach (503): jwks_unavailable once", async () => {
+    const url = `https://log-${crypto.randomUUID()}.idp.example/jwks.json`;
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) =>
+      String(input instanceof Request ? input.url : input) === url
+        ? new Response("maintenance", { status: 500 })
+        : real(input, init),
+    );
+    const { privateJwk } = await keyPair("ES256", "k1");
+    const now = Math.floor(Date.now() / 1000);
+    const token = await sign({ sub: "log-jwks", iat: now, exp: now + 600 }, privateJwk);
+    const lines = captureLogs();
+    const response = await send(
+      new Request(`${ORIGIN}/v1/subscriptions`, { headers: { Authorization: `Bearer ${token}`, Accept: JSONAPI } }),
+      { AUTH_JWT_SECRET: "", AUTH_JWKS_URL: url, AUTH_JWKS_TIMEOUT_MS: "200" },
+    );
+    expect(response.status).toBe(503);
+    const [event, request, ...others] = linesOf(lines, response);
+    expect(others).toEqual([]);
+    expect(Object.keys(event).sort()).toEqual(["error", "event", "level", "requestId"]);
+    expect(event).toMatchObject({ level: "error", event: "jwks_unavailable" });
+    expectRequestLine(request, 503);
+  });
+
+  it("invalid gpodder episode actions: episode_actions_skipped once, with how many", async () => {
+    const user = await as("log-skipped");
+    const minted = await user.post("/v1/app-passwords", { data: { type: "app-password", attributes: { label: "x" } } });
+    const { username, password } = ((await minted.json()) as { data: { attributes: Record<string, string> } }).data
+      .attributes;
+    const lines = captureLogs();
+    const response = await send(
+      new Request(`${ORIGIN}/api/2/episodes/${username}.json`, {
+        method: "POST",
+        headers: { Authorization: `Basic ${btoa(`${username}:${password}`)}` },
+        body: JSON.stringify([
+          { podcast: "https://log.example/feed", episode: "https://log.example/1.mp3", action: "new" },
+          { podcast: "https://log.example/feed", action: "play" },
+          { podcast: "https://log.example/feed", episode: "https://log.example/2.mp3", action: "dance" },
+        ]),
+      }),
+    );
+    expect(response.status).toBe(200);
+    const [event, request, ...others] = linesOf(lines, response);
+    expect(others).toEqual([]);
+    expect(Object.keys(event).sort()).toEqual(["count", "event", "level", "requestId"]);
+    expect(event).toMatchObject({ level: "warn", event: "episode_actions_skipped", count: 2 });
+    expectRequestLine(request, 200);
   });
 
   it("a wrong shard map (500): configuration_error once", async () => {

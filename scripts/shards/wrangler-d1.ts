@@ -51,7 +51,10 @@ function failure(err: unknown): string {
   return (lines.length > 0 ? lines : [err.stderr.trim() || err.stdout.trim()]).join("\n");
 }
 
-/** Runs the statements in one `wrangler d1 execute` call (locally one batch: one transaction). */
+/**
+ * Runs the statements in one `wrangler d1 execute --command` call: locally wrangler runs them as one D1 batch (one
+ * transaction); remotely as one call of D1's query API, in order. Callers' statements are safe to repeat.
+ */
 async function execute(target: Target, binding: string, statements: readonly Bound[]): Promise<Result[]> {
   const command = statements.map((statement) => inline(statement)).join(";\n");
   if (Buffer.byteLength(command) > MAX_COMMAND_BYTES) {
