@@ -225,8 +225,12 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
       secret: secretOf(inject("devVarsFile")),
     };
     const shards = { origin: (await worker.url).origin, state: shardState, secret: shardSecret, env: "shards" };
-    setups.push(await setUp("one database", single, ["DB"], true));
-    setups.push(await setUp("two shards", shards, ["DB", "DB_1"], false));
+    setups.push(
+      ...(await Promise.all([
+        setUp("one database", single, ["DB"], true),
+        setUp("two shards", shards, ["DB", "DB_1"], false),
+      ])),
+    );
   }, 300_000);
   afterAll(async () => {
     await dispose();
@@ -236,26 +240,28 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
   it("user: finds the user's shard and reports counts, URL bytes, app passwords with last use, sessions, devices", {
     timeout: 240_000,
   }, async () => {
-    for (const { where, keep } of setups) {
-      for (const user of keep) {
-        const run = await admin(["user", user.userId, ...where, "--json"]);
-        expect(run.status, run.stderr).toBe(0);
-        const report = JSON.parse(run.stdout);
-        expect(report).toMatchObject({
-          sub: user.userId,
-          bucket: await bucketOf(user.userId),
-          binding: user.binding,
-          frozen: false,
-          gpodderUsername: user.appPassword.username,
-          stats: { activeSubscriptions: 1, storedSubscriptions: 2, episodes: 1, urlBytes: user.urlBytes },
-          appPasswords: [{ id: user.appPassword.id, label: "Phone", username: user.appPassword.username }],
-          gpodderSessions: [{ appPasswordId: user.appPassword.id }],
-          accountSessions: [{ name: "Alice Admin" }],
-          devices: [{ id: "phone", caption: "Phone", type: "mobile", subscriptions: 1 }],
-        });
-        expect(report.appPasswords[0].lastUsedAt).toBeGreaterThan(Date.now() - 600_000);
-      }
-    }
+    await Promise.all(
+      setups.map(async ({ where, keep }) => {
+        for (const user of keep) {
+          const run = await admin(["user", user.userId, ...where, "--json"]);
+          expect(run.status, run.stderr).toBe(0);
+          const report = JSON.parse(run.stdout);
+          expect(report).toMatchObject({
+            sub: user.userId,
+            bucket: await bucketOf(user.userId),
+            binding: user.binding,
+            frozen: false,
+            gpodderUsername: user.appPassword.username,
+            stats: { activeSubscriptions: 1, storedSubscriptions: 2, episodes: 1, urlBytes: user.urlBytes },
+            appPasswords: [{ id: user.appPassword.id, label: "Phone", username: user.appPassword.username }],
+            gpodderSessions: [{ appPasswordId: user.appPassword.id }],
+            accountSessions: [{ name: "Alice Admin" }],
+            devices: [{ id: "phone", caption: "Phone", type: "mobile", subscriptions: 1 }],
+          });
+          expect(report.appPasswords[0].lastUsedAt).toBeGreaterThan(Date.now() - 600_000);
+        }
+      }),
+    );
     const [{ where, keep }] = setups.slice(-1);
     const text = await admin(["user", keep[1].userId, ...where]);
     expect(text.status, text.stderr).toBe(0);
@@ -267,123 +273,129 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
   it("revoke: prints what it will do, asks, and ends every app password and session", {
     timeout: 240_000,
   }, async () => {
-    for (const setup of setups) {
-      const { where, keep, prompts } = setup;
-      if (prompts) {
-        const unanswered = await admin(["revoke", keep[0].userId, ...where]);
-        expect(unanswered.status).toBe(1);
-        expect(unanswered.stdout).toContain(
-          "will delete 1 app password(s), 1 gpodder session(s) and 1 account-page session(s)",
-        );
-        expect(unanswered.stderr).toMatch(/no answer could be read \(stdin is closed\)\. Run it again with --yes/);
-        const declined = await admin(["revoke", keep[0].userId, ...where], "n\n");
-        expect(declined.status).toBe(1);
-        expect(declined.stderr).toContain("Revoke them? [y/N]");
-        expect(declined.stderr).toContain("nothing was changed");
-      }
-      for (const [index, user] of keep.entries()) {
-        const run = await admin(
-          ["revoke", user.userId, ...where, ...(prompts ? [] : ["--yes"])],
-          prompts ? "y\n" : undefined,
-        );
-        if (index === 0) setup.revokedAt = Date.now();
-        expect(run.status, run.stderr).toBe(0);
-        // Everything still there after the refusals above: they changed nothing.
-        expect(run.stdout).toContain("revoked 1 app password(s), 1 gpodder session(s), 1 account-page session(s)");
-      }
-      const after = JSON.parse((await admin(["user", keep[0].userId, ...where, "--json"])).stdout);
-      expect(after).toMatchObject({ appPasswords: [], gpodderSessions: [], accountSessions: [] });
-      expect(after.stats).toMatchObject({ activeSubscriptions: 1, episodes: 1, urlBytes: keep[0].urlBytes });
-      if (prompts) {
-        const nothing = await admin(["revoke", keep[0].userId, ...where]);
-        expect(nothing.status).toBe(0);
-        expect(nothing.stdout).toContain("no app password or session to revoke: nothing was changed");
-      }
-    }
+    await Promise.all(
+      setups.map(async (setup) => {
+        const { where, keep, prompts } = setup;
+        if (prompts) {
+          const unanswered = await admin(["revoke", keep[0].userId, ...where]);
+          expect(unanswered.status).toBe(1);
+          expect(unanswered.stdout).toContain(
+            "will delete 1 app password(s), 1 gpodder session(s) and 1 account-page session(s)",
+          );
+          expect(unanswered.stderr).toMatch(/no answer could be read \(stdin is closed\)\. Run it again with --yes/);
+          const declined = await admin(["revoke", keep[0].userId, ...where], "n\n");
+          expect(declined.status).toBe(1);
+          expect(declined.stderr).toContain("Revoke them? [y/N]");
+          expect(declined.stderr).toContain("nothing was changed");
+        }
+        for (const [index, user] of keep.entries()) {
+          const run = await admin(
+            ["revoke", user.userId, ...where, ...(prompts ? [] : ["--yes"])],
+            prompts ? "y\n" : undefined,
+          );
+          if (index === 0) setup.revokedAt = Date.now();
+          expect(run.status, run.stderr).toBe(0);
+          // Everything still there after the refusals above: they changed nothing.
+          expect(run.stdout).toContain("revoked 1 app password(s), 1 gpodder session(s), 1 account-page session(s)");
+        }
+        const after = JSON.parse((await admin(["user", keep[0].userId, ...where, "--json"])).stdout);
+        expect(after).toMatchObject({ appPasswords: [], gpodderSessions: [], accountSessions: [] });
+        expect(after.stats).toMatchObject({ activeSubscriptions: 1, episodes: 1, urlBytes: keep[0].urlBytes });
+        if (prompts) {
+          const nothing = await admin(["revoke", keep[0].userId, ...where]);
+          expect(nothing.status).toBe(0);
+          expect(nothing.stdout).toContain("no app password or session to revoke: nothing was changed");
+        }
+      }),
+    );
   });
 
   it("erase: erases the account as DELETE /v1/account does; a sync token from before gets 410", {
     timeout: 300_000,
   }, async () => {
-    for (const { served, where, gone, prompts } of setups) {
-      for (const [index, user] of gone.entries()) {
-        const api = client(served, user.userId);
-        const feed = await api.request("GET", "/v1/subscriptions?filter%5Bsince%5D=0");
-        const { meta } = (await feed.json()) as { meta: { syncToken: string } };
-        expect(Number(meta.syncToken)).toBeGreaterThan(0);
-        const typed = prompts && index === 0;
-        if (typed) {
-          const unanswered = await admin(["erase", user.userId, ...where]);
-          expect(unanswered.status).toBe(1);
-          expect(unanswered.stdout).toContain(
-            "will erase 2 subscription(s) with tombstones, 1 episode state(s), 1 app password(s), 1 gpodder session(s), 1 account-page session(s) and 1 device(s)",
+    await Promise.all(
+      setups.map(async ({ served, where, gone, prompts }) => {
+        for (const [index, user] of gone.entries()) {
+          const api = client(served, user.userId);
+          const feed = await api.request("GET", "/v1/subscriptions?filter%5Bsince%5D=0");
+          const { meta } = (await feed.json()) as { meta: { syncToken: string } };
+          expect(Number(meta.syncToken)).toBeGreaterThan(0);
+          const typed = prompts && index === 0;
+          if (typed) {
+            const unanswered = await admin(["erase", user.userId, ...where]);
+            expect(unanswered.status).toBe(1);
+            expect(unanswered.stdout).toContain(
+              "will erase 2 subscription(s) with tombstones, 1 episode state(s), 1 app password(s), 1 gpodder session(s), 1 account-page session(s) and 1 device(s)",
+            );
+            const mistyped = await admin(["erase", user.userId, ...where], "yes\n");
+            expect(mistyped.status).toBe(1);
+            expect(mistyped.stderr).toContain(`Type the user id (${user.userId}) to erase the account`);
+          }
+          const run = await admin(
+            ["erase", user.userId, ...where, ...(typed ? [] : ["--yes"])],
+            typed ? `${user.userId}\n` : undefined,
           );
-          const mistyped = await admin(["erase", user.userId, ...where], "yes\n");
-          expect(mistyped.status).toBe(1);
-          expect(mistyped.stderr).toContain(`Type the user id (${user.userId}) to erase the account`);
-        }
-        const run = await admin(
-          ["erase", user.userId, ...where, ...(typed ? [] : ["--yes"])],
-          typed ? `${user.userId}\n` : undefined,
-        );
-        expect(run.status, run.stderr).toBe(0);
-        expect(run.stdout).toContain("erased: nothing of the user is stored besides bare counters");
+          expect(run.status, run.stderr).toBe(0);
+          expect(run.stdout).toContain("erased: nothing of the user is stored besides bare counters");
 
-        const list = await api.request("GET", "/v1/subscriptions");
-        expect(await list.json()).toMatchObject({ data: [], meta: { total: 0 } });
-        const old = await api.request("GET", `/v1/subscriptions?filter%5Bsince%5D=${meta.syncToken}`);
-        expect(old.status).toBe(410);
-        expect(await old.json()).toMatchObject({ errors: [{ title: "Sync token expired" }] });
-        const fresh = await api.request("GET", "/v1/subscriptions?filter%5Bsince%5D=0");
-        expect(fresh.status).toBe(200);
-        expect(await fresh.json()).toMatchObject({ data: [] });
-        const episodes = await api.request("GET", "/v1/episodes?filter%5Bsince%5D=0");
-        expect(await episodes.json()).toMatchObject({ data: [] });
-        const passwords = await api.request("GET", "/v1/app-passwords");
-        expect(await passwords.json()).toMatchObject({ data: [] });
-        if (index > 0) continue;
-        // What the API cannot show (sessions, devices, the counters), once per configuration.
-        const report = JSON.parse((await admin(["user", user.userId, ...where, "--json"])).stdout);
-        expect(report).toMatchObject({
-          stats: { activeSubscriptions: 0, storedSubscriptions: 0, episodes: 0, urlBytes: 0 },
-          appPasswords: [],
-          gpodderSessions: [],
-          accountSessions: [],
-          devices: [],
-        });
-      }
-    }
+          const list = await api.request("GET", "/v1/subscriptions");
+          expect(await list.json()).toMatchObject({ data: [], meta: { total: 0 } });
+          const old = await api.request("GET", `/v1/subscriptions?filter%5Bsince%5D=${meta.syncToken}`);
+          expect(old.status).toBe(410);
+          expect(await old.json()).toMatchObject({ errors: [{ title: "Sync token expired" }] });
+          const fresh = await api.request("GET", "/v1/subscriptions?filter%5Bsince%5D=0");
+          expect(fresh.status).toBe(200);
+          expect(await fresh.json()).toMatchObject({ data: [] });
+          const episodes = await api.request("GET", "/v1/episodes?filter%5Bsince%5D=0");
+          expect(await episodes.json()).toMatchObject({ data: [] });
+          const passwords = await api.request("GET", "/v1/app-passwords");
+          expect(await passwords.json()).toMatchObject({ data: [] });
+          if (index > 0) continue;
+          // What the API cannot show (sessions, devices, the counters), once per configuration.
+          const report = JSON.parse((await admin(["user", user.userId, ...where, "--json"])).stdout);
+          expect(report).toMatchObject({
+            stats: { activeSubscriptions: 0, storedSubscriptions: 0, episodes: 0, urlBytes: 0 },
+            appPasswords: [],
+            gpodderSessions: [],
+            accountSessions: [],
+            devices: [],
+          });
+        }
+      }),
+    );
   });
 
   it("usage: per database its buckets, users, rows, URL bytes and largest accounts", { timeout: 180_000 }, async () => {
-    for (const { where, keep, gone, bindings } of setups) {
-      const run = await admin(["usage", ...where, "--json", "--top", "1000"]);
-      expect(run.status, run.stderr).toBe(0);
-      const { databases } = JSON.parse(run.stdout) as {
-        databases: Record<
-          string,
-          { buckets: string; totals: Record<string, number>; largestByBytes: { userId: string; urlBytes: number }[] }
-        >;
-      };
-      expect(Object.keys(databases).slice(0, bindings.length)).toEqual(bindings);
-      expect(databases.DB.buckets).toBe(bindings.length > 1 ? "0-511" : "0-1023");
-      for (const user of [...keep, ...gone]) {
-        for (const [name, usage] of Object.entries(databases)) {
-          const listed = usage.largestByBytes?.find((account) => account.userId === user.userId);
-          // The revoked users (data intact) are listed where the map puts them; the erased ones nowhere.
-          if (name === user.binding && keep.includes(user)) expect(listed?.urlBytes).toBe(user.urlBytes);
-          else expect(listed).toBeUndefined();
+    await Promise.all(
+      setups.map(async ({ where, keep, gone, bindings }) => {
+        const run = await admin(["usage", ...where, "--json", "--top", "1000"]);
+        expect(run.status, run.stderr).toBe(0);
+        const { databases } = JSON.parse(run.stdout) as {
+          databases: Record<
+            string,
+            { buckets: string; totals: Record<string, number>; largestByBytes: { userId: string; urlBytes: number }[] }
+          >;
+        };
+        expect(Object.keys(databases).slice(0, bindings.length)).toEqual(bindings);
+        expect(databases.DB.buckets).toBe(bindings.length > 1 ? "0-511" : "0-1023");
+        for (const user of [...keep, ...gone]) {
+          for (const [name, usage] of Object.entries(databases)) {
+            const listed = usage.largestByBytes?.find((account) => account.userId === user.userId);
+            // The revoked users (data intact) are listed where the map puts them; the erased ones nowhere.
+            if (name === user.binding && keep.includes(user)) expect(listed?.urlBytes).toBe(user.urlBytes);
+            else expect(listed).toBeUndefined();
+          }
         }
-      }
-      for (const binding of bindings) {
-        const { totals } = databases[binding];
-        const kept = keep.filter((user) => user.binding === binding);
-        const erased = gone.filter((user) => user.binding === binding);
-        expect(totals.usersWithData).toBeGreaterThanOrEqual(kept.length);
-        expect(totals.users).toBeGreaterThanOrEqual(kept.length + erased.length);
-        expect(totals.urlBytes).toBeGreaterThanOrEqual(kept.reduce((sum, user) => sum + user.urlBytes, 0));
-      }
-    }
+        for (const binding of bindings) {
+          const { totals } = databases[binding];
+          const kept = keep.filter((user) => user.binding === binding);
+          const erased = gone.filter((user) => user.binding === binding);
+          expect(totals.usersWithData).toBeGreaterThanOrEqual(kept.length);
+          expect(totals.users).toBeGreaterThanOrEqual(kept.length + erased.length);
+          expect(totals.urlBytes).toBeGreaterThanOrEqual(kept.reduce((sum, user) => sum + user.urlBytes, 0));
+        }
+      }),
+    );
     const text = await admin(["usage", ...setups[0].where]);
     expect(text.status, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/^DB: buckets 0-1023, size unknown locally\n {2}users: \d+ with data/);
