@@ -1,9 +1,14 @@
-import { MAX_APP_PASSWORDS, type StoredAppPassword } from "../db/app-passwords";
+import { gpodderUsername } from "../auth/gpodder-username";
+import { randomSecret, secretHash } from "../auth/secrets";
+import { createAppPassword, MAX_APP_PASSWORDS, type StoredAppPassword } from "../db/app-passwords";
+import type { Database } from "../db/database";
 import { ApiError } from "../jsonapi";
 import { toRfc3339 } from "../timestamps";
 
 export const APP_PASSWORD_TYPE = "app-password";
 export const MAX_LABEL_CHARACTERS = 100;
+/** 160 random bits (the contract asks for at least 128). */
+const PASSWORD_BYTES = 20;
 
 export function appPasswordPath(id: string): string {
   return `/v1/app-passwords/${id}`;
@@ -52,6 +57,25 @@ export function parseNewAppPassword(body: unknown): string {
     );
   }
   return label;
+}
+
+export type MintResult = { kind: "created"; appPassword: StoredAppPassword; password: string } | { kind: "limit" };
+
+/**
+ * Mints one of the user's app passwords (docs/API.md §14) under their gpodder username: 160 random bits,
+ * returned here once, only its hash stored; refused past 50 per user. What `POST /v1/app-passwords` and a
+ * granted Login Flow (§17, its label the app's name) both mint with.
+ */
+export async function mintAppPassword(db: Database, userId: string, label: string, now: number): Promise<MintResult> {
+  const password = randomSecret(PASSWORD_BYTES);
+  const result = await createAppPassword(db, userId, {
+    id: crypto.randomUUID(),
+    username: await gpodderUsername(userId),
+    label,
+    createdAt: now,
+    passwordHash: await secretHash(password),
+  });
+  return result.kind === "limit" ? result : { ...result, password };
 }
 
 /** The resource; `password` only in the answer to the POST that minted it. */
