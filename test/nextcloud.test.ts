@@ -4,15 +4,9 @@ import { gpodderUsername } from "../src/auth/gpodder-username";
 import { derivedKey, seal, unseal } from "../src/auth/sealed-secrets";
 import { secretHash } from "../src/auth/secrets";
 import { loginFlowStatements } from "../src/db/login-flows";
-import {
-  denyLoginFlow,
-  grantLoginFlow,
-  LOGIN_FLOW_LIFETIME_MS,
-  loginFlowDatabase,
-  pendingLoginFlow,
-} from "../src/nextcloud/login-flow";
+import { denyLoginFlow, grantLoginFlow, LOGIN_FLOW_LIFETIME_MS, pendingLoginFlow } from "../src/nextcloud/login-flow";
 import { uuidV5 } from "../src/podcast-guid";
-import { shardOfBucket, shardRouting } from "../src/shards";
+import { bucketOf, shardOfBucket, shardRouting } from "../src/shards";
 import { as, type Bindings, type Caller, databaseFor, ORIGIN, runCron, send, subscriptionDocument } from "./helpers";
 
 /**
@@ -86,7 +80,7 @@ async function expectNotGranted(response: Response) {
 
 /** Grants the flow as `userId` through the function the grant page calls. */
 async function grant(userId: string, loginId: string, now = Date.now()) {
-  return grantLoginFlow(loginFlowDatabase(shardRouting(env)), await databaseFor(userId), userId, loginId, now);
+  return grantLoginFlow(shardRouting(env), userId, loginId, now);
 }
 
 async function granted(token: string) {
@@ -240,7 +234,7 @@ describe("Login Flow v2: starting (POST /index.php/login/v2)", () => {
     const anonymous = await send(new Request(`${ORIGIN}${LOGIN}`, { method: "POST" }));
     const { poll: anonymousPoll } = (await anonymous.json()) as { poll: { token: string } };
     expect((await flowRow(anonymousPoll.token))?.app_name).toBe("Unknown app");
-    expect((await pendingLoginFlow(loginFlowDatabase(shardRouting(env)), long.loginId, Date.now()))?.appName).toBe(
+    expect((await pendingLoginFlow(shardRouting(env), long.loginId, Date.now()))?.appName).toBe(
       `App ${"x".repeat(96)}`,
     );
   });
@@ -278,7 +272,7 @@ describe("Login Flow v2: starting (POST /index.php/login/v2)", () => {
 describe("Login Flow v2: granting and polling", () => {
   it("answers 404 [] until access is granted, then the credentials exactly once, then 404 [] again", async () => {
     const flow = await startFlow({ "CF-Connecting-IP": "2001:db8::77" });
-    const db = loginFlowDatabase(shardRouting(env));
+    const db = shardRouting(env);
     await expectNotGranted(await poll(flow.token));
     await expectNotGranted(await poll(flow.token));
     const pending = await pendingLoginFlow(db, flow.loginId, Date.now());
@@ -334,7 +328,7 @@ describe("Login Flow v2: granting and polling", () => {
   });
 
   it("expires 20 minutes after the start: not shown, not granted, not polled; the cron deletes it", async () => {
-    const db = loginFlowDatabase(shardRouting(env));
+    const db = shardRouting(env);
     const flow = await startFlow();
     const startedAt = (await flowRow(flow.token))?.started_at as number;
     // The functions the page calls take the time: live until the 20th minute, not at it.
@@ -358,7 +352,7 @@ describe("Login Flow v2: granting and polling", () => {
   });
 
   it("Deny ends the flow: it is neither shown, granted nor polled again", async () => {
-    const db = loginFlowDatabase(shardRouting(env));
+    const db = shardRouting(env);
     const flow = await startFlow();
     expect(await denyLoginFlow(db, flow.loginId)).toBe(true);
     expect(await flowRow(flow.token)).toBeNull();
@@ -388,7 +382,7 @@ describe("Login Flow v2: granting and polling", () => {
     );
     await expectNotGranted(await send(new Request(`${ORIGIN}${POLL}`, { method: "POST", headers }), recording));
     expect(counted).toEqual([]);
-    const db = loginFlowDatabase(shardRouting(env));
+    const db = shardRouting(env);
     expect(await pendingLoginFlow(db, flow.token, Date.now())).toBeUndefined(); // the token is no login id
     expect(await pendingLoginFlow(db, "x", Date.now())).toBeUndefined();
   });
@@ -448,7 +442,17 @@ describe("Login Flow v2: granting and polling", () => {
     expect(await grant(full.userId, flow.loginId)).toEqual({ kind: "limit" });
     expect((await json<{ data: unknown[] }>(full.get("/v1/app-passwords"))).data).toHaveLength(50);
     await expectNotGranted(await poll(flow.token));
-    expect(await pendingLoginFlow(loginFlowDatabase(shardRouting(env)), flow.loginId, Date.now())).toBeDefined();
+    expect(await pendingLoginFlow(shardRouting(env), flow.loginId, Date.now())).toBeDefined();
+  });
+
+  it("grants nothing while the user's bucket is being moved (the password could be left behind)", async () => {
+    const user = await as("nc-frozen");
+    const flow = await startFlow();
+    const frozen = shardRouting({ ...env, SHARD_FROZEN: String(await bucketOf(user.userId)) });
+    expect(await grantLoginFlow(frozen, user.userId, flow.loginId, Date.now())).toEqual({ kind: "frozen" });
+    expect((await json<{ data: unknown[] }>(user.get("/v1/app-passwords"))).data).toEqual([]);
+    expect(await pendingLoginFlow(shardRouting(env), flow.loginId, Date.now())).toBeDefined();
+    expect((await grant(user.userId, flow.loginId)).kind).toBe("granted");
   });
 
   it("reads and writes login_flows through its indexes only", async () => {

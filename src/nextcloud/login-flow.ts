@@ -11,7 +11,7 @@ import {
   startLoginFlow as storeNewFlow,
 } from "../db/login-flows";
 import { mintAppPassword } from "../resources/app-password";
-import { type ShardRouting, shardOfBucket } from "../shards";
+import { type ShardRouting, shardOfBucket, shardOfUser } from "../shards";
 
 /**
  * Nextcloud Login Flow v2 (docs/API.md §17): an app (AntennaPod) starts a flow and gets a poll token T and a
@@ -25,7 +25,8 @@ import { type ShardRouting, shardOfBucket } from "../shards";
  * it. Reading the password back needs F (to open the key before the grant) or T (after it), never D1 alone.
  *
  * The grant page (account pages, §16) calls `pendingLoginFlow`, `grantLoginFlow` and `denyLoginFlow`; the
- * routes of the app's side are in routes/nextcloud.ts.
+ * routes of the app's side are in routes/nextcloud.ts. Each takes the shard routing: where flows live, and
+ * where the granting user's app passwords do, is decided here.
  */
 
 /** A flow lasts 20 minutes from its start. */
@@ -42,8 +43,11 @@ const FLOW_SECRET = /^[A-Za-z0-9_-]{43}$/;
 const POLL_KEY = "podcast-sync login flow v2: app password key";
 const LOGIN_KEY = "podcast-sync login flow v2: key of the app password key";
 
-/** The flows live in the database of bucket 0, at its primary (a poll right after the grant must see it). */
-export function loginFlowDatabase(routing: ShardRouting): Database {
+/**
+ * The flows live in the database of bucket 0 (no user is known when a flow starts, and the poll finds it from
+ * its token alone), at its primary (a poll right after the grant must see it).
+ */
+function loginFlowDatabase(routing: ShardRouting): Database {
   return database(shardOfBucket(routing, 0).database.withSession("first-primary"));
 }
 
@@ -55,14 +59,14 @@ export function appNameOf(userAgent: string | undefined): string {
 
 /** Starts a flow: the poll token for the app, and the login id for the browser's link. */
 export async function startLoginFlow(
-  db: Database,
+  routing: ShardRouting,
   flow: { appName: string; startedFrom: string; now: number },
 ): Promise<{ token: string; loginId: string }> {
   const token = randomSecret(FLOW_SECRET_BYTES);
   const loginId = randomSecret(FLOW_SECRET_BYTES);
   const loginHash = await secretHash(loginId);
   const pollKey = await derivedKey(token, POLL_KEY);
-  await storeNewFlow(db, {
+  await storeNewFlow(loginFlowDatabase(routing), {
     tokenHash: await secretHash(token),
     loginHash,
     appName: flow.appName,
@@ -84,12 +88,12 @@ export interface LoginFlowSummary {
 
 /** The live flow of a login id that waits for its grant; undefined when it is expired, used, denied or unknown. */
 export async function pendingLoginFlow(
-  db: Database,
+  routing: ShardRouting,
   loginId: string,
   now: number,
 ): Promise<LoginFlowSummary | undefined> {
   if (!FLOW_SECRET.test(loginId)) return undefined;
-  const flow = await findPendingLoginFlow(db, await secretHash(loginId), now);
+  const flow = await findPendingLoginFlow(loginFlowDatabase(routing), await secretHash(loginId), now);
   return (
     flow && {
       appName: flow.appName,
@@ -103,24 +107,29 @@ export async function pendingLoginFlow(
 export type GrantResult =
   | { kind: "granted"; appPasswordId: string; appName: string }
   | { kind: "limit" }
+  | { kind: "frozen" }
   | { kind: "gone" };
 
 /**
- * `Grant access`: mints the user's app password (label: the app's name; one of the 50) in the user's database
- * `userDb`, then seals it onto the flow in `flowDb`, in that order, so the app is never handed a password that
- * does not exist. When the flow is gone by then (expired, denied, or granted by a second submit), the new
- * password is deleted again; when the database fails between the two writes, it stays, listed and revocable
- * like any other (the app, never answered, starts a new flow). `gone`: nothing to grant; `limit`: the user
- * has 50 app passwords.
+ * `Grant access`: mints the user's app password (label: the app's name; one of the 50) in the user's database,
+ * then seals it onto the flow in bucket 0's, in that order, so the app is never handed a password that does
+ * not exist. When the flow is gone by then (expired, denied, or granted by a second submit), the new password
+ * is deleted again; when the database fails between the two writes, it stays, listed and revocable like any
+ * other (the app, never answered, starts a new flow). `gone`: nothing to grant; `limit`: the user has 50 app
+ * passwords; `frozen`: the user's bucket is being moved (a password written now could be left behind), try
+ * again shortly. Nothing is written in those three cases.
  */
 export async function grantLoginFlow(
-  flowDb: Database,
-  userDb: Database,
+  routing: ShardRouting,
   userId: string,
   loginId: string,
   now: number,
 ): Promise<GrantResult> {
   if (!FLOW_SECRET.test(loginId)) return { kind: "gone" };
+  const userShard = await shardOfUser(routing, userId);
+  if (userShard.frozen) return { kind: "frozen" };
+  const userDb = database(userShard.database.withSession("first-primary"));
+  const flowDb = loginFlowDatabase(routing);
   const loginHash = await secretHash(loginId);
   const flow = await findPendingLoginFlow(flowDb, loginHash, now);
   const pollKey = flow && (await unseal(await derivedKey(loginId, LOGIN_KEY), flow.sealed, loginHash));
@@ -137,9 +146,9 @@ export async function grantLoginFlow(
 }
 
 /** `Deny`: the flow ends, and its polls answer as for an unknown one; false when it was not pending. */
-export async function denyLoginFlow(db: Database, loginId: string): Promise<boolean> {
+export async function denyLoginFlow(routing: ShardRouting, loginId: string): Promise<boolean> {
   if (!FLOW_SECRET.test(loginId)) return false;
-  return denyStoredFlow(db, await secretHash(loginId));
+  return denyStoredFlow(loginFlowDatabase(routing), await secretHash(loginId));
 }
 
 /** A poll's token with its hash (what the poll limit counts by); undefined for text no flow could have. */
@@ -153,11 +162,11 @@ export async function pollToken(token: string | null): Promise<{ token: string; 
  * undefined while it waits, and once it is collected, denied, expired or unknown.
  */
 export async function collectGrant(
-  db: Database,
+  routing: ShardRouting,
   poll: { token: string; hash: string },
   now: number,
 ): Promise<{ loginName: string; appPassword: string } | undefined> {
-  const grant = await collectLoginFlowGrant(db, poll.hash, now);
+  const grant = await collectLoginFlowGrant(loginFlowDatabase(routing), poll.hash, now);
   if (!grant) return undefined;
   const password = await unseal(await derivedKey(poll.token, POLL_KEY), grant.sealed, grant.loginName);
   return password && { loginName: grant.loginName, appPassword: new TextDecoder().decode(password) };

@@ -14,7 +14,7 @@ import { absoluteUrl } from "../jsonapi";
 import { MAX_BODY_BYTES } from "../limits";
 import { failureKeyOf } from "../middleware/auth-failures";
 import { tooManyRequests } from "../middleware/rate-limit";
-import { appNameOf, collectGrant, loginFlowDatabase, pollToken, startLoginFlow } from "../nextcloud/login-flow";
+import { appNameOf, collectGrant, pollToken, startLoginFlow } from "../nextcloud/login-flow";
 import {
   GPODDERSYNC_PATH,
   LOGIN_FLOW_PATH,
@@ -45,7 +45,7 @@ export const nextcloudRoutes = new Hono<AppEnv>()
   .post(LOGIN_FLOW_PATH, async (c) => {
     const { success } = await c.env.LOGIN_FLOW_RATE_LIMITER.limit({ key: failureKeyOf(c) });
     if (!success) throw tooManyRequests("Too many sign-ins were started from this address; retry after Retry-After.");
-    const { token, loginId } = await startLoginFlow(loginFlowDatabase(shardRouting(c.env)), {
+    const { token, loginId } = await startLoginFlow(shardRouting(c.env), {
       appName: appNameOf(c.req.header("User-Agent")),
       startedFrom: c.req.header("CF-Connecting-IP") ?? "unknown",
       now: Date.now(),
@@ -65,7 +65,7 @@ export const nextcloudRoutes = new Hono<AppEnv>()
     if (!poll) return notGranted(c);
     const { success } = await c.env.LOGIN_POLL_RATE_LIMITER.limit({ key: poll.hash });
     if (!success) throw tooManyRequests("This sign-in was polled too often; poll at most once a second.");
-    const granted = await collectGrant(loginFlowDatabase(shardRouting(c.env)), poll, Date.now());
+    const granted = await collectGrant(shardRouting(c.env), poll, Date.now());
     if (!granted) return notGranted(c);
     return json(c, { server: absoluteUrl(c, ""), ...granted });
   })
