@@ -8,7 +8,8 @@ import { Provider } from "oidc-provider";
 
 /** The development client of `npm run dev`: public (no secret), PKCE alone. */
 export const DEV_CLIENT_ID = "podcast-sync-dev";
-const MAX_USER_NAME = 255;
+/** Longer than a user id may be (255), so the tests can show the worker refusing such a `sub`. */
+const MAX_USER_NAME = 1000;
 
 /** An RS256 signing key as the provider takes it (private JWK with `kid`). */
 export function signingKey(kid = "dev-signing-key") {

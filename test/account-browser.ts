@@ -18,6 +18,8 @@ export function signInBindings(overrides: Partial<Bindings> = {}): Partial<Bindi
 export class Browser {
   /** Cookies by origin, then name. */
   readonly cookies = new Map<string, Map<string, string>>();
+  /** Headers every request to the worker carries (an address in `CF-Connecting-IP`, say). */
+  workerHeaders: Record<string, string> = {};
 
   constructor(
     readonly bindings: Partial<Bindings> = signInBindings(),
@@ -53,6 +55,8 @@ export class Browser {
   async request(url: string, init: RequestInit = {}): Promise<Response> {
     const target = new URL(url, this.origin);
     const headers = new Headers(init.headers);
+    if (target.origin === this.origin)
+      for (const [name, value] of Object.entries(this.workerHeaders)) headers.set(name, value);
     const jar = this.cookies.get(target.origin);
     if (jar && jar.size > 0 && !headers.has("Cookie")) {
       headers.set("Cookie", [...jar].map(([name, value]) => `${name}=${value}`).join("; "));
@@ -105,15 +109,21 @@ export class Browser {
     return this.authorizeFrom(start.headers.get("Location") as string, userName);
   }
 
-  /** Signs in at the provider from its authorization URL; answers the callback URL it redirects to. */
-  async authorizeFrom(authorizationUrl: string, userName: string): Promise<string> {
+  /**
+   * Signs in at the provider from its authorization URL (or presses its `Cancel` when `userName` is undefined);
+   * answers the callback URL it redirects to.
+   */
+  async authorizeFrom(authorizationUrl: string, userName: string | undefined): Promise<string> {
     const form = await this.follow(authorizationUrl, {}, true);
+    // Still signed in at the provider (an earlier sign-in of this browser): straight back to the callback.
+    if (new URL(form.url).pathname === "/account/callback") return form.url;
     const action = /action="([^"]*\/login)"/.exec(await form.response.text())?.[1];
     if (!action) throw new Error(`the provider showed no sign-in form at ${form.url}`);
-    const login = await this.request(new URL(action, form.url).href, {
+    const target = userName === undefined ? action.replace(/\/login$/, "/abort") : action;
+    const login = await this.request(new URL(target, form.url).href, {
       method: "POST",
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ login: userName }).toString(),
+      body: new URLSearchParams({ login: userName ?? "" }).toString(),
     });
     const done = await this.follow(new URL(login.headers.get("Location") as string, form.url).href, {}, true);
     if (new URL(done.url).pathname !== "/account/callback") throw new Error(`no callback: ${done.response.status}`);

@@ -11,7 +11,11 @@ import {
 } from "../scripts/dev-oidc-provider.mjs";
 
 /** The origin the suite's requests go to (test/helpers.ts ORIGIN). */
-const REDIRECT_URIS = ["https://api.example.test/account/callback", "https://pages.example.test/account/callback"];
+const REDIRECT_URIS = [
+  "https://api.example.test/account/callback",
+  "https://pages.example.test/account/callback",
+  "http://local.example.test/account/callback",
+];
 export const CONFIDENTIAL_CLIENT = { id: "podcast-sync-confidential", secret: "confidential-client-secret-for-tests" };
 
 const clients = [

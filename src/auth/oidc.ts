@@ -141,9 +141,9 @@ async function authorizationServer(settings: OidcSettings, now = Date.now()): Pr
     server = await oauth.processDiscoveryResponse(settings.issuer, response);
   } catch (err) {
     throw issuerUnavailable(
-      isNetworkFailure(err)
-        ? "The identity provider could not be reached. Nothing was changed; try again in a moment."
-        : "The identity provider's discovery document is not usable. Nothing was changed; try again later.",
+      err instanceof oauth.OperationProcessingError
+        ? "The identity provider's discovery document is not usable. Nothing was changed; try again later."
+        : "The identity provider could not be reached. Nothing was changed; try again in a moment.",
     );
   }
   if (!server.authorization_endpoint || !server.token_endpoint || !server.jwks_uri) {
@@ -207,6 +207,10 @@ function failureOf(err: unknown): SignInFailed {
   }
   if (err instanceof oauth.ResponseBodyError) {
     return new SignInFailed(`The identity provider refused the sign-in code (${err.error}).`);
+  }
+  if (err instanceof oauth.WWWAuthenticateChallengeError) {
+    const error = err.cause.map((challenge) => challenge.parameters.error).find(Boolean) ?? `status ${err.status}`;
+    return new SignInFailed(`The identity provider refused the sign-in code (${error}).`);
   }
   if (err instanceof oauth.OperationProcessingError || err instanceof oauth.UnsupportedOperationError) {
     return new SignInFailed(`The identity provider's answer failed a check: ${err.message}.`);
