@@ -54,7 +54,7 @@ async function seriousViolations(context: BrowserContext, path: string) {
   await page.addScriptTag({ content: readFileSync(AXE, "utf8") });
   const violations = await page.evaluate(async () => {
     const axe = (
-      window as unknown as {
+      globalThis as unknown as {
         axe: { run: () => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
       }
     ).axe;
@@ -189,7 +189,7 @@ describe.skipIf(skipReason !== undefined)("the account pages in Chromium, JavaSc
     await connect.addScriptTag({ content: readFileSync(AXE, "utf8") });
     const connectViolations = await connect.evaluate(async () => {
       const axe = (
-        window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string }[] }> } }
+        globalThis as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string }[] }> } }
       ).axe;
       return (await axe.run()).violations
         .filter((v) => v.impact === "serious" || v.impact === "critical")
