@@ -41,6 +41,8 @@ const suite = {
   testTimeout: 60_000,
   // recorded-responses: every response the suite receives is checked against the OpenAPI document.
   setupFiles: ["./test/apply-migrations.ts", "./test/recorded-responses.ts"],
+  // The local OpenID Connect providers the account pages sign in with (docs/API.md §16).
+  globalSetup: ["./test/oidc-providers.global-setup.mjs"],
   onConsoleLog: (line: string) => showRequestLogs || !isRequestLog(line),
 };
 
