@@ -1,7 +1,6 @@
 import { gpodderUsername } from "../auth/gpodder-username";
 import { derivedKey, seal, unseal } from "../auth/sealed-secrets";
 import { randomSecret, secretHash } from "../auth/secrets";
-import { deleteAppPassword } from "../db/app-passwords";
 import { type Database, database } from "../db/database";
 import {
   collectLoginFlowGrant,
@@ -10,7 +9,7 @@ import {
   grantLoginFlow as grantStoredFlow,
   startLoginFlow as storeNewFlow,
 } from "../db/login-flows";
-import { mintAppPassword } from "../resources/app-password";
+import { mintAppPassword, revokeAppPassword } from "../resources/app-password";
 import { type ShardRouting, shardOfBucket, shardOfUser } from "../shards";
 
 /**
@@ -134,12 +133,12 @@ export async function grantLoginFlow(
   const flow = await findPendingLoginFlow(flowDb, loginHash, now);
   const pollKey = flow && (await unseal(await derivedKey(loginId, LOGIN_KEY), flow.sealed, loginHash));
   if (!flow || !pollKey) return { kind: "gone" };
-  const minted = await mintAppPassword(userDb, userId, flow.appName, now);
+  const minted = await mintAppPassword(userDb, userId, flow.appName);
   if (minted.kind === "limit") return minted;
   const loginName = await gpodderUsername(userId);
   const sealed = await seal(pollKey, new TextEncoder().encode(minted.password), loginName);
   if (!(await grantStoredFlow(flowDb, loginHash, { loginName, sealed }, now))) {
-    await deleteAppPassword(userDb, userId, minted.appPassword.id);
+    await revokeAppPassword(userDb, userId, minted.appPassword.id);
     return { kind: "gone" };
   }
   return { kind: "granted", appPasswordId: minted.appPassword.id, appName: flow.appName };

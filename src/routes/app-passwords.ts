@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import * as z from "zod";
-import { verifiedCredentials } from "../auth/verified-credentials";
-import { deleteAppPassword, findAppPassword, listAppPasswords } from "../db/app-passwords";
+import { findAppPassword, listAppPasswords } from "../db/app-passwords";
 import type { AppEnv } from "../env";
 import { ApiError, absoluteUrl, dataDocument, respond } from "../jsonapi";
 import { jsonBody } from "../middleware/json-body";
@@ -13,6 +12,7 @@ import {
   appPasswordPath,
   mintAppPassword,
   parseNewAppPassword,
+  revokeAppPassword,
   toAppPasswordResource,
 } from "../resources/app-password";
 
@@ -27,7 +27,7 @@ export const appPasswordRoutes = new Hono<AppEnv>()
   // Mint one: the password is in this answer only; only its hash is stored.
   .post("/", jsonApi, noQueryParameters, anyJson, async (c) => {
     const label = parseNewAppPassword(c.req.valid("json"));
-    const result = await mintAppPassword(c.get("db"), c.get("userId"), label, Date.now());
+    const result = await mintAppPassword(c.get("db"), c.get("userId"), label);
     if (result.kind === "limit") throw appPasswordLimitReached();
     return respond(c, dataDocument(toAppPasswordResource(result.appPassword, result.password)), 201, {
       Location: absoluteUrl(c, appPasswordPath(result.appPassword.id)),
@@ -53,9 +53,6 @@ export const appPasswordRoutes = new Hono<AppEnv>()
 
   // Revoke: the password and every session opened with it stop working (here at once, everywhere within 60 s).
   .delete("/:id", jsonApi, noQueryParameters, async (c) => {
-    const userId = c.get("userId");
-    const id = c.req.param("id");
-    if (!(await deleteAppPassword(c.get("db"), userId, id))) throw appPasswordNotFound();
-    verifiedCredentials.forget((entry) => entry.userId === userId && entry.appPasswordId === id);
+    if (!(await revokeAppPassword(c.get("db"), c.get("userId"), c.req.param("id")))) throw appPasswordNotFound();
     return c.body(null, 204);
   });
