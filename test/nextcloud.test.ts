@@ -17,7 +17,8 @@ import { as, type Bindings, type Caller, databaseFor, ORIGIN, runCron, send, sub
 const LOGIN = "/index.php/login/v2";
 const POLL = "/index.php/login/v2/poll";
 const SYNC = "/index.php/apps/gpoddersync";
-const ANTENNAPOD = "AntennaPod/3.7.0 (Linux; Android 14) okhttp/4.12.0";
+/** What AntennaPod sends on every request (net/common UserAgentInterceptor: "AntennaPod/" + its version). */
+const ANTENNAPOD = "AntennaPod/3.7.0";
 const SECRET = /^[A-Za-z0-9_-]{43}$/;
 
 interface StartedFlow {
