@@ -5,12 +5,14 @@ import { d1Session, shardConfiguration } from "./middleware/d1-session";
 import { onError, onNotFound } from "./middleware/errors";
 import { limitPerUser } from "./middleware/rate-limit";
 import { requestFrame } from "./middleware/request-frame";
+import { pageRoutes } from "./pages/routes";
 import { scheduled } from "./retention";
 import { accountRoutes } from "./routes/account";
 import { appPasswordRoutes } from "./routes/app-passwords";
 import { episodeRoutes } from "./routes/episodes";
 import { extensionRoutes } from "./routes/extensions";
 import { gpodderRoutes } from "./routes/gpodder";
+import { nextcloudRoutes } from "./routes/nextcloud";
 import { operationRoutes } from "./routes/operations";
 import { opmlRoutes } from "./routes/opml";
 import { statusRoutes } from "./routes/status";
@@ -29,8 +31,12 @@ app.route("/v1/app-passwords", appPasswordRoutes);
 app.route("/v1/account", accountRoutes);
 app.route("/ext", extensionRoutes);
 app.route("/status", statusRoutes);
+// The pages for people (docs/API.md §16): the home page and the account pages, with their own sessions.
+app.route("/", pageRoutes);
 // The gpodder.net API (docs/API.md §14): its own authentication (app passwords), per route.
 app.route("/", gpodderRoutes);
+// Nextcloud's Login Flow v2 and the gpoddersync app's API (docs/API.md §17), on the gpodder.net API's data.
+app.route("/", nextcloudRoutes);
 
 app.notFound(onNotFound);
 app.onError(onError);

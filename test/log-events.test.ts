@@ -268,6 +268,7 @@ describe("log events", () => {
         "event",
         "failedDatabases",
         "level",
+        "loginFlows",
         "purgedUsers",
         "scheduledTime",
         "urlKeys",
@@ -285,6 +286,7 @@ describe("log events", () => {
     expect(purged?.users).toBeGreaterThanOrEqual(1);
     expect(runs[0].purgedUsers).toBe(perDatabase.reduce((sum, line) => sum + Number(line.users), 0));
     expect(runs[0].urlKeys).toBe(perDatabase.reduce((sum, line) => sum + Number(line.urlKeys), 0));
+    expect(runs[0].loginFlows).toBe(perDatabase.reduce((sum, line) => sum + Number(line.loginFlows), 0));
     expect(lines.filter((line) => !["tombstone_retention", "cron_run"].includes(line.event))).toEqual([]);
   });
 

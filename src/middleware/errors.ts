@@ -4,23 +4,34 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { DatabaseError } from "../db/database";
 import type { AppEnv } from "../env";
 import { ApiError, type ErrorObject, errorDocument, type ProblemInit, respond, toErrorObject } from "../jsonapi";
+import { pageErrorResponse } from "../pages/error-page";
+import { isPagePath } from "../pages/paths";
 import { BODY_TOO_LARGE, MALFORMED_JSON } from "../request-body";
-import { ShardConfigError } from "../shards";
+import { ShardConfigError, shardOfUser, shardRouting } from "../shards";
+import { FrozenForMove } from "./d1-session";
 
 /** Statuses Hono's own middleware raise (body limit, JSON validator), as the same JSON:API errors as ours. */
 const httpExceptionProblems: Record<number, ProblemInit> = { 400: MALFORMED_JSON, 413: BODY_TOO_LARGE };
 
-/** The gpodder.net API's paths (docs/API.md §14): their errors are `{"error": <text>}`, not JSON:API documents. */
+/**
+ * The gpodder.net API's paths (docs/API.md §14) and the Nextcloud ones (§17): their errors are
+ * `{"error": <text>}`, not JSON:API documents.
+ */
 export function isGpodderPath(path: string): boolean {
-  return path.startsWith("/api/") || path.startsWith("/subscriptions/");
+  return path.startsWith("/api/") || path.startsWith("/subscriptions/") || path.startsWith("/index.php/");
 }
 
+/**
+ * The error answer in the dialect of the path: an HTML page on the pages for people (docs/API.md §16), `{"error"}`
+ * on the gpodder paths, a JSON:API error document everywhere else.
+ */
 export function errorResponse(
   c: Context<AppEnv>,
   status: number,
   errors: ErrorObject[],
   headers: Record<string, string> = {},
-): Response {
+): Response | Promise<Response> {
+  if (isPagePath(c.req.path)) return pageErrorResponse(c, status, errors, headers);
   if (isGpodderPath(c.req.path)) {
     const error = errors.map((e) => e.detail).join(" ");
     return c.body(JSON.stringify({ error }), status as ContentfulStatusCode, {
@@ -31,8 +42,28 @@ export function errorResponse(
   return respond(c, errorDocument(errors), status as ContentfulStatusCode, headers);
 }
 
+/**
+ * A write refused during a bucket move, logged once (docs/README-ops.md, "What to watch"): where it was refused
+ * names the shard, or the signed-in user's is looked up (a digest this isolate already holds).
+ */
+async function frozenWriteResponse(c: Context<AppEnv>, err: FrozenForMove): Promise<Response> {
+  const userId = c.get("userId");
+  const shard = err.shard ?? (userId ? await shardOfUser(c.get("shards") ?? shardRouting(c.env), userId) : undefined);
+  console.warn(
+    JSON.stringify({
+      level: "warn",
+      event: "shard_frozen",
+      requestId: c.get("requestId"),
+      database: shard?.name ?? null,
+      bucket: shard?.bucket ?? null,
+    }),
+  );
+  return errorResponse(c, err.status, err.errors, err.headers);
+}
+
 /** The one place where failures become responses. */
 export const onError: ErrorHandler<AppEnv> = (err, c) => {
+  if (err instanceof FrozenForMove) return frozenWriteResponse(c, err);
   if (err instanceof ApiError) return errorResponse(c, err.status, err.errors, err.headers);
 
   if (err instanceof HTTPException && httpExceptionProblems[err.status]) {
@@ -85,7 +116,7 @@ export const onNotFound: NotFoundHandler<AppEnv> = (c) =>
     toErrorObject({ status: 404, title: "Not found", detail: `No resource lives at ${c.req.path}.` }),
   ]);
 
-export function methodNotAllowedResponse(c: Context<AppEnv>, methods: string[]): Response {
+export function methodNotAllowedResponse(c: Context<AppEnv>, methods: string[]): Response | Promise<Response> {
   const allow = methods.join(", ");
   return errorResponse(
     c,
