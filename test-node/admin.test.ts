@@ -214,7 +214,7 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
         inspector: false,
         watch: false,
         persist: shardState,
-        logLevel: "warn",
+        logLevel: process.env.TEST_LOGS === "1" ? "log" : "error",
       },
     });
     await worker.ready;

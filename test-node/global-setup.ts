@@ -58,7 +58,9 @@ export default async function setup(project: TestProject) {
       inspector: false,
       watch: false,
       persist,
-      logLevel: "warn",
+      // The worker's warn events (a failed credential, say) would bury the report, as its request lines would:
+      // errors only, unless TEST_LOGS=1 (vitest.config.ts hides the same in the workerd suite).
+      logLevel: process.env.TEST_LOGS === "1" ? "log" : "error",
     },
   });
   await worker.ready;
