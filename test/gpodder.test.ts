@@ -319,6 +319,41 @@ describe("gpodder devices", () => {
     const sync = await client.get(`/api/2/sync-devices/${u}.json`);
     expect(await sync.json()).toEqual({ synchronized: [["laptop", "phone"]], "not-synchronized": [] });
   });
+
+  it("takes captions of at most 100 characters free of the characters URLs refuse (400 otherwise, nothing stored)", async () => {
+    const user = await as("gp-device-captions");
+    const credentials = await mint(user);
+    const client = gpodder(credentials);
+    const u = credentials.username;
+    // 100 characters, one of them outside the BMP (two UTF-16 code units): accepted.
+    const longest = `${"\u{1F3A7}"}${"c".repeat(99)}`;
+    expect((await client.post(`/api/2/devices/${u}/phone.json`, { caption: longest })).status).toBe(200);
+    for (const caption of ["c".repeat(101), "x".repeat(1_000_000), "my\u202ephone", "tab\there", "\u{E0041}"]) {
+      const refused = await client.post(`/api/2/devices/${u}/phone.json`, { caption });
+      expect(refused.status, JSON.stringify(caption.slice(0, 20))).toBe(400);
+      expect(await refused.json()).toEqual({ error: expect.stringContaining("caption") });
+    }
+    // A new device with a refused caption is not created either.
+    expect((await client.post(`/api/2/devices/${u}/laptop.json`, { caption: "c".repeat(101) })).status).toBe(400);
+    expect(await (await client.get(`/api/2/devices/${u}.json`)).json()).toEqual([
+      { id: "phone", caption: longest, type: "other", subscriptions: 0 },
+    ]);
+  });
+
+  it("sync-devices reads the device ids only, never their captions", async () => {
+    const credentials = await mint(await as("gp-sync-devices-ids"));
+    const { bindings, totals, reset } = await meteredDatabaseOf("gp-sync-devices-ids");
+    const client = gpodder(credentials, bindings);
+    const u = credentials.username;
+    for (const id of ["b-phone", "a-laptop"]) {
+      expect((await client.post(`/api/2/devices/${u}/${id}.json`, { caption: "c".repeat(100) })).status).toBe(200);
+    }
+    reset();
+    const sync = await client.get(`/api/2/sync-devices/${u}.json`);
+    expect(await sync.json()).toEqual({ synchronized: [["b-phone", "a-laptop"]], "not-synchronized": [] });
+    expect(totals.statements.length).toBe(1);
+    expect(totals.statements[0].sql).not.toMatch(/caption/);
+  });
 });
 
 describe("gpodder subscriptions", () => {
@@ -620,6 +655,7 @@ describe("gpodder statements", () => {
     const cookie = sessionCookie(await client.post(`/api/2/auth/${u}/login.json`));
     await withCookie(`/api/2/devices/${u}.json`, cookie, "GET", meter.bindings);
     await client.post(`/api/2/devices/${u}/dev.json`, { caption: "x" });
+    await client.get(`/api/2/sync-devices/${u}.json`);
     await client.post(`/api/2/subscriptions/${u}/dev.json`, {
       add: ["https://plans.example.com/a"],
       remove: [feed.feedUrl],

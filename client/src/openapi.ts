@@ -2274,8 +2274,10 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": {
+          /** @description At most 100 characters, none of the code points URLs refuse (docs/API.md §15). */
           caption?: string;
-          type?: string;
+          /** @enum {unknown} */
+          type?: "desktop" | "laptop" | "mobile" | "server" | "other";
         };
       };
     };

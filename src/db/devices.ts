@@ -36,6 +36,10 @@ const listStatement = statement(sql`
     coalesce((SELECT ${stats.activeCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) AS subscriptions
   FROM ${d} WHERE ${d.userId} = ${userId} ORDER BY ${d.createdAt}, ${d.deviceId}`);
 
+/** The ids alone, in the list's order: what sync-devices answers, without the captions. */
+const idsStatement = statement(sql`
+  SELECT ${d.deviceId} AS id FROM ${d} WHERE ${d.userId} = ${userId} ORDER BY ${d.createdAt}, ${d.deviceId}`);
+
 /** The statement that creates or updates a device (for a batch that creates the devices it names). */
 export function deviceStatement(
   db: Database,
@@ -69,4 +73,14 @@ export async function listDevices(db: Database, user: string): Promise<StoredDev
   return results;
 }
 
-export const deviceStatements: Record<string, Statement> = { upsert: upsertStatement, list: listStatement };
+/** The ids of the user's devices, oldest first. */
+export async function listDeviceIds(db: Database, user: string): Promise<string[]> {
+  const { results } = await call(() => idsStatement.bind(db, { userId: user }).all<{ id: string }>());
+  return results.map((row) => row.id);
+}
+
+export const deviceStatements: Record<string, Statement> = {
+  upsert: upsertStatement,
+  list: listStatement,
+  ids: idsStatement,
+};

@@ -1,3 +1,4 @@
+import { DEVICE_TYPES } from "../gpodder/protocol";
 import type { Json } from "../openapi/components";
 
 /**
@@ -118,7 +119,7 @@ export const gpodderPaths: Record<string, Json> = {
             properties: {
               id: { type: "string" },
               caption: { type: "string" },
-              type: { enum: ["desktop", "laptop", "mobile", "server", "other"] },
+              type: { enum: DEVICE_TYPES },
               subscriptions: { type: "integer" },
             },
           },
@@ -137,7 +138,14 @@ export const gpodderPaths: Record<string, Json> = {
         parameters: [username, file("`<deviceid>.json`")],
         requestBody: jsonBody({
           type: "object",
-          properties: { caption: { type: "string" }, type: { type: "string" } },
+          properties: {
+            caption: {
+              type: "string",
+              maxLength: 100,
+              description: "At most 100 characters, none of the code points URLs refuse (docs/API.md §15).",
+            },
+            type: { enum: DEVICE_TYPES },
+          },
         }),
       },
     ),

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { Hono } from "hono";
 import { verifiedCredentials } from "../auth/verified-credentials";
 import { endSession } from "../db/app-passwords";
-import { listDevices, saveDevice } from "../db/devices";
+import { listDeviceIds, listDevices, saveDevice } from "../db/devices";
 import {
   type EpisodeState,
   episodeChangePages,
@@ -17,7 +17,7 @@ import {
 import { activeFeedPages } from "../db/opml";
 import { keyUserUrls } from "../db/retention";
 import type { AppEnv } from "../env";
-import { deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
+import { checkCaption, deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
 import {
   type EpisodeAction,
   parseEpisodeAction,
@@ -221,8 +221,9 @@ export const gpodderRoutes = new Hono<AppEnv>()
     if (!DEVICE_ID.test(deviceId)) throw badRequest("The device id must match [A-Za-z0-9_.-]{1,64}.");
     const body = await jsonRequestBody(c);
     if (body === null || typeof body !== "object" || Array.isArray(body)) throw badRequest("Send a JSON object.");
-    const { caption, type } = body as Record<string, unknown>;
-    if (caption !== undefined && typeof caption !== "string") throw badRequest("caption must be a string.");
+    const fields = body as Record<string, unknown>;
+    const caption = checkCaption(fields.caption);
+    const { type } = fields;
     if (type !== undefined && !DEVICE_TYPES.includes(type as (typeof DEVICE_TYPES)[number])) {
       throw badRequest(`type must be one of ${DEVICE_TYPES.join(", ")}.`);
     }
@@ -242,7 +243,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
   // One sync group per user: every device is synchronized with every other.
   .on(["GET", "POST"], "/api/2/sync-devices/:file", signedIn, async (c) => {
     checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
-    const ids = (await listDevices(c.get("db"), c.get("userId"))).map((device) => device.id);
+    const ids = await listDeviceIds(c.get("db"), c.get("userId"));
     return json(c, { synchronized: ids.length === 0 ? [] : [ids], "not-synchronized": [] });
   })
 
