@@ -187,6 +187,65 @@ describe("the storage budget: 8 MiB of URL text per user (docs/API.md §15)", ()
   }, 60_000);
 });
 
+describe("near the budget, listening still saves: a write that does not grow the URL text is never refused (docs/API.md §13, §15)", () => {
+  it("position-only and played-only PATCH, bulk update, a POST merge and an itemGuid set to null, with 100 bytes left", async () => {
+    const userId = "budget-listening";
+    const user = await as(userId);
+    const id = crypto.randomUUID();
+    const episode = (attributes: Record<string, unknown>) => ({
+      data: {
+        type: "episode",
+        id,
+        attributes,
+        relationships: { subscription: { data: { type: "subscription", id: FEED } } },
+      },
+    });
+    // A state whose URL text (2 000 + 500 bytes) is far more than the room left.
+    const mediaUrl = urlOf(2000);
+    const created = await user.post("/v1/episodes", episode({ mediaUrl, itemGuid: "g".repeat(500) }));
+    expect(created.status).toBe(201);
+    // A subscription tombstone the budget could purge: a write that needs no room must leave it.
+    const gone = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(gone.guid, gone.feedUrl));
+    await user.delete(`/v1/subscriptions/${gone.guid}`);
+    const db = await databaseFor(userId);
+    await db
+      .prepare("UPDATE user_stats SET url_bytes = ? WHERE user_id = ?")
+      .bind(MAX_URL_BYTES - 100, userId)
+      .run();
+    let second = 0;
+    const changedAt = () => new Date(Date.UTC(2030, 0, 1, 0, 0, ++second)).toISOString();
+    const patch = (attributes: Record<string, unknown>) =>
+      user.patch(`/v1/episodes/${id}`, { data: { type: "episode", id, attributes } });
+
+    expect((await patch({ position: 60, changedAt: changedAt() })).status).toBe(200);
+    expect((await patch({ played: true, changedAt: changedAt() })).status).toBe(200);
+    const bulk = (await (
+      await user.operations({
+        "atomic:operations": [
+          { op: "update", data: { type: "episode", id, attributes: { position: 90, changedAt: changedAt() } } },
+        ],
+      })
+    ).json()) as Results;
+    expect(bulk["atomic:results"][0].errors).toBeUndefined();
+    expect((await user.post("/v1/episodes", episode({ mediaUrl, position: 120, changedAt: changedAt() }))).status).toBe(
+      200,
+    );
+    // Setting itemGuid to null frees 500 bytes.
+    const freed = await patch({ itemGuid: null });
+    expect(freed.status).toBe(200);
+    expect(((await freed.json()) as { data: { attributes: unknown } }).data.attributes).toMatchObject({
+      itemGuid: null,
+      position: 120,
+      played: true,
+    });
+    expect((await stats(userId))?.url_bytes).toBe(MAX_URL_BYTES - 100 - 500);
+    expect(await rowCount(userId, "subscriptions", "unsubscribed_at IS NOT NULL")).toBe(1);
+    // A write that grows the text past the room is still refused.
+    expect((await patch({ itemGuid: "h".repeat(1024) })).status).toBe(403);
+  });
+});
+
 describe("tombstones are recycled at the count quotas, never a lockout (docs/API.md §15)", () => {
   it("subscriptions: the oldest tombstones make room; 410 only for tokens below the purged ones", async () => {
     const userId = "recycle-subscriptions";

@@ -1481,6 +1481,15 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      /** @description A new `mediaUrl` or `itemGuid` would grow the user's URL text past the storage budget even after purging every unsubscription. A merge that does not grow the text (position, played, duration, a shorter or null text) is never refused. */
+      403: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
+        content: {
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+        };
+      };
       404: components["responses"]["EpisodeNotFound"];
       405: components["responses"]["MethodNotAllowed"];
       406: components["responses"]["NotAcceptable"];

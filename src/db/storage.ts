@@ -55,7 +55,9 @@ export const episodeTombstones: TombstoneTable = {
   id: e.id,
   changeSeq: e.changeSeq,
   deletedAt: e.deletedAt,
-  bytes: sql`${storedUrlBytes(MEDIA_URL, "episodes")} + ${storedUrlBytes(ITEM_GUID, "episodes")}`,
+  // Parenthesised: it is subtracted (a merge's growth is what it stores after minus this), and without them
+  // `a - b + c` counted the itemGuid twice, refusing position-only writes near the budget.
+  bytes: sql`(${storedUrlBytes(MEDIA_URL, "episodes")} + ${storedUrlBytes(ITEM_GUID, "episodes")})`,
   horizon: stats.episodeHorizon,
   version: stats.episodeVersion,
 };

@@ -320,6 +320,12 @@ export const episodePaths: Record<string, Json> = {
             malformed: example("Body is not JSON", exampleErrors(malformedJson)),
           }),
         },
+        "403": {
+          description:
+            "A new `mediaUrl` or `itemGuid` would grow the user's URL text past the storage budget even after purging every unsubscription. A merge that does not grow the text (position, played, duration, a shorter or null text) is never refused.",
+          headers: v1Headers,
+          content: errorContent({ storage: example("Storage limit reached", exampleErrors(storageLimitReached())) }),
+        },
         "404": responseRef("EpisodeNotFound"),
         "409": {
           description:
