@@ -8,7 +8,7 @@ import {
   toEpisodeOperation,
 } from "../src/gpodder/episode-actions";
 import { uuidV5 } from "../src/podcast-guid";
-import { as, type Caller, ORIGIN, send, subscriptionDocument } from "./helpers";
+import { as, type Caller, databaseFor, ORIGIN, send, subscriptionDocument } from "./helpers";
 
 /** An action that must parse (the tests of invalid ones call parseEpisodeAction directly). */
 function valid(raw: unknown) {
@@ -271,6 +271,68 @@ describe("episode actions through both APIs", () => {
       )
     ).json()) as { actions: unknown[] };
     expect(filtered.actions).toEqual([]);
+  });
+
+  it("a late play with an older timestamp changes no fact, takes no change number and reaches no device", async () => {
+    const user = await as("gp-episodes-late");
+    const { username, request } = await gpodderClient(user);
+    const feed = { guid: crypto.randomUUID(), feedUrl: "https://late.example.com/feed.xml" };
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const episodes = Array.from({ length: 300 }, (_, i) => `https://cdn.late.example.com/${i}.mp3`);
+    const play = (episode: string, timestamp: string, position: number, total: number) => ({
+      podcast: feed.feedUrl,
+      episode,
+      action: "play",
+      timestamp,
+      started: 0,
+      position,
+      total,
+    });
+    // Finished on one device: 1 800 s of 1 800.
+    const finished = await request(
+      "POST",
+      `/api/2/episodes/${username}.json`,
+      episodes.map((episode) => play(episode, "2026-03-01T12:00:00", 1800, 1800)),
+    );
+    expect(finished.status).toBe(200);
+    const synced = (await (await request("GET", `/api/2/episodes/${username}.json?since=0`)).json()) as {
+      actions: unknown[];
+      timestamp: number;
+    };
+    expect(synced.actions).toHaveLength(300);
+    const version = async () =>
+      (
+        await (
+          await databaseFor("gp-episodes-late")
+        )
+          .prepare("SELECT episode_version AS v FROM user_stats WHERE user_id = ?")
+          .bind("gp-episodes-late")
+          .first<{ v: number }>()
+      )?.v;
+    const before = await version();
+    // Another device, offline since, uploads its older plays: a 3 600 s file (another encoding), 600 s in.
+    const late = await request(
+      "POST",
+      `/api/2/episodes/${username}.json`,
+      episodes.map((episode) => play(episode, "2026-03-01T11:00:00", 600, 3600)),
+    );
+    expect(late.status).toBe(200);
+    expect(await version()).toBe(before);
+    const id = await uuidV5(feed.guid, episodes[0]);
+    const stored = (await (await user.get(`/v1/episodes/${id}`)).json()) as { data: { attributes: object } };
+    expect(stored.data.attributes).toMatchObject({ duration: 1800, position: 1800, played: true });
+    const after = (await (
+      await request("GET", `/api/2/episodes/${username}.json?since=${synced.timestamp + 1}`)
+    ).json()) as { actions: unknown[] };
+    expect(after.actions).toEqual([]);
+    const all = (await (await request("GET", `/api/2/episodes/${username}.json?since=0`)).json()) as {
+      actions: Record<string, unknown>[];
+    };
+    expect(all.actions[0]).toMatchObject({ action: "play", started: 1800, position: 1800, total: 1800 });
+    // A later fact still applies: the same episode replayed later with its real length.
+    await request("POST", `/api/2/episodes/${username}.json`, [play(episodes[0], "2026-03-02T12:00:00", 60, 3600)]);
+    const replayed = (await (await user.get(`/v1/episodes/${id}`)).json()) as { data: { attributes: object } };
+    expect(replayed.data.attributes).toMatchObject({ duration: 3600, position: 60, played: true });
   });
 
   it("refuses a body that is not an array (400) and more than 1000 actions (413)", async () => {

@@ -52,7 +52,7 @@ export interface paths {
     get: operations["listEpisodeChanges"];
     /**
      * Save an episode's listening state (create or merge)
-     * @description Creates the state (201) or merges into it (200, whether or not anything changed). `position` and `played` each take a change only when its `changedAt` is strictly later than the stored one's (a retry or a late, older upload changes nothing); `mediaUrl`, `itemGuid` and `duration` replace the stored ones when sent. A forgotten state written again starts afresh (201). Send the body as `application/vnd.api+json`. Checks run in this order: body JSON, `data`, `type` (409 when not `episode`), `id` (400), `relationships.subscription.data` (400), the attributes (422). At most 50000 states per user, forgotten ones included (403).
+     * @description Creates the state (201) or merges into it (200, whether or not anything changed). `position` and `played` each take a change only when its `changedAt` is strictly later than the stored one's (a retry or a late, older upload changes nothing); `mediaUrl`, `itemGuid` and `duration` replace the stored ones when sent, except from a write whose `changedAt` is earlier than the later of the state's two change times (a late upload changes no fact). A write that changes nothing takes no change number. A forgotten state written again starts afresh (201). Send the body as `application/vnd.api+json`. Checks run in this order: body JSON, `data`, `type` (409 when not `episode`), `id` (400), `relationships.subscription.data` (400), the attributes (422). At most 50000 states per user, forgotten ones included (403).
      */
     post: operations["saveEpisodeState"];
   };
@@ -1248,7 +1248,7 @@ export interface operations {
   };
   /**
    * Save an episode's listening state (create or merge)
-   * @description Creates the state (201) or merges into it (200, whether or not anything changed). `position` and `played` each take a change only when its `changedAt` is strictly later than the stored one's (a retry or a late, older upload changes nothing); `mediaUrl`, `itemGuid` and `duration` replace the stored ones when sent. A forgotten state written again starts afresh (201). Send the body as `application/vnd.api+json`. Checks run in this order: body JSON, `data`, `type` (409 when not `episode`), `id` (400), `relationships.subscription.data` (400), the attributes (422). At most 50000 states per user, forgotten ones included (403).
+   * @description Creates the state (201) or merges into it (200, whether or not anything changed). `position` and `played` each take a change only when its `changedAt` is strictly later than the stored one's (a retry or a late, older upload changes nothing); `mediaUrl`, `itemGuid` and `duration` replace the stored ones when sent, except from a write whose `changedAt` is earlier than the later of the state's two change times (a late upload changes no fact). A write that changes nothing takes no change number. A forgotten state written again starts afresh (201). Send the body as `application/vnd.api+json`. Checks run in this order: body JSON, `data`, `type` (409 when not `episode`), `id` (400), `relationships.subscription.data` (400), the attributes (422). At most 50000 states per user, forgotten ones included (403).
    */
   saveEpisodeState: {
     parameters: {
