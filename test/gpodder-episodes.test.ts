@@ -119,6 +119,14 @@ describe("episode actions to episode states", () => {
       total: 60,
       timestamp: "2026-01-02T03:04:05",
     });
+    // A replay: the position changed after the state was played, and is below the duration.
+    const replay = { played: true, duration: 60, playedChangedAt: at, positionChangedAt: at + 1000 };
+    expect(tell({ ...replay, position: 20 })).toMatchObject({ action: "play", started: 0, position: 20, total: 60 });
+    expect(tell({ ...replay, position: 60 })).toMatchObject({ started: 60, position: 60, total: 60 });
+    expect(tell({ ...replay, position: 20, positionChangedAt: at - 1000 })).toMatchObject({
+      started: 60,
+      position: 60,
+    });
     const unknownLength = tell({ played: true, playedChangedAt: at });
     expect(unknownLength).toMatchObject({ action: "play" });
     expect(unknownLength).not.toHaveProperty("position");
@@ -333,6 +341,47 @@ describe("episode actions through both APIs", () => {
     await request("POST", `/api/2/episodes/${username}.json`, [play(episodes[0], "2026-03-02T12:00:00", 60, 3600)]);
     const replayed = (await (await user.get(`/v1/episodes/${id}`)).json()) as { data: { attributes: object } };
     expect(replayed.data.attributes).toMatchObject({ duration: 3600, position: 60, played: true });
+  });
+
+  it("a replay after a finish reaches gpodder apps with its place: started 0, the position, the duration", async () => {
+    const user = await as("gp-episodes-replay");
+    const { username, request } = await gpodderClient(user);
+    const feed = { guid: crypto.randomUUID(), feedUrl: "https://replay.example.com/feed.xml" };
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const play = (episode: string, timestamp: string, position: number) => ({
+      podcast: feed.feedUrl,
+      episode,
+      action: "play",
+      timestamp,
+      started: 0,
+      position,
+      total: 1800,
+    });
+    const [replayed, finished] = ["https://cdn.replay.example.com/1.mp3", "https://cdn.replay.example.com/2.mp3"];
+    await request("POST", `/api/2/episodes/${username}.json`, [
+      play(replayed, "2026-03-01T12:00:00", 1800),
+      play(finished, "2026-03-01T12:00:00", 1800),
+      // Listened again from the start on another device, the next day: 5 minutes in.
+      play(replayed, "2026-03-02T08:00:00", 300),
+    ]);
+    const state = (await (await user.get(`/v1/episodes/${await uuidV5(feed.guid, replayed)}`)).json()) as {
+      data: { attributes: object };
+    };
+    expect(state.data.attributes).toMatchObject({ played: true, position: 300, duration: 1800 });
+    const read = (await (await request("GET", `/api/2/episodes/${username}.json?since=0`)).json()) as {
+      actions: Record<string, unknown>[];
+    };
+    expect(read.actions).toEqual([
+      expect.objectContaining({ episode: finished, action: "play", started: 1800, position: 1800, total: 1800 }),
+      expect.objectContaining({
+        episode: replayed,
+        action: "play",
+        timestamp: "2026-03-02T08:00:00",
+        started: 0,
+        position: 300,
+        total: 1800,
+      }),
+    ]);
   });
 
   it("refuses a body that is not an array (400) and more than 1000 actions (413)", async () => {
