@@ -1,7 +1,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { bucketOfUsername, gpodderUsername } from "../src/auth/gpodder-username";
-import { appPasswordStatements } from "../src/db/app-passwords";
+import { secretHash } from "../src/auth/secrets";
+import { type VerifiedCredential, verifiedCredentials } from "../src/auth/verified-credentials";
+import { appPasswordStatements, revokeAllCredentials } from "../src/db/app-passwords";
 import { deviceStatements } from "../src/db/devices";
 import { gpodderStatements } from "../src/db/gpodder";
 import { podcastGuid, uuidV5 } from "../src/podcast-guid";
@@ -295,6 +297,161 @@ describe("gpodder authentication", () => {
     expect((await withCookie(path, cookie, "GET", bindings)).status).toBe(200);
     expect((await withCookie(path, cookie, "GET", bindings)).status).toBe(200);
     expect(calls()).toBe(3); // the first use of the session verifies it; the second is cached
+  });
+});
+
+/**
+ * The verified-credential cache entries of a Basic credential and a session cookie, as another isolate holds them
+ * (the isolate that erases or revokes forgets its own at once): read before, put back after.
+ */
+async function otherIsolateCache(credentials: { username: string; password: string }, cookie: string) {
+  const keys = [
+    `basic:${credentials.username}:${await secretHash(credentials.password)}`,
+    `session:${await secretHash(cookie.slice("sessionid=".length))}`,
+  ];
+  const entries = keys.map((key) => verifiedCredentials.get(key, Date.now()));
+  expect(entries.every((entry) => entry !== undefined)).toBe(true);
+  return {
+    keys,
+    restore: () =>
+      keys.forEach((key, index) => {
+        verifiedCredentials.set(key, entries[index] as VerifiedCredential, Date.now());
+      }),
+    cached: () => keys.map((key) => verifiedCredentials.get(key, Date.now()) !== undefined),
+  };
+}
+
+/** Every gpodder write, with Basic or the cookie: each must answer 401 once its credential is gone. */
+async function everyWrite(send: (method: string, path: string, body?: unknown) => Promise<Response>, u: string) {
+  const episode = { podcast: "https://gone.example.com/feed", episode: "https://gone.example.com/1.mp3" };
+  return [
+    await send("POST", `/api/2/subscriptions/${u}/phone.json`, { add: ["https://gone.example.com/a"] }),
+    await send("PUT", `/subscriptions/${u}/phone.json`, ["https://gone.example.com/b"]),
+    await send("POST", `/api/2/episodes/${u}.json`, [{ ...episode, action: "play", position: 5, device: "tv" }]),
+    await send("POST", `/api/2/devices/${u}/laptop.json`, { caption: "new" }),
+    // A path naming a device creates it: a write too.
+    await send("GET", `/api/2/subscriptions/${u}/desktop.json?since=0`),
+  ].map((response) => response.status);
+}
+
+async function storedRows(userId: string) {
+  const db = await databaseFor(userId);
+  const counts: Record<string, number> = {};
+  for (const table of ["subscriptions", "episodes", "devices", "gpodder_sessions"]) {
+    counts[table] =
+      (await db.prepare(`SELECT count(*) AS n FROM ${table} WHERE user_id = ?`).bind(userId).first<{ n: number }>())
+        ?.n ?? 0;
+  }
+  return counts;
+}
+
+describe("nothing lands after erasure or revocation, from any isolate (docs/API.md §15)", () => {
+  const withBasic =
+    (credentials: { username: string; password: string }) => (method: string, path: string, body?: unknown) =>
+      send(
+        new Request(`${ORIGIN}${path}`, {
+          method,
+          headers: { Authorization: basic(credentials.username, credentials.password) },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        }),
+      );
+  const withSession = (cookie: string) => (method: string, path: string, body?: unknown) =>
+    send(
+      new Request(`${ORIGIN}${path}`, {
+        method,
+        headers: { Cookie: cookie },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
+
+  it("after DELETE /v1/account, a cached Basic password and session cookie write nothing: 401, cache entry forgotten", async () => {
+    const userId = "gp-erased-writes";
+    const user = await as(userId);
+    const credentials = await mint(user);
+    const u = credentials.username;
+    const cookie = sessionCookie(await gpodder(credentials).post(`/api/2/auth/${u}/login.json`));
+    expect((await withCookie(`/api/2/devices/${u}.json`, cookie)).status).toBe(200);
+    const cache = await otherIsolateCache(credentials, cookie);
+
+    expect((await user.delete("/v1/account")).status).toBe(204);
+    cache.restore();
+    expect(await everyWrite(withBasic(credentials), u)).toEqual([401, 401, 401, 401, 401]);
+    cache.restore();
+    expect(await everyWrite(withSession(cookie), u)).toEqual([401, 401, 401, 401, 401]);
+    expect(await storedRows(userId)).toEqual({ subscriptions: 0, episodes: 0, devices: 0, gpodder_sessions: 0 });
+    // A refused write forgets its credential: the next request verifies it again (and fails). The session's
+    // refusal forgets the session, and the Basic entry that hands it out; the app password's, the password and
+    // every session opened with it.
+    cache.restore();
+    const refused = await withSession(cookie)("POST", `/api/2/devices/${u}/tv.json`, {});
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("WWW-Authenticate")).toBe('Basic realm="gpodder"');
+    expect(await refused.json()).toEqual({ error: expect.any(String) });
+    expect(cache.cached()).toEqual([false, false]);
+    cache.restore();
+    const basicRefused = await withBasic(credentials)("POST", `/api/2/devices/${u}/tv.json`, {});
+    expect(basicRefused.status).toBe(401);
+    expect(basicRefused.headers.get("Set-Cookie")).toBeNull();
+    expect(cache.cached()).toEqual([false, false]);
+  });
+
+  it("after DELETE /v1/app-passwords/{id}, the revoked password and its sessions write nothing; another one does", async () => {
+    const userId = "gp-revoked-writes";
+    const user = await as(userId);
+    const [revoked, kept] = [await mint(user, "old phone"), await mint(user, "laptop")];
+    const u = revoked.username;
+    const cookie = sessionCookie(await gpodder(revoked).post(`/api/2/auth/${u}/login.json`));
+    expect((await withCookie(`/api/2/devices/${u}.json`, cookie)).status).toBe(200);
+    const cache = await otherIsolateCache(revoked, cookie);
+
+    expect((await user.delete(`/v1/app-passwords/${revoked.id}`)).status).toBe(204);
+    cache.restore();
+    expect(await everyWrite(withBasic(revoked), u)).toEqual([401, 401, 401, 401, 401]);
+    cache.restore();
+    expect(await everyWrite(withSession(cookie), u)).toEqual([401, 401, 401, 401, 401]);
+    expect(await storedRows(userId)).toEqual({ subscriptions: 0, episodes: 0, devices: 0, gpodder_sessions: 0 });
+    expect(await everyWrite(withBasic(kept), u)).toEqual([200, 200, 200, 200, 200]);
+    expect(await storedRows(userId)).toMatchObject({ subscriptions: 2, episodes: 1 });
+  });
+});
+
+describe("revokeAllCredentials (for the operator's revoke command)", () => {
+  it("deletes every app password, gpodder session and account session of the user in one batch, nobody else's", async () => {
+    const [userId, otherId] = ["gp-revoke-all", "gp-revoke-all-other"];
+    const user = await as(userId);
+    const [phone, laptop] = [await mint(user, "phone"), await mint(user, "laptop")];
+    const other = await mint(await as(otherId));
+    const cookie = sessionCookie(await gpodder(phone).post(`/api/2/auth/${phone.username}/login.json`));
+    await gpodder(other).post(`/api/2/auth/${other.username}/login.json`);
+    for (const id of [userId, otherId]) {
+      await (await databaseFor(id))
+        .prepare(
+          "INSERT INTO account_sessions (session_hash, user_id, name, created_at, expires_at) VALUES (?, ?, ?, 0, ?)",
+        )
+        .bind(await secretHash(`page-${id}`), id, "Someone", Date.now() + 60_000)
+        .run();
+    }
+    const { calls, bindings } = await countedDatabaseOf(userId);
+    const db = Object.values(bindings)[0] as D1Database;
+    expect(await revokeAllCredentials(db, userId)).toEqual({ appPasswords: 2, gpodderSessions: 1, accountSessions: 1 });
+    expect(calls()).toBe(1);
+    const left = async (id: string) => {
+      const counts = [];
+      for (const table of ["app_passwords", "gpodder_sessions", "account_sessions"]) {
+        const row = await (await databaseFor(id))
+          .prepare(`SELECT count(*) AS n FROM ${table} WHERE user_id = ?`)
+          .bind(id)
+          .first<{ n: number }>();
+        counts.push(row?.n);
+      }
+      return counts;
+    };
+    expect(await left(userId)).toEqual([0, 0, 0]);
+    expect(await left(otherId)).toEqual([1, 1, 1]);
+    verifiedCredentials.forget((entry) => entry.userId === userId);
+    expect((await gpodder(laptop).get(`/api/2/devices/${laptop.username}.json`)).status).toBe(401);
+    expect((await withCookie(`/api/2/devices/${phone.username}.json`, cookie)).status).toBe(401);
+    expect((await gpodder(other).get(`/api/2/devices/${other.username}.json`)).status).toBe(200);
   });
 });
 
@@ -677,6 +834,7 @@ describe("gpodder statements", () => {
     await client.get(`/api/2/episodes/${u}.json?since=0`);
     await withCookie(`/api/2/auth/${u}/logout.json`, cookie, "POST", meter.bindings);
     await user.delete(`/v1/app-passwords/${credentials.id}`);
+    await revokeAllCredentials(meter.binding, userId);
 
     const distinct = new Map(meter.totals.statements.map((statement) => [statement.sql, statement]));
     const mine = { ...appPasswordStatements, ...deviceStatements, ...gpodderStatements };

@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
 import { WriteBatch } from "./batch";
 import { call, type Database } from "./database";
-import { gpodderSessions as g, appPasswords as p } from "./schema";
-import { type Statement, statement } from "./statements";
+import { accountSessions, gpodderSessions as g, appPasswords as p } from "./schema";
+import { failedWith, failure, type Statement, statement } from "./statements";
 
 /** App passwords per user (docs/API.md §14). */
 export const MAX_APP_PASSWORDS = 50;
@@ -85,6 +85,64 @@ const touchBySessionStatement = statement(sql`
 
 const endSessionStatement = statement(sql`DELETE FROM ${g} WHERE ${g.sessionHash} = ${sessionHash}`);
 
+/** Every credential of a user: gpodder sessions, app passwords, account page sessions. */
+const revokeAllStatements = [g, p, accountSessions].map((table) =>
+  statement(sql`DELETE FROM ${table} WHERE ${table.userId} = ${userId}`),
+);
+
+// ---------------------------------------------------------------------------------------------
+// The credential guard: nothing lands after erasure or revocation (docs/API.md §15). Isolates cache verified
+// credentials for up to 60 s, so a write may arrive with one that no longer exists; every gpodder write batch
+// starts with this guard, which fails the batch (one transaction: nothing written) unless the credential still
+// exists. It costs no round trip of its own, and two primary-key reads.
+
+/**
+ * The credential a gpodder write arrives with: the app password a Basic request signed in with, or the session
+ * its cookie names (which counts only while its app password exists).
+ */
+export type WriteCredential =
+  | { userId: string; appPasswordId: string; sessionHash?: undefined }
+  | { userId: string; sessionHash: string; appPasswordId?: undefined };
+
+/** What names the credential guard's failure in D1's error (statements.ts, `failure`). */
+const CREDENTIAL_ENDED = "gpodder-credential-ended";
+
+const credentialGuardStatement = statement(sql`
+  SELECT CASE WHEN NOT (CASE WHEN ${sessionHash} IS NULL
+      THEN EXISTS (SELECT 1 FROM ${p} WHERE ${p.userId} = ${userId} AND ${p.id} = ${id})
+      ELSE EXISTS (SELECT 1 FROM ${g} JOIN ${p} ON ${p.userId} = ${g.userId} AND ${p.id} = ${g.appPasswordId}
+        WHERE ${g.sessionHash} = ${sessionHash} AND ${g.userId} = ${userId})
+    END) THEN ${failure(CREDENTIAL_ENDED)} END AS ended`);
+
+/** A gpodder write arrived with a credential that no longer exists: nothing was written (401). */
+export class CredentialEndedError extends Error {
+  constructor(readonly credential: WriteCredential) {
+    super("the credential no longer exists");
+    this.name = "CredentialEndedError";
+  }
+}
+
+/** The guard a gpodder write's batch starts with. */
+export function credentialGuard(db: Database, credential: WriteCredential): D1PreparedStatement {
+  return credentialGuardStatement.bind(db, {
+    userId: credential.userId,
+    id: credential.appPasswordId ?? null,
+    sessionHash: credential.sessionHash ?? null,
+  });
+}
+
+/** Runs a batch that starts with the credential's guard: its failure becomes CredentialEndedError. */
+export async function runGuarded(run: () => Promise<void>, credential: WriteCredential): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    if (failedWith(err, CREDENTIAL_ENDED)) throw new CredentialEndedError(credential);
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
 export type CreateResult = { kind: "created"; appPassword: StoredAppPassword } | { kind: "limit" };
 
 export async function createAppPassword(
@@ -158,6 +216,21 @@ export async function findSession(
   return slot.results()[0].results[0] as unknown as CredentialOwner | undefined;
 }
 
+/**
+ * Revokes every credential of the user in one batch (one round trip, one transaction): every app password,
+ * gpodder session and account page session. Nothing they send afterwards is stored (the credential guard), and
+ * isolates stop accepting them within 60 s. For an operator's command (`npm run admin -- revoke <sub>`) and
+ * anything else that must sign a user out everywhere; answers how many of each were deleted.
+ */
+export async function revokeAllCredentials(
+  db: Database,
+  user: string,
+): Promise<{ appPasswords: number; gpodderSessions: number; accountSessions: number }> {
+  const results = await call(() => db.batch(revokeAllStatements.map((revoke) => revoke.bind(db, { userId: user }))));
+  const [gpodderSessions, appPasswords, accountSessionRows] = results.map((result) => result.meta?.changes ?? 0);
+  return { appPasswords, gpodderSessions, accountSessions: accountSessionRows };
+}
+
 /** Logout: the session stops working at once. */
 export async function endSession(db: Database, hash: string): Promise<void> {
   await call(() => endSessionStatement.bind(db, { sessionHash: hash }).run());
@@ -176,4 +249,6 @@ export const appPasswordStatements: Record<string, Statement> = {
   session: sessionStatement,
   touchBySession: touchBySessionStatement,
   endSession: endSessionStatement,
+  credentialGuard: credentialGuardStatement,
+  ...Object.fromEntries(revokeAllStatements.map((revoke, index) => [`revokeAll${index}`, revoke])),
 };

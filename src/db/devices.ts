@@ -1,4 +1,6 @@
 import { sql } from "drizzle-orm";
+import { credentialGuard, runGuarded, type WriteCredential } from "./app-passwords";
+import { WriteBatch } from "./batch";
 import { call, type Database } from "./database";
 import { devices as d, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -57,14 +59,21 @@ export function deviceStatement(
   return upsertStatement.bind(db, values);
 }
 
-/** Creates or updates a device; false when it is new and the user already has the most devices. */
+/**
+ * Creates or updates a device, guarded by the caller's credential (one batch: a credential that no longer exists
+ * writes nothing, CredentialEndedError); false when it is new and the user already has the most devices.
+ */
 export async function saveDevice(
   db: Database,
-  user: string,
+  caller: WriteCredential,
   device: { id: string; caption?: string; type?: string },
   at: number,
 ): Promise<boolean> {
-  return (await call(() => deviceStatement(db, user, device, at).first())) !== null;
+  const batch = new WriteBatch();
+  batch.push(credentialGuard(db, caller));
+  const slot = batch.push(deviceStatement(db, caller.userId, device, at));
+  await runGuarded(() => batch.run(db), caller);
+  return slot.results()[0].results.length > 0;
 }
 
 /** The user's devices, oldest first. */

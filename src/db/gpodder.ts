@@ -1,11 +1,12 @@
 import { type SQL, sql } from "drizzle-orm";
+import { credentialGuard, runGuarded, type WriteCredential } from "./app-passwords";
 import { type Row, WriteBatch } from "./batch";
-import { call, type Database, DatabaseError } from "./database";
+import { call, type Database } from "./database";
 import { deviceStatement } from "./devices";
 import { type EpisodeOperation, type EpisodeWriteResult, episodeWriter, type StoredEpisode } from "./episodes";
 import { type GrowingPages, keysetPages } from "./keyset-pages";
 import { episodes as e, subscriptions as s } from "./schema";
-import { type Statement, statement } from "./statements";
+import { failedWith, failure, type Statement, statement } from "./statements";
 import { roomStatement, subscriptionTombstones } from "./storage";
 import { subscribeNeedFor, subscribeSql, unsubscribeSql } from "./subscriptions";
 import { urlKey } from "./url-key";
@@ -250,20 +251,16 @@ const resolvedStatement = statement(sql`
     (SELECT ${urlOf("subscriptions")} FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = r.guid AND ${s.unsubscribedAt} IS NULL) AS activeUrl
   FROM (SELECT sent.key AS i, ${sentGuid} AS guid FROM json_each(${feeds}) AS sent) AS r`);
 
-/**
- * Text that names the guard's failure in D1's error (SQLite quotes a bad JSON path in its message), so it is
- * told from any other failure of the batch.
- */
+/** What names the guess guard's failure in D1's error (statements.ts, `failure`). */
 const GUESS_REFUSED = "gpodder-feed-guid-guess-refused";
 
 /**
- * The guard an episode upload's batch starts with: a SQL error (json_extract of a bad path, raised only in
- * the branch taken) unless every guessed guid is the one its URL resolves to. The batch is one transaction,
- * so a wrong guess writes nothing.
+ * The guard an episode upload's batch starts with (after the credential's): a SQL error unless every guessed
+ * guid is the one its URL resolves to. The batch is one transaction, so a wrong guess writes nothing.
  */
 const guessGuardStatement = statement(sql`
   SELECT CASE WHEN EXISTS (SELECT 1 FROM json_each(${feeds}) AS sent WHERE ${sentGuid} IS NOT (sent.value ->> 3))
-    THEN json_extract('{}', ${sql.raw(`'${GUESS_REFUSED}'`)}) END AS refused`);
+    THEN ${failure(GUESS_REFUSED)} END AS refused`);
 
 /** A feed a gpodder request names: its URL as stored, and the URL's podcast:guid. */
 export interface NamedFeed {
@@ -311,11 +308,13 @@ export async function resolveFeeds(db: Database, user: string, named: readonly N
  */
 export async function writeGpodderSubscriptions(
   db: Database,
-  user: string,
+  caller: WriteCredential,
   changes: { remove: readonly string[]; keepOnly?: readonly string[]; add: readonly NamedFeed[] },
   at: number,
 ): Promise<{ now: number; added: ResolvedFeed[] }> {
+  const user = caller.userId;
   const batch = new WriteBatch();
+  batch.push(credentialGuard(db, caller));
   const bindUrl = (bound: Statement, url: string, podcast?: string) =>
     bound.bind(db, { userId: user, now: at, feedUrl: url, urlKey: urlKey(url), guid: podcast ?? null });
   batch.push(...changes.remove.map((url) => bindUrl(removeUrlStatement, url)));
@@ -333,7 +332,7 @@ export async function writeGpodderSubscriptions(
       ? undefined
       : batch.push(resolvedStatement.bind(db, { userId: user, feeds: feedsValue(changes.add) }));
   const clock = batch.push(clockStatement.bind(db, {}));
-  await batch.run(db);
+  await runGuarded(() => batch.run(db), caller);
   return {
     now: clock.results()[0].results[0].now as number,
     added: added ? readResolved(added.results()[0].results, changes.add.length) : [],
@@ -432,19 +431,22 @@ export function episodeChangePages(
 
 /**
  * Applies episode writes in order in one batch (one round trip), creating the devices the actions name
- * (past the device limit they are ignored), with the database's clock read after them. With `guessed`, the
- * writes were computed from guessed feed guids: the batch starts with the guard, and answers undefined,
- * having written nothing, when a guess is not what its URL resolves to.
+ * (past the device limit they are ignored), with the database's clock read after them. The batch starts with
+ * the caller's credential guard (CredentialEndedError, nothing written). With `guessed`, the writes were
+ * computed from guessed feed guids: the guess guard follows, and the answer is undefined, nothing written, when
+ * a guess is not what its URL resolves to.
  */
 export async function writeEpisodes(
   db: Database,
-  user: string,
+  caller: WriteCredential,
   operations: readonly EpisodeOperation[],
   devices: readonly string[],
   at: number,
   guessed?: { feeds: readonly NamedFeed[]; guids: readonly string[] },
 ): Promise<{ now: number; results: EpisodeWriteResult[] } | undefined> {
+  const user = caller.userId;
   const batch = new WriteBatch();
+  batch.push(credentialGuard(db, caller));
   if (guessed && guessed.feeds.length > 0) {
     batch.push(guessGuardStatement.bind(db, { userId: user, feeds: feedsValue(guessed.feeds, guessed.guids) }));
   }
@@ -453,11 +455,9 @@ export async function writeEpisodes(
   batch.push(...devices.map((device) => deviceStatement(db, user, { id: device }, at)));
   const clock = batch.push(clockStatement.bind(db, {}));
   try {
-    await batch.run(db);
+    await runGuarded(() => batch.run(db), caller);
   } catch (err) {
-    if (guessed && err instanceof DatabaseError && String((err.cause as Error)?.message).includes(GUESS_REFUSED)) {
-      return undefined;
-    }
+    if (guessed && failedWith(err, GUESS_REFUSED)) return undefined;
     throw err;
   }
   return { now: clock.results()[0].results[0].now as number, results: readers.map((read) => read()) };

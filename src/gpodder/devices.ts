@@ -62,6 +62,6 @@ export async function ensurePathDevice(c: Context<AppEnv>, deviceId: string): Pr
   const now = Date.now();
   const expires = known.get(deviceKey(userId, deviceId));
   if (expires !== undefined && expires > now) return;
-  if (!(await saveDevice(c.get("db"), userId, { id: deviceId }, now))) throw deviceLimitReached();
+  if (!(await saveDevice(c.get("db"), c.get("gpodder").credential, { id: deviceId }, now))) throw deviceLimitReached();
   rememberDevice(userId, deviceId, now);
 }

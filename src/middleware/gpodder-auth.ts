@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { bucketOfUsername, gpodderUsername } from "../auth/gpodder-username";
 import { constantTimeEqual, randomSecret, secretHash } from "../auth/secrets";
 import { type VerifiedCredential, verifiedCredentials } from "../auth/verified-credentials";
-import { findSession, signIn } from "../db/app-passwords";
+import { CredentialEndedError, findSession, signIn } from "../db/app-passwords";
 import { database } from "../db/database";
 import type { AppEnv, GpodderCaller } from "../env";
 import { ApiError } from "../jsonapi";
@@ -80,13 +80,16 @@ function databaseOfUsername(routing: ShardRouting, username: string) {
   return { db: database(shard.database.withSession("first-primary")), frozen: shard.frozen };
 }
 
-function toCaller(entry: VerifiedCredential, issued: boolean): GpodderCaller & { userId: string } {
+/** The caller of a request: `basic` when it signed in with an app password, else with the session cookie. */
+function toCaller(entry: VerifiedCredential, basic: boolean): GpodderCaller & { userId: string } {
+  const { userId, appPasswordId, sessionHash } = entry;
   return {
-    userId: entry.userId,
+    userId,
     username: entry.username,
-    appPasswordId: entry.appPasswordId,
-    sessionHash: entry.sessionHash,
-    ...(issued && entry.sessionCookie !== undefined ? { issuedSession: entry.sessionCookie } : {}),
+    appPasswordId,
+    sessionHash,
+    credential: basic ? { userId, appPasswordId } : { userId, sessionHash },
+    ...(basic && entry.sessionCookie !== undefined ? { issuedSession: entry.sessionCookie } : {}),
   };
 }
 
@@ -184,6 +187,17 @@ export const gpodderAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("userId", userId);
   c.set("gpodder", gpodder);
   await next();
+  if (c.error instanceof CredentialEndedError) {
+    // A write found the credential gone (erased or revoked since this isolate verified it): answered 401 by
+    // errors.ts, and forgotten here so the next request verifies it again.
+    const { appPasswordId, sessionHash } = c.error.credential;
+    verifiedCredentials.forget((entry) =>
+      sessionHash === undefined
+        ? entry.userId === userId && entry.appPasswordId === appPasswordId
+        : entry.sessionHash === sessionHash,
+    );
+    return;
+  }
   if (gpodder.issuedSession !== undefined && !c.res.headers.has("Set-Cookie")) {
     c.res.headers.append("Set-Cookie", sessionCookieHeader(c, gpodder.issuedSession));
   }

@@ -79,7 +79,7 @@ async function applySubscriptionChanges(c: Context<AppEnv>, add: SentUrl[], remo
   const feeds = await nameFeeds(validUrls(add));
   const { now, added } = await writeGpodderSubscriptions(
     c.get("db"),
-    userId,
+    c.get("gpodder").credential,
     { remove: validUrls(remove), keepOnly: replaceAll ? validUrls(add) : undefined, add: feeds },
     Date.now(),
   );
@@ -154,7 +154,8 @@ async function applyEpisodeActions(
     const operations = (
       await Promise.all(actions.map((action) => toEpisodeOperation(action, guidOf.get(action.podcast) as string, now)))
     ).filter((operation) => operation !== undefined);
-    const written = await writeEpisodes(db, userId, operations, devices, now, guarded ? { feeds, guids } : undefined);
+    const guess = guarded ? { feeds, guids } : undefined;
+    const written = await writeEpisodes(db, c.get("gpodder").credential, operations, devices, now, guess);
     return written && { timestamp: written.now, skipped: actions.length - operations.length };
   };
   const guessed = await write(guessFeedGuids(userId, feeds), true);
@@ -231,7 +232,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
     const now = Date.now();
     const saved = await saveDevice(
       c.get("db"),
-      userId,
+      c.get("gpodder").credential,
       { id: deviceId, caption, type: type as string | undefined },
       now,
     );
