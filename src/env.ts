@@ -53,7 +53,10 @@ export interface GpodderCaller {
   credential: WriteCredential;
   /** SHA-256 of the session id the request came with or was handed (logout ends it). */
   sessionHash: string;
-  /** The cookie value to set on the response: present when Basic authenticated the request. */
+  /**
+   * The cookie value to set on the response: present when Basic authenticated the request, or when the cookie's
+   * session had its use recorded (at most once a day: its Max-Age is renewed).
+   */
   issuedSession?: string;
 }
 

@@ -1,11 +1,11 @@
-import { backfillUrlKeys, purgeExpiredTombstones, TOMBSTONE_RETENTION_MS } from "./db/retention";
+import { backfillUrlKeys, purgeEndedSessions, purgeExpiredTombstones, TOMBSTONE_RETENTION_MS } from "./db/retention";
 import type { AppBindings } from "./env";
 import { shardOfUser, shardRouting } from "./shards";
 
 /**
  * The Cron Trigger (wrangler.toml `[triggers] crons`): purges tombstones older than 180 days in every database of
  * the shard map, a bounded slice per database per run (src/db/retention.ts), then gives a slice of the rows from
- * before migration 0004 their url_key. In each database it writes only the rows of users the map places there
+ * before migration 0004 their url_key, then deletes a slice of ended gpodder sessions. In each database it writes only the rows of users the map places there
  * and whose bucket is not frozen, so a bucket move's copies and checksums stay as the move left them. A database
  * that fails is logged and retried by the next run; the others still run.
  */
@@ -24,7 +24,10 @@ export async function scheduled(
     try {
       const users = await purgeExpiredTombstones(database, cutoff, writable);
       const urlKeys = await backfillUrlKeys(database, writable);
-      console.log(JSON.stringify({ level: "info", event: "tombstone_retention", database: name, users, urlKeys }));
+      const sessions = await purgeEndedSessions(database, controller.scheduledTime, writable);
+      console.log(
+        JSON.stringify({ level: "info", event: "tombstone_retention", database: name, users, urlKeys, sessions }),
+      );
     } catch (err) {
       console.error(
         JSON.stringify({ level: "error", event: "tombstone_retention_failed", database: name, error: String(err) }),

@@ -17,6 +17,7 @@ import {
   meteredDatabaseOf,
   newFeed,
   ORIGIN,
+  runCron,
   seedSubscriptions,
   send,
   subscriptionDocument,
@@ -412,6 +413,123 @@ describe("nothing lands after erasure or revocation, from any isolate (docs/API.
     expect(await storedRows(userId)).toEqual({ subscriptions: 0, episodes: 0, devices: 0, gpodder_sessions: 0 });
     expect(await everyWrite(withBasic(kept), u)).toEqual([200, 200, 200, 200, 200]);
     expect(await storedRows(userId)).toMatchObject({ subscriptions: 2, episodes: 1 });
+  });
+});
+
+describe("gpodder sessions end, are bounded, and are reused by one client (docs/API.md §14)", () => {
+  const DAY = 24 * 60 * 60 * 1000;
+  /** A client: Basic on every request with its own User-Agent, every request missing the isolate's cache. */
+  const uncachedClient = (credentials: { username: string; password: string }, agent: string) => ({
+    get: async (path: string) => {
+      verifiedCredentials.forget(() => true);
+      return send(
+        new Request(`${ORIGIN}${path}`, {
+          headers: { Authorization: basic(credentials.username, credentials.password), "User-Agent": agent },
+        }),
+      );
+    },
+  });
+  const sessionsOf = async (userId: string) =>
+    (
+      await (
+        await databaseFor(userId)
+      )
+        .prepare("SELECT session_hash, app_password_id, last_used_at FROM gpodder_sessions WHERE user_id = ?")
+        .bind(userId)
+        .all<{ session_hash: string; app_password_id: string; last_used_at: number }>()
+    ).results;
+  const uncachedCookie = (path: string, cookie: string) => {
+    verifiedCredentials.forget(() => true);
+    return withCookie(path, cookie);
+  };
+
+  it("repeated Basic requests of one client reuse its session: one row, one cookie, however many requests", async () => {
+    const userId = "gp-sessions-reused";
+    const credentials = await mint(await as(userId));
+    const path = `/api/2/devices/${credentials.username}.json`;
+    const client = uncachedClient(credentials, "Kasts/24.08");
+    const cookies = new Set<string>();
+    for (let i = 0; i < 30; i++) {
+      const response = await client.get(path);
+      expect(response.status).toBe(200);
+      cookies.add(sessionCookie(response));
+    }
+    expect(cookies.size).toBe(1);
+    expect(await sessionsOf(userId)).toHaveLength(1);
+    // Another client with the same app password has its own session.
+    const other = sessionCookie(await uncachedClient(credentials, "libmygpo-qt/1.1").get(path));
+    expect(cookies.has(other)).toBe(false);
+    expect(await sessionsOf(userId)).toHaveLength(2);
+  });
+
+  it("at most 10 live sessions per app password: an 11th ends the one used least recently", async () => {
+    const userId = "gp-sessions-bounded";
+    const credentials = await mint(await as(userId));
+    const path = `/api/2/devices/${credentials.username}.json`;
+    const cookies: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      cookies.push(sessionCookie(await uncachedClient(credentials, `client ${i}`).get(path)));
+    }
+    // Client 0 was the first to sign in; client 1 used its session since (a day later, so it is recorded).
+    const db = await databaseFor(userId);
+    await db
+      .prepare("UPDATE gpodder_sessions SET last_used_at = last_used_at - ? WHERE user_id = ?")
+      .bind(2 * DAY, userId)
+      .run();
+    expect((await uncachedCookie(path, cookies[0])).status).toBe(200);
+    const eleventh = sessionCookie(await uncachedClient(credentials, "client 10").get(path));
+    expect(await sessionsOf(userId)).toHaveLength(10);
+    expect((await uncachedCookie(path, cookies[1])).status).toBe(401);
+    for (const cookie of [cookies[0], ...cookies.slice(2), eleventh]) {
+      expect((await uncachedCookie(path, cookie)).status).toBe(200);
+    }
+  });
+
+  it("a logged-out cookie never works again, even when its client signs in again", async () => {
+    const userId = "gp-sessions-logout";
+    const credentials = await mint(await as(userId));
+    const u = credentials.username;
+    const client = uncachedClient(credentials, "AntennaPod/3.5");
+    const cookie = sessionCookie(await client.get(`/api/2/devices/${u}.json`));
+    expect((await withCookie(`/api/2/auth/${u}/logout.json`, cookie, "POST")).status).toBe(200);
+    expect((await uncachedCookie(`/api/2/devices/${u}.json`, cookie)).status).toBe(401);
+    // The same client signs in again: a session of its own again, never the ended one.
+    const again = sessionCookie(await client.get(`/api/2/devices/${u}.json`));
+    expect(again).not.toBe(cookie);
+    expect((await uncachedCookie(`/api/2/devices/${u}.json`, cookie)).status).toBe(401);
+    expect((await uncachedCookie(`/api/2/devices/${u}.json`, again)).status).toBe(200);
+    expect(sessionCookie(await client.get(`/api/2/devices/${u}.json`))).toBe(again);
+  });
+
+  it("a session ends 30 days after its last use, recorded (and the cookie renewed) at most once a day; the cron deletes ended ones", async () => {
+    const userId = "gp-sessions-expiry";
+    const credentials = await mint(await as(userId));
+    const path = `/api/2/devices/${credentials.username}.json`;
+    const cookie = sessionCookie(await uncachedClient(credentials, "gPodder/3.11").get(path));
+    const db = await databaseFor(userId);
+    const age = (days: number) =>
+      db
+        .prepare("UPDATE gpodder_sessions SET last_used_at = ? WHERE user_id = ?")
+        .bind(Date.now() - days * DAY, userId)
+        .run();
+    // Used within the day: nothing recorded, the cookie not set again.
+    const [recorded] = await sessionsOf(userId);
+    const same = await uncachedCookie(path, cookie);
+    expect(same.status).toBe(200);
+    expect(same.headers.get("Set-Cookie")).toBeNull();
+    expect((await sessionsOf(userId))[0].last_used_at).toBe(recorded.last_used_at);
+    // Last used 29 days ago: still live; this use is recorded and the cookie's Max-Age renewed.
+    await age(29);
+    const renewed = await uncachedCookie(path, cookie);
+    expect(renewed.status).toBe(200);
+    expect(sessionCookie(renewed)).toBe(cookie);
+    expect((await sessionsOf(userId))[0].last_used_at).toBeGreaterThan(Date.now() - 60_000);
+    // Unused for 30 days: ended, and the retention cron deletes it.
+    await age(30);
+    expect((await uncachedCookie(path, cookie)).status).toBe(401);
+    expect(await sessionsOf(userId)).toHaveLength(1);
+    await runCron();
+    expect(await sessionsOf(userId)).toHaveLength(0);
   });
 });
 

@@ -6,8 +6,8 @@ import { DatabaseError } from "../db/database";
 import type { AppEnv } from "../env";
 import { ApiError, type ErrorObject, errorDocument, type ProblemInit, respond, toErrorObject } from "../jsonapi";
 import { BODY_TOO_LARGE, MALFORMED_JSON } from "../request-body";
-import { gpodderUnauthorized } from "./gpodder-auth";
 import { ShardConfigError } from "../shards";
+import { gpodderUnauthorized } from "./gpodder-auth";
 
 /** Statuses Hono's own middleware raise (body limit, JSON validator), as the same JSON:API errors as ours. */
 const httpExceptionProblems: Record<number, ProblemInit> = { 400: MALFORMED_JSON, 413: BODY_TOO_LARGE };

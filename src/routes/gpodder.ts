@@ -203,7 +203,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
   .post("/api/2/auth/:username/logout.json", signedIn, async (c) => {
     checkPathUsername(c, c.req.param("username"));
     const { sessionHash } = c.get("gpodder");
-    await endSession(c.get("db"), sessionHash);
+    await endSession(c.get("db"), sessionHash, Date.now());
     verifiedCredentials.forget((entry) => entry.sessionHash === sessionHash);
     c.header("Set-Cookie", sessionCookieHeader(c, "", 0));
     return empty(c);
