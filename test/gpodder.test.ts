@@ -950,6 +950,7 @@ describe("gpodder statements", () => {
       },
     ]);
     await client.get(`/api/2/episodes/${u}.json?since=0`);
+    await client.get(`/api/2/episodes/${u}.json?since=5&podcast=${encodeURIComponent("https://plans.example.com/b")}`);
     await withCookie(`/api/2/auth/${u}/logout.json`, cookie, "POST", meter.bindings);
     await user.delete(`/v1/app-passwords/${credentials.id}`);
     await revokeAllCredentials(meter.binding, userId);

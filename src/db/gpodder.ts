@@ -343,77 +343,141 @@ export async function writeGpodderSubscriptions(
 export const GPODDER_EPISODE_PAGE_ROWS = 100;
 
 /**
- * One page of live episode states whose last change reached the database at or after `since`, after change
- * number `after` (null: the first page, which finds the change number `since` starts after), with the URL of
- * the user's subscription (active or not) of their feed; states of feeds the user never subscribed to are
- * left out. With the database's clock. `since` 0 is every change (no received_at is below 0): no walk.
+ * A page's rows packed as JSON arrays: the change number, the URL of the user's subscription (active or not) of
+ * the state's feed (null for a tombstone, and for a state of a feed the user never subscribed to: neither is
+ * told), and the state. Every row the page walks is in the answer, so a page reads what it returns and nothing
+ * more, however many tombstones or unsubscribed feeds' states lie in between.
  */
-const episodeChangesPageStatement = statement(sql`
+const packedStates = (from: SQL, where: SQL) => sql`
   SELECT unixepoch() AS now, (
     SELECT json_group_array(json_array(change_seq, feed_url, media_url, item_guid, position, duration, played,
       position_changed_at, played_changed_at)) FROM (
-      SELECT t.change_seq AS change_seq, ${urlOf("f")} AS feed_url, ${storedUrl(MEDIA_URL, "t")} AS media_url,
-        ${storedUrl(ITEM_GUID, "t")} AS item_guid,
+      SELECT t.change_seq AS change_seq,
+        CASE WHEN t.deleted_at IS NULL THEN (SELECT ${urlOf("f")} FROM ${s} AS f WHERE f.user_id = t.user_id AND f.guid = t.feed_guid) END AS feed_url,
+        ${storedUrl(MEDIA_URL, "t")} AS media_url, ${storedUrl(ITEM_GUID, "t")} AS item_guid,
         t.position AS position, t.duration AS duration, t.played AS played,
         t.position_changed_at AS position_changed_at, t.played_changed_at AS played_changed_at
-      FROM ${e} AS t JOIN ${s} AS f ON f.user_id = t.user_id AND f.guid = t.feed_guid
-      WHERE t.user_id = ${userId} AND t.deleted_at IS NULL AND t.change_seq > coalesce(${sql.placeholder("after")},
-        CASE WHEN ${sql.placeholder("since")} = 0 THEN 0 ELSE ${sinceBoundary(e)} END)
+      FROM ${from} WHERE ${where}
       ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}
     )
-  ) AS states`);
+  ) AS states`;
+
+/**
+ * One page of the user's episode changes received at or after `since`, after change number `after` (null: the
+ * first page, which finds the change number `since` starts after), with the database's clock. `since` 0 is every
+ * change (no received_at is below 0): no walk.
+ */
+const episodeChangesPageStatement = statement(
+  packedStates(
+    sql`${e} AS t`,
+    sql`t.user_id = ${userId} AND t.change_seq > coalesce(${sql.placeholder("after")},
+      CASE WHEN ${sql.placeholder("since")} = 0 THEN 0 ELSE ${sinceBoundary(e)} END)`,
+  ),
+);
+
+/**
+ * The feed `podcast=` names (docs/API.md §14): the one an upload naming that URL applies to (its active
+ * subscription, else the one changed last); none when no subscription of the user has that URL.
+ */
+const namedFeed = feedGuidOf(feedUrl, feedUrlKey, sql`NULL`);
+
+/**
+ * One page of the live states of one feed changed at or after `since`, as `episodeChangesPageStatement`, walking
+ * that feed's states alone (index episodes_feed, whose condition the query repeats); the boundary of `since` is
+ * found among them too, walking from the feed's newest change down.
+ */
+const feedChangesPageStatement = statement(
+  packedStates(
+    sql`${e} AS t INDEXED BY episodes_feed`,
+    sql`t.user_id = ${userId} AND t.feed_guid = ${namedFeed} AND t.deleted_at IS NULL
+      AND t.change_seq > coalesce(${sql.placeholder("after")}, CASE WHEN ${sql.placeholder("since")} = 0 THEN 0 ELSE coalesce((
+        SELECT b.change_seq FROM ${e} AS b INDEXED BY episodes_feed
+        WHERE b.user_id = ${userId} AND b.feed_guid = ${namedFeed} AND b.deleted_at IS NULL
+          AND b.received_at < ${sql.placeholder("since")}
+        ORDER BY b.change_seq DESC LIMIT 1), 0) END)`,
+  ),
+);
 
 /** An episode state as the gpodder API tells it (no ids: gpodder names episodes by URL). */
 export type EpisodeState = Omit<StoredEpisode, "id" | "feedGuid">;
 
-type PackedState = [number, string, string, string | null, number, number | null, number, number | null, number | null];
+type PackedState = [
+  number,
+  string | null,
+  string | null,
+  string | null,
+  number,
+  number | null,
+  number,
+  number | null,
+  number | null,
+];
 
 /**
  * The pages of the gpodder episode GET grow while their text is short (keyset-pages.ts): 100 states, then up to
  * 500 while a page's URLs and guids stay under 192 Ki characters. A state's text is at most two 2 KB URLs and a
  * 1 KB guid, escaped for JSON: a page of long ones stays at 100 rows (under ~1 MB of text), one that follows
- * short ones holds at most 500 (~5 MB). Each read holds the database for a page of index entries (and the
- * tombstones among them) however many states the account has.
+ * short ones holds at most 500 (~5 MB). Each read holds the database for a page of index entries however many
+ * states the account has.
  */
 export const GPODDER_EPISODE_PAGES: GrowingPages<PackedState> = {
   first: GPODDER_EPISODE_PAGE_ROWS,
   max: 5 * GPODDER_EPISODE_PAGE_ROWS,
   text: 192 * 1024,
-  textOf: (rows) => rows.reduce((sum, row) => sum + row[1].length + row[2].length + (row[3]?.length ?? 0), 0),
+  textOf: (rows) =>
+    rows.reduce((sum, row) => sum + (row[1]?.length ?? 0) + (row[2]?.length ?? 0) + (row[3]?.length ?? 0), 0),
 };
 
-function unpackState([, podcast, mediaUrl, itemGuid, position, duration, played, positionAt, playedAt]: PackedState) {
-  return {
-    podcast,
-    episode: {
-      mediaUrl,
-      itemGuid,
-      position,
-      duration,
-      played: played === 1,
-      positionChangedAt: positionAt,
-      playedChangedAt: playedAt,
-    } satisfies EpisodeState,
-  };
+/** The states of a page that are told: live ones of feeds the user subscribed to. */
+function toldStates(page: readonly PackedState[]): { podcast: string; episode: EpisodeState }[] {
+  const told: { podcast: string; episode: EpisodeState }[] = [];
+  for (const [, podcast, mediaUrl, itemGuid, position, duration, played, positionAt, playedAt] of page) {
+    if (podcast === null || mediaUrl === null) continue;
+    told.push({
+      podcast,
+      episode: {
+        mediaUrl,
+        itemGuid,
+        position,
+        duration,
+        played: played === 1,
+        positionChangedAt: positionAt,
+        playedChangedAt: playedAt,
+      } satisfies EpisodeState,
+    });
+  }
+  return told;
+}
+
+/** A page of the gpodder episode GET: the states it tells, and the rows it walked (what it is charged for). */
+export interface EpisodeChangePage {
+  states: { podcast: string; episode: EpisodeState }[];
+  walked: number;
 }
 
 /**
  * Episode states changed at or after Unix second `since`, oldest change first, each with its feed's URL, a
- * page per D1 call (keyset-pages.ts). `now()`: the database's clock at the first page, known once it is
- * read. Taken before any state is read, it is a `since` that misses nothing received while the pages are:
- * such a change is received at or after it, and a state changed during the read moves past the pages read.
+ * page per D1 call (keyset-pages.ts); with `podcast`, only the states of the feed that URL names. `now()`: the
+ * database's clock at the first page, known once it is read. Taken before any state is read, it is a `since` that
+ * misses nothing received while the pages are: such a change is received at or after it, and a state changed
+ * during the read moves past the pages read.
  */
 export function episodeChangePages(
   db: Database,
   user: string,
   since: number,
-  pageSize: number | GrowingPages<PackedState> = GPODDER_EPISODE_PAGES,
-): { pages: AsyncGenerator<{ podcast: string; episode: EpisodeState }[], void, undefined>; now: () => number } {
+  options: { podcast?: string; pageSize?: number | GrowingPages<PackedState> } = {},
+): { pages: AsyncGenerator<EpisodeChangePage, void, undefined>; now: () => number } {
   let now: number | undefined;
+  const { podcast, pageSize = GPODDER_EPISODE_PAGES } = options;
+  const [pageStatement, feed] =
+    podcast === undefined
+      ? [episodeChangesPageStatement, {}]
+      : [feedChangesPageStatement, { feedUrl: podcast, urlKey: urlKey(podcast) }];
   const packedPages = keysetPages<PackedState, number | null>(
     async (after, limit) => {
       const row = (await call(() =>
-        episodeChangesPageStatement.bind(db, { userId: user, since, after, limit }).first(),
+        pageStatement.bind(db, { userId: user, since, after, limit, ...feed }).first(),
       )) as { now: number; states: string };
       now ??= row.now;
       // An aggregate does not promise its input order: the page's order is applied again.
@@ -424,7 +488,7 @@ export function episodeChangePages(
     pageSize,
   );
   async function* pages() {
-    for await (const page of packedPages) yield page.map(unpackState);
+    for await (const page of packedPages) yield { states: toldStates(page), walked: page.length };
   }
   return { pages: pages(), now: () => now as number };
 }
@@ -474,4 +538,5 @@ export const gpodderStatements: Record<string, Statement> = {
   guessGuard: guessGuardStatement,
   clock: clockStatement,
   episodeChangesPage: episodeChangesPageStatement,
+  feedChangesPage: feedChangesPageStatement,
 };

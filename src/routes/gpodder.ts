@@ -4,6 +4,7 @@ import { verifiedCredentials } from "../auth/verified-credentials";
 import { endSession } from "../db/app-passwords";
 import { listDeviceIds, listDevices, saveDevice } from "../db/devices";
 import {
+  type EpisodeChangePage,
   type EpisodeState,
   episodeChangePages,
   GPODDER_SUBSCRIPTION_PAGE_ROWS,
@@ -40,7 +41,7 @@ import {
 import { checkUpload, cleanUrls, type SentUrl, updateUrls } from "../gpodder/subscriptions";
 import { d1PrimarySession } from "../middleware/d1-session";
 import { checkPathUsername, gpodderAuth, sessionCookieHeader } from "../middleware/gpodder-auth";
-import { chargeRows, limitPerUser } from "../middleware/rate-limit";
+import { chargeRows, limitPerUser, rowCharger } from "../middleware/rate-limit";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { opmlStream } from "../opml/serialise";
 import { shardOfUser } from "../shards";
@@ -115,7 +116,7 @@ function jsonItems<T>(toJson: (item: T) => string | undefined): (page: readonly 
  * the response starts, so an unreachable database is still an error answer.
  */
 async function simpleList(c: Context<AppEnv>, format: "json" | "txt" | "opml"): Promise<Response> {
-  const pages = activeFeedPages(c.get("db"), c.get("userId"));
+  const pages = charged(c, activeFeedPages(c.get("db"), c.get("userId")), (page) => page.length);
   const feeds = withFirst(await pages.next(), pages);
   const failed = streamFailed(c, "gpodder_list_failed");
   if (format === "opml") {
@@ -166,6 +167,19 @@ async function applyEpisodeActions(
     resolved.map((feed) => feed.guid),
     false,
   )) as { timestamp: number; skipped: number };
+}
+
+/** Pages charged to the user's limit as they are read, by the rows each walked (rate-limit.ts, `rowCharger`). */
+async function* charged<T>(
+  c: Context<AppEnv>,
+  pages: AsyncGenerator<T, void, undefined>,
+  walkedBy: (page: T) => number,
+): AsyncGenerator<T, void, undefined> {
+  const charge = rowCharger(c);
+  for await (const page of pages) {
+    await charge(walkedBy(page));
+    yield page;
+  }
 }
 
 /**
@@ -354,16 +368,20 @@ export const gpodderRoutes = new Hono<AppEnv>()
     checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
     const since = sinceParameter(c);
     const podcast = c.req.query("podcast");
-    const { pages, now } = episodeChangePages(c.get("db"), c.get("userId"), since);
+    const read = episodeChangePages(c.get("db"), c.get("userId"), since, { podcast });
+    const pages = charged(c, read.pages, (page) => page.walked);
     const states = withFirst(await pages.next(), pages);
-    const page = jsonItems((state: { podcast: string; episode: EpisodeState }) => {
-      if (podcast !== undefined && state.podcast !== podcast) return undefined;
+    const actions = jsonItems((state: { podcast: string; episode: EpisodeState }) => {
       const action = toEpisodeAction(state.podcast, state.episode);
       return action && JSON.stringify(action);
     });
     const body = pagedTextStream(
       states,
-      { head: '{"actions":[', page, tail: () => `],"timestamp":${now()}}` },
+      {
+        head: '{"actions":[',
+        page: (page: EpisodeChangePage) => actions(page.states),
+        tail: () => `],"timestamp":${read.now()}}`,
+      },
       streamFailed(c, "gpodder_episodes_failed"),
     );
     return c.body(body, 200, { "Content-Type": "application/json" });
