@@ -631,6 +631,88 @@ describe("gpodder devices", () => {
   });
 });
 
+describe("download, then upload: a change made in between reaches the app (docs/API.md §14)", () => {
+  /** Waits until the clock (the database's: the same machine's) has left the current Unix second. */
+  async function nextSecond() {
+    const second = Math.floor(Date.now() / 1000);
+    while (Math.floor(Date.now() / 1000) <= second) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const play = (podcast: string, episode: string, position: number) => ({
+    podcast,
+    episode,
+    action: "play",
+    timestamp: new Date().toISOString().slice(0, 19),
+    started: 0,
+    position,
+    total: 3600,
+  });
+  type Actions = { actions: { episode: string }[]; timestamp: number };
+  type Changes = { add: string[]; remove: string[]; timestamp: number };
+
+  it("AntennaPod takes the upload's timestamp as its next since: it still gets what another device sent meanwhile", async () => {
+    const user = await as("gp-download-upload");
+    const phone = gpodder(await mint(user, "AntennaPod"));
+    const laptop = gpodder(await mint(user, "gPodder"));
+    const u = (await (await user.get("/v1/app-passwords")).json()) as { data: { attributes: { username: string } }[] };
+    const name = u.data[0].attributes.username;
+    const feed = "https://gap.example.com/feed.xml";
+    await phone.post(`/api/2/subscriptions/${name}/phone.json`, { add: [feed] });
+    await nextSecond();
+
+    // Subscriptions (SyncService.syncSubscriptions): download, another device's change, upload, next download.
+    const downloaded = (await (await phone.get(`/api/2/subscriptions/${name}/phone.json?since=0`)).json()) as Changes;
+    expect(downloaded.add).toEqual([feed]);
+    await laptop.post(`/api/2/subscriptions/${name}/laptop.json`, { add: ["https://gap.example.com/other.xml"] });
+    await nextSecond();
+    const uploaded = (await (
+      await phone.post(`/api/2/subscriptions/${name}/phone.json`, { add: ["https://gap.example.com/mine.xml"] })
+    ).json()) as { timestamp: number };
+    const next = (await (
+      await phone.get(`/api/2/subscriptions/${name}/phone.json?since=${uploaded.timestamp}`)
+    ).json()) as Changes;
+    expect(next.add).toEqual(expect.arrayContaining(["https://gap.example.com/other.xml"]));
+
+    // Episode actions (SyncService.syncEpisodeActions): the same sequence.
+    const before = (await (await phone.get(`/api/2/episodes/${name}.json?since=0`)).json()) as Actions;
+    await laptop.post(`/api/2/episodes/${name}.json`, [play(feed, "https://gap.example.com/laptop.mp3", 60)]);
+    await nextSecond();
+    const posted = (await (
+      await phone.post(`/api/2/episodes/${name}.json`, [play(feed, "https://gap.example.com/phone.mp3", 90)])
+    ).json()) as { timestamp: number };
+    const after = (await (await phone.get(`/api/2/episodes/${name}.json?since=${posted.timestamp}`)).json()) as Actions;
+    expect(after.actions.map((action) => action.episode)).toEqual(
+      expect.arrayContaining(["https://gap.example.com/laptop.mp3"]),
+    );
+    expect(before.actions).toEqual([]);
+  });
+
+  it("gPodder takes its next episode since from its download: it is sent exactly what changed since, as before", async () => {
+    const user = await as("gp-download-upload-gpodder");
+    const desktop = gpodder(await mint(user, "gPodder"));
+    const phone = gpodder(await mint(user, "AntennaPod"));
+    const u = (await (await user.get("/v1/app-passwords")).json()) as { data: { attributes: { username: string } }[] };
+    const name = u.data[0].attributes.username;
+    const feed = "https://gap-gpodder.example.com/feed.xml";
+    await desktop.post(`/api/2/subscriptions/${name}/desktop.json`, { add: [feed] });
+    // A change before gPodder's download (an earlier second): it has it, and is not sent it again.
+    await phone.post(`/api/2/episodes/${name}.json`, [play(feed, "https://gap-gpodder.example.com/old.mp3", 10)]);
+    await nextSecond();
+    const downloaded = (await (await desktop.get(`/api/2/episodes/${name}.json?since=0`)).json()) as Actions;
+    expect(downloaded.actions.map((action) => action.episode)).toEqual(["https://gap-gpodder.example.com/old.mp3"]);
+    await phone.post(`/api/2/episodes/${name}.json`, [play(feed, "https://gap-gpodder.example.com/phone.mp3", 20)]);
+    await nextSecond();
+    // gPodder uploads, ignoring the answer's timestamp (my.py: the episode since comes from the download).
+    await desktop.post(`/api/2/episodes/${name}.json`, [play(feed, "https://gap-gpodder.example.com/desk.mp3", 30)]);
+    const next = (await (
+      await desktop.get(`/api/2/episodes/${name}.json?since=${downloaded.timestamp}`)
+    ).json()) as Actions;
+    expect(next.actions.map((action) => action.episode)).toEqual([
+      "https://gap-gpodder.example.com/phone.mp3",
+      "https://gap-gpodder.example.com/desk.mp3",
+    ]);
+  });
+});
+
 describe("gpodder subscriptions", () => {
   it("uploads and reads changes since a Unix second; both APIs see the same list", async () => {
     const user = await as("gp-subs");
@@ -648,7 +730,8 @@ describe("gpodder subscriptions", () => {
       ["  https://gp.example.com/b.xml\n", "https://gp.example.com/b.xml"],
       ["not a url", ""],
     ]);
-    expect(Math.abs(uploaded.timestamp - Date.now() / 1000)).toBeLessThan(5);
+    // The clock 10 minutes back (an app that takes it as its next since misses nothing received meanwhile).
+    expect(Math.abs(uploaded.timestamp + 600 - Date.now() / 1000)).toBeLessThan(5);
 
     const changes = (await (await client.get(`/api/2/subscriptions/${u}/dev.json?since=0`)).json()) as {
       add: string[];

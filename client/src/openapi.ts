@@ -184,7 +184,7 @@ export interface paths {
     get: operations["gpodderSubscriptionChanges"];
     /**
      * Upload subscription changes
-     * @description Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed.
+     * @description Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.
      */
     post: operations["gpodderUploadSubscriptions"];
   };
@@ -196,7 +196,7 @@ export interface paths {
     get: operations["gpodderEpisodeActions"];
     /**
      * Upload episode actions
-     * @description Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped.
+     * @description Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.
      */
     post: operations["gpodderUploadEpisodeActions"];
   };
@@ -2598,7 +2598,7 @@ export interface operations {
   };
   /**
    * Upload subscription changes
-   * @description Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed.
+   * @description Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.
    */
   gpodderUploadSubscriptions: {
     parameters: {
@@ -2792,7 +2792,7 @@ export interface operations {
   };
   /**
    * Upload episode actions
-   * @description Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped.
+   * @description Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.
    */
   gpodderUploadEpisodeActions: {
     parameters: {

@@ -12,6 +12,25 @@ import { decodeUtf8, readBody } from "../request-body";
 /** URLs per subscription upload or PUT, and actions per episode upload: more answer 413. */
 export const MAX_GPODDER_ITEMS = 1000;
 
+/**
+ * How far back an upload's `timestamp` reaches (docs/API.md §14, "download, then upload"). Apps download, then
+ * upload; AntennaPod takes the upload's `timestamp` as its next `since` (SyncService, for subscriptions and
+ * episode actions; gPodder too for subscriptions, my.py), so with the clock at the upload a change another device
+ * made between its download and its upload never reached it. Answered as the database's clock 10 minutes back,
+ * the next download also brings every change received in the 10 minutes before the upload: what came in between
+ * (AntennaPod's gap is its upload of the queue in batches of 30 and, for subscriptions, its redirect checks of the
+ * feeds it received), and what it has already (its own upload among them: harmless). Stateless: the server
+ * keeps no per-device time. An app whose next `since` comes from its download (gPodder's episodes) never reads
+ * it. The earliest change received in those 10 minutes would be the same `since`: nothing is received between it
+ * and 10 minutes back.
+ */
+export const UPLOAD_TIMESTAMP_MARGIN_SECONDS = 600;
+
+/** The `timestamp` an upload answers, from the database's clock after its writes (Unix seconds). */
+export function uploadTimestamp(now: number): number {
+  return now - UPLOAD_TIMESTAMP_MARGIN_SECONDS;
+}
+
 export function badRequest(detail: string): ApiError {
   return new ApiError({ status: 400, title: "Bad request", detail });
 }

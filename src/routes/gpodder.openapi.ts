@@ -185,7 +185,7 @@ export const gpodderPaths: Record<string, Json> = {
     post: operation(
       "gpodderUploadSubscriptions",
       "Upload subscription changes",
-      'Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed.',
+      'Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed. `timestamp` is the server\'s Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app\'s download and this upload.',
       {
         description: "Applied.",
         content: jsonContent({
@@ -225,7 +225,7 @@ export const gpodderPaths: Record<string, Json> = {
     post: operation(
       "gpodderUploadEpisodeActions",
       "Upload episode actions",
-      "Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped.",
+      "Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.",
       {
         description: "Applied.",
         content: jsonContent({

@@ -36,6 +36,7 @@ import {
   sinceParameter,
   textRequestBody,
   tooMany,
+  uploadTimestamp,
   urlList,
 } from "../gpodder/protocol";
 import { checkUpload, cleanUrls, type SentUrl, updateUrls } from "../gpodder/subscriptions";
@@ -86,7 +87,7 @@ async function applySubscriptionChanges(c: Context<AppEnv>, add: SentUrl[], remo
   );
   // An episode upload naming one of these feeds next guesses its guid right.
   rememberFeedGuids(userId, feeds, added);
-  return { timestamp: now, update_urls: updateUrls(add, added) };
+  return { timestamp: uploadTimestamp(now), update_urls: updateUrls(add, added) };
 }
 
 /** Logs a failure after a streamed answer started (it then ends cut short: no closing bracket or tag). */
@@ -157,7 +158,7 @@ async function applyEpisodeActions(
     ).filter((operation) => operation !== undefined);
     const guess = guarded ? { feeds, guids } : undefined;
     const written = await writeEpisodes(db, c.get("gpodder").credential, operations, devices, now, guess);
-    return written && { timestamp: written.now, skipped: actions.length - operations.length };
+    return written && { timestamp: uploadTimestamp(written.now), skipped: actions.length - operations.length };
   };
   const guessed = await write(guessFeedGuids(userId, feeds), true);
   if (guessed) return guessed;
