@@ -2518,7 +2518,7 @@ export interface operations {
   gpodderSubscriptionChanges: {
     parameters: {
       query?: {
-        /** @description Unix seconds (inclusive); absent: 0. Send back the `timestamp` of the previous answer. */
+        /** @description Unix seconds (inclusive), at most 15 digits; absent: 0. Send back the `timestamp` of the previous answer. */
         since?: number;
       };
       path: {
@@ -2699,7 +2699,7 @@ export interface operations {
   gpodderEpisodeActions: {
     parameters: {
       query?: {
-        /** @description Unix seconds (inclusive); absent: 0. Send back the `timestamp` of the previous answer. */
+        /** @description Unix seconds (inclusive), at most 15 digits; absent: 0. Send back the `timestamp` of the previous answer. */
         since?: number;
         podcast?: string;
         device?: string;

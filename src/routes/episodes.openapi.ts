@@ -17,6 +17,7 @@ import {
   media415,
   pageError,
   parameterRef,
+  parameters,
   responseRef,
   schemaRef,
   successHeaders,
@@ -117,7 +118,7 @@ const episodeParameter = {
   required: true,
   description:
     "The episode's UUID (8-4-4-4-12 hex syntax, any version, any case). Anything else answers 400 `Invalid GUID in request`.",
-  schema: { type: "string" },
+  schema: parameters.guid.schema,
   example: EPISODE.id,
 };
 

@@ -24,8 +24,9 @@ const file = (description: string) => ({
 const since = {
   name: "since",
   in: "query",
-  description: "Unix seconds (inclusive); absent: 0. Send back the `timestamp` of the previous answer.",
-  schema: { type: "integer", minimum: 0 },
+  description:
+    "Unix seconds (inclusive), at most 15 digits; absent: 0. Send back the `timestamp` of the previous answer.",
+  schema: { type: "integer", minimum: 0, maximum: 999_999_999_999_999 },
 };
 
 function operation(
