@@ -186,7 +186,7 @@ export const gpodderPaths: Record<string, Json> = {
     post: operation(
       "gpodderUploadSubscriptions",
       "Upload subscription changes",
-      'Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed. `timestamp` is the server\'s Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app\'s download and this upload.',
+      "Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`\"\"`), or the stored URL of the same feed. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.",
       {
         description: "Applied.",
         content: jsonContent({
