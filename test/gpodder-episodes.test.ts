@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { EpisodeState } from "../src/db/gpodder";
 import {
   actionTime,
@@ -380,6 +380,57 @@ describe("episode actions through both APIs", () => {
         started: 0,
         position: 300,
         total: 1800,
+      }),
+    ]);
+  });
+
+  it("logs invalid actions only (valid download and delete are not skipped), and uploads past the quota", async () => {
+    const userId = "gp-episodes-logged";
+    const user = await as(userId);
+    const { username, request } = await gpodderClient(user);
+    const feed = { guid: crypto.randomUUID(), feedUrl: "https://logged.example.com/feed.xml" };
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const warned: Record<string, unknown>[] = [];
+    vi.spyOn(console, "warn").mockImplementation((line: unknown) => {
+      warned.push(JSON.parse(String(line)) as Record<string, unknown>);
+    });
+    const action = (episode: string, kind: string, extra: object = {}) => ({
+      podcast: feed.feedUrl,
+      episode: `https://cdn.logged.example.com/${episode}.mp3`,
+      action: kind,
+      timestamp: "2026-03-01T12:00:00",
+      ...extra,
+    });
+    const upload = (actions: unknown[]) => request("POST", `/api/2/episodes/${username}.json`, actions);
+    expect(
+      (
+        await upload([
+          action("1", "download"),
+          action("1", "delete"),
+          action("1", "flattr"),
+          action("1", "play"),
+          action("2", "new"),
+          { ...action("3", "play", { position: 5 }), podcast: undefined },
+        ])
+      ).status,
+    ).toBe(200);
+    expect(warned).toEqual([expect.objectContaining({ level: "warn", event: "episode_actions_skipped", count: 1 })]);
+
+    // At the quota (50 000 states, none forgotten): the new states are refused, counted in one line.
+    warned.length = 0;
+    await (await databaseFor(userId))
+      .prepare("UPDATE user_stats SET episode_count = 50000 WHERE user_id = ?")
+      .bind(userId)
+      .run();
+    const refused = await upload([action("4", "new"), action("5", "play", { position: 5 }), action("2", "new")]);
+    expect(refused.status).toBe(200);
+    expect(warned).toEqual([
+      expect.objectContaining({
+        level: "warn",
+        event: "episode_actions_refused",
+        count: 2,
+        episodeLimit: 2,
+        storageLimit: 0,
       }),
     ]);
   });

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { accountStatements, accountUsage } from "../src/db/account";
 import { RENUMBERED_PER_RUN, TOMBSTONE_RETENTION_MS } from "../src/db/retention";
 import { MAX_URL_BYTES } from "../src/db/storage";
 import {
@@ -7,6 +8,7 @@ import {
   applyChanges,
   as,
   type Caller,
+  countingD1,
   databaseFor,
   listAll,
   newFeed,
@@ -523,5 +525,62 @@ describe("DELETE /v1/account (docs/API.md §15)", () => {
     const user = await as("erase-query");
     expect((await user.delete("/v1/account?include=everything")).status).toBe(400);
     expect((await user.get("/v1/account")).status).toBe(405);
+  });
+});
+
+describe("accountUsage: what an account page shows against the quotas (docs/API.md §12, §13, §15)", () => {
+  it("counts live rows, tombstones, URL bytes, devices and app passwords in one statement, and says when it is full", async () => {
+    const userId = "usage-page";
+    const user = await as(userId);
+    const [kept, gone] = [newFeed(), newFeed()];
+    await user.post("/v1/subscriptions", subscriptionDocument(kept.guid, urlOf(100)));
+    await user.post("/v1/subscriptions", subscriptionDocument(gone.guid, urlOf(120)));
+    await user.delete(`/v1/subscriptions/${gone.guid}`);
+    const episode = (id: string) => ({
+      data: {
+        type: "episode",
+        id,
+        attributes: { mediaUrl: urlOf(200), itemGuid: "g".repeat(20) },
+        relationships: { subscription: { data: { type: "subscription", id: FEED } } },
+      },
+    });
+    const forgotten = crypto.randomUUID();
+    await user.post("/v1/episodes", episode(crypto.randomUUID()));
+    await user.post("/v1/episodes", episode(forgotten));
+    await user.delete(`/v1/episodes/${forgotten}`);
+    await user.post("/v1/app-passwords", { data: { type: "app-password", attributes: { label: "phone" } } });
+    const { binding, calls } = countingD1(await databaseFor(userId));
+    const usage = await accountUsage(binding, userId);
+    expect(calls()).toBe(1);
+    expect(usage).toEqual({
+      subscriptions: { active: 1, stored: 2, max: 10_000 },
+      episodes: { live: 1, stored: 2, max: 50_000 },
+      urlBytes: { stored: 100 + 120 + 200 + 20, max: MAX_URL_BYTES },
+      devices: { stored: 0, max: 100 },
+      appPasswords: { stored: 1, max: 50 },
+      full: { subscriptions: false, episodes: false, storage: false },
+    });
+    // Live states filling the quota make it full; tombstones alone never do (they are recycled).
+    await (await databaseFor(userId))
+      .prepare("UPDATE user_stats SET episode_count = 50000 WHERE user_id = ?")
+      .bind(userId)
+      .run();
+    expect((await accountUsage(binding, userId)).full).toEqual({
+      subscriptions: false,
+      episodes: false,
+      storage: false,
+    });
+    await (await databaseFor(userId))
+      .prepare("UPDATE user_stats SET episode_count = 50001 WHERE user_id = ?")
+      .bind(userId)
+      .run();
+    expect((await accountUsage(binding, userId)).full.episodes).toBe(true);
+    // A user who never stored anything.
+    expect((await accountUsage(binding, "usage-nobody")).subscriptions).toEqual({ active: 0, stored: 0, max: 10_000 });
+    const plan = await (await databaseFor(userId))
+      .prepare(`EXPLAIN QUERY PLAN ${accountStatements.usage.sql}`)
+      .bind(userId)
+      .all<{ detail: string }>();
+    expect(plan.results.map((row) => row.detail).join("\n")).not.toMatch(/^SCAN (episodes|devices|app_passwords)\b/m);
   });
 });

@@ -20,6 +20,7 @@ import { keyUserUrls } from "../db/retention";
 import type { AppEnv } from "../env";
 import { checkCaption, deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
 import {
+  carriesState,
   type EpisodeAction,
   parseEpisodeAction,
   toEpisodeAction,
@@ -140,12 +141,23 @@ async function simpleList(c: Context<AppEnv>, format: "json" | "txt" | "opml"): 
  * (feed-guids.ts) and the batch writes only if every guess is right. A wrong guess costs two more round trips
  * (the lookup, then the write), once per feed and isolate. Answers the database's clock.
  */
+/**
+ * What an episode upload did beyond its writes: the actions that carried state but broke the episode rules
+ * (`skipped`; `download`, `delete`, `flattr` and `play` without a position store nothing and are not skipped),
+ * and those the episode quota or the storage budget refused.
+ */
+interface EpisodeUpload {
+  timestamp: number;
+  skipped: number;
+  refused: { episodeLimit: number; storageLimit: number };
+}
+
 async function applyEpisodeActions(
   c: Context<AppEnv>,
   actions: readonly EpisodeAction[],
   devices: readonly string[],
   now: number,
-): Promise<{ timestamp: number; skipped: number }> {
+): Promise<EpisodeUpload> {
   const db = c.get("db");
   const userId = c.get("userId");
   const podcasts = [...new Set(actions.map((action) => action.podcast))];
@@ -158,7 +170,13 @@ async function applyEpisodeActions(
     ).filter((operation) => operation !== undefined);
     const guess = guarded ? { feeds, guids } : undefined;
     const written = await writeEpisodes(db, c.get("gpodder").credential, operations, devices, now, guess);
-    return written && { timestamp: uploadTimestamp(written.now), skipped: actions.length - operations.length };
+    if (!written) return undefined;
+    const refusedFor = (kind: "limit" | "storage") => written.results.filter((result) => result.kind === kind).length;
+    return {
+      timestamp: uploadTimestamp(written.now),
+      skipped: actions.filter(carriesState).length - operations.length,
+      refused: { episodeLimit: refusedFor("limit"), storageLimit: refusedFor("storage") },
+    };
   };
   const guessed = await write(guessFeedGuids(userId, feeds), true);
   if (guessed) return guessed;
@@ -167,7 +185,7 @@ async function applyEpisodeActions(
   return (await write(
     resolved.map((feed) => feed.guid),
     false,
-  )) as { timestamp: number; skipped: number };
+  )) as EpisodeUpload;
 }
 
 /** Pages charged to the user's limit as they are read, by the rows each walked (rate-limit.ts, `rowCharger`). */
@@ -347,16 +365,17 @@ export const gpodderRoutes = new Hono<AppEnv>()
     const actions = body.map(parseEpisodeAction);
     const valid = actions.filter((action) => action !== undefined);
     const devices = [...new Set(valid.flatMap((action) => (action.device === undefined ? [] : [action.device])))];
-    const { timestamp, skipped } = await applyEpisodeActions(c, valid, devices, Date.now());
+    const { timestamp, skipped, refused } = await applyEpisodeActions(c, valid, devices, Date.now());
     const invalid = actions.length - valid.length + skipped;
+    const requestId = c.get("requestId");
     if (invalid > 0) {
+      console.warn(JSON.stringify({ level: "warn", requestId, event: "episode_actions_skipped", count: invalid }));
+    }
+    // Refused by the quota or the budget: nothing tells the app (gpodder has no per-action error), so the log does.
+    const over = refused.episodeLimit + refused.storageLimit;
+    if (over > 0) {
       console.warn(
-        JSON.stringify({
-          level: "warn",
-          requestId: c.get("requestId"),
-          event: "episode_actions_skipped",
-          count: invalid,
-        }),
+        JSON.stringify({ level: "warn", requestId, event: "episode_actions_refused", count: over, ...refused }),
       );
     }
     return json(c, { timestamp, update_urls: [] });
