@@ -2658,7 +2658,7 @@ export interface operations {
           };
         };
       };
-      /** @description More than 1000 URLs or actions, or a body over 1 MiB. */
+      /** @description More than 10 000 URLs, or a body over 16 MiB. */
       413: {
         content: {
           "application/json": {
@@ -2860,7 +2860,7 @@ export interface operations {
           };
         };
       };
-      /** @description More than 1000 URLs or actions, or a body over 1 MiB. */
+      /** @description More than 1000 actions or a body over 1 MiB. */
       413: {
         content: {
           "application/json": {
@@ -3105,7 +3105,7 @@ export interface operations {
           };
         };
       };
-      /** @description More than 1000 URLs or actions, or a body over 1 MiB. */
+      /** @description More than 10 000 URLs, or a body over 16 MiB. */
       413: {
         content: {
           "application/json": {

@@ -5,12 +5,12 @@ import { call, type Database } from "./database";
 import { deviceStatement } from "./devices";
 import { type EpisodeOperation, type EpisodeWriteResult, episodeWriter, type StoredEpisode } from "./episodes";
 import { type GrowingPages, keysetPages } from "./keyset-pages";
-import { episodes as e, subscriptions as s } from "./schema";
+import { episodes as e, subscriptions as s, userStats as stats } from "./schema";
 import { failedWith, failure, type Statement, statement } from "./statements";
-import { roomStatement, subscriptionTombstones } from "./storage";
-import { subscribeNeedFor, subscribeSql, unsubscribeSql } from "./subscriptions";
+import { MAX_URL_BYTES, roomsStatement, statOf, subscriptionTombstones } from "./storage";
+import { MAX_STORED_SUBSCRIPTIONS, unsubscribeSql } from "./subscriptions";
 import { urlKey } from "./url-key";
-import { FEED_URL, ITEM_GUID, MEDIA_URL, storedUrl } from "./url-pieces";
+import { FEED_URL, ITEM_GUID, MEDIA_URL, storedUrl, storedUrlBytes } from "./url-pieces";
 
 /**
  * What the gpodder.net API needs beyond the JSON:API's reads: changes since a Unix second (by `received_at`,
@@ -213,43 +213,154 @@ function feedGuidOf(url: SQL, key: SQL, podcastGuid: SQL): SQL {
 const sentUrl = sql`(sent.value ->> 0)`;
 const sentGuid = feedGuidOf(sentUrl, sql`(sent.value ->> 1)`, sql`(sent.value ->> 2)`);
 
-/** A gpodder add: subscribes under the URL's feed guid unless an active subscription has the URL already. */
-const addedGuid = feedGuidOf(feedUrl, feedUrlKey, guid);
-const addUrlStatement = statement(
-  subscribeSql({
-    guid: addedGuid,
-    onlyIf: sql`NOT EXISTS (SELECT 1 FROM (${withUrl(feedUrl, feedUrlKey)}) WHERE unsubscribed_at IS NULL)`,
-  }),
-);
-/** Before each gpodder add: the user's oldest tombstones purged when the add would pass the quota or the budget. */
-const addUrlRoomStatement = roomStatement(subscriptionTombstones, subscribeNeedFor(addedGuid));
+// ---------------------------------------------------------------------------------------------
+// Subscription uploads of up to 10 000 URLs (docs/API.md §14: gPodder sends every queued change in one request
+// and cannot split it). Each statement takes a chunk of the URLs as one JSON text (D1 binds at most 100
+// parameters, and strings of at most 2 MB), and handles them as a set: a statement per URL was 39 KB of SQL
+// text sent to D1 per add (its room and its subscribe).
 
-/** A gpodder remove: unsubscribes every active subscription with the URL. */
-const removeUrlStatement = statement(
-  unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} IN (SELECT guid FROM (${withUrl(feedUrl, feedUrlKey)}))`),
+/**
+ * A chunk's feeds (`[url, urlKey, podcastGuid]` each, keyed by their place in the chunk), the user's rows with
+ * each URL (by key; the rows from before 0004, which have none, read once and joined by their text instead of
+ * walked once per URL), and the guid each URL names as `feedGuidOf` resolves it, with whether a row with that
+ * URL is active. `CROSS JOIN` keeps the sent URLs outside: left to itself, SQLite walks every row of the user
+ * and looks each up among them.
+ */
+const resolvedFeeds = sql`sent(i, url, url_key, podcast_guid) AS (
+    SELECT key, value ->> 0, value ->> 1, value ->> 2 FROM json_each(${feeds})),
+  unkeyed AS MATERIALIZED (
+    SELECT a.guid AS guid, ${urlOf("a")} AS url, (a.unsubscribed_at IS NULL) * 9007199254740992 + a.change_seq AS rank
+    FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL),
+  matches(i, guid, rank) AS (
+    SELECT sent.i, a.guid, (a.unsubscribed_at IS NULL) * 9007199254740992 + a.change_seq
+    FROM sent CROSS JOIN ${s} AS a INDEXED BY subscriptions_url ON a.user_id = ${userId} AND a.url_key = sent.url_key
+    WHERE ${urlOf("a")} = sent.url
+    UNION ALL
+    SELECT sent.i, u.guid, u.rank FROM sent CROSS JOIN unkeyed AS u ON u.url = sent.url),
+  resolved(i, url, url_key, guid, url_active) AS (
+    SELECT sent.i, sent.url, sent.url_key, coalesce(best.guid, sent.podcast_guid),
+      coalesce(best.rank >= 9007199254740992, 0)
+    FROM sent LEFT JOIN (SELECT i, guid, max(rank) AS rank FROM matches GROUP BY i) AS best ON best.i = sent.i)`;
+
+/**
+ * The adds a chunk would write, in order, as a sequence of single adds would (`subscribeSql`): not one whose
+ * URL an active subscription has, nor one whose guid is active (under another URL), nor a second of one guid
+ * (the http and https forms of one feed); `is_new` (no row with the guid: a slot of the quota) and `growth` (the
+ * URL bytes it adds over its tombstone's).
+ */
+const writableAdds = sql`${resolvedFeeds},
+  candidates AS (
+    SELECT r.i AS i, r.url AS url, r.url_key AS url_key, r.guid AS guid, t.guid IS NULL AS is_new,
+      t.guid IS NOT NULL AND t.unsubscribed_at IS NULL AS guid_active,
+      length(CAST(r.url AS BLOB)) - CASE WHEN t.guid IS NULL THEN 0 ELSE ${storedUrlBytes(FEED_URL, "t")} END AS growth,
+      row_number() OVER (PARTITION BY r.guid ORDER BY r.i) AS nth
+    FROM resolved AS r LEFT JOIN ${s} AS t ON t.user_id = ${userId} AND t.guid = r.guid
+    WHERE NOT r.url_active),
+  writable AS (SELECT * FROM candidates WHERE nth = 1 AND NOT guid_active)`;
+
+const storedCount = statOf(stats.storedCount);
+const storedBytes = statOf(stats.urlBytes);
+
+/**
+ * Before each chunk's adds: the room they need, made as a single add's is (storage.ts), for the chunk at once: the
+ * user's oldest tombstones purged, as many as the new rows and the bytes need, never one the chunk revives. Unlike
+ * a single add's, it purges what there is even when that is not enough (`partial`): the adds are then admitted
+ * in order while they fit. A chunk that fits whatever its URLs resolve to (its count and bytes, bound) needs no
+ * look at them.
+ */
+const uploadFits = sql`(coalesce(${storedCount}, 0) + json_array_length(${feeds}) <= ${MAX_STORED_SUBSCRIPTIONS}
+  AND coalesce(${storedBytes}, 0) + ${sql.placeholder("sentBytes")} <= ${MAX_URL_BYTES})`;
+const uploadRoomStatement = roomsStatement([
+  {
+    table: subscriptionTombstones,
+    partial: true,
+    need: {
+      count: sql`(CASE WHEN ${uploadFits} THEN 0 ELSE (WITH ${writableAdds}
+        SELECT coalesce(sum(is_new), 0) FROM writable) + coalesce(${storedCount}, 0) - ${MAX_STORED_SUBSCRIPTIONS} END)`,
+      bytes: sql`(CASE WHEN ${uploadFits} THEN 0 ELSE (WITH ${writableAdds}
+        SELECT coalesce(sum(max(growth, 0)), 0) FROM writable) + coalesce(${storedBytes}, 0) - ${MAX_URL_BYTES} END)`,
+      exclude: sql`NULL`,
+      excludeAll: sql`WITH ${writableAdds} SELECT guid FROM writable WHERE NOT is_new`,
+    },
+  },
+]);
+
+/**
+ * A chunk's adds: each writable one in order while it fits the quota (the new rows so far) and the budget (the
+ * bytes the growing ones add so far), subscribed as `subscribeSql` does (a new row, or its tombstone revived with
+ * the new URL and a fresh time), each under the next change number in order. SQLite reads the whole SELECT
+ * before it inserts (the table has triggers), so the quota and budget are checked here, for the set, against
+ * the counts before it; the triggers then count what it wrote. Once one does not fit, no later one that needs
+ * that room is written: the upload is admitted in order.
+ */
+const uploadStatement = statement(sql`
+  WITH ${writableAdds},
+  admitted AS (
+    SELECT *, sum(is_new) OVER (ORDER BY i) AS new_so_far, sum(max(growth, 0)) OVER (ORDER BY i) AS bytes_so_far
+    FROM writable),
+  written AS (
+    SELECT *, row_number() OVER (ORDER BY i) AS n FROM admitted
+    WHERE (NOT is_new OR coalesce(${storedCount}, 0) + new_so_far <= ${MAX_STORED_SUBSCRIPTIONS})
+      AND (growth <= 0 OR coalesce(${storedBytes}, 0) + bytes_so_far <= ${MAX_URL_BYTES}))
+  INSERT INTO ${s} (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, received_at, url_key)
+  SELECT ${userId}, guid, url, ${sql.placeholder("now")}, NULL, coalesce(${statOf(stats.version)}, 0) + n,
+    coalesce(${statOf(stats.version)}, 0) + n, unixepoch(), url_key
+  FROM written WHERE true ORDER BY n
+  ON CONFLICT (user_id, guid) DO UPDATE SET
+    feed_url = excluded.feed_url, subscribed_at = excluded.subscribed_at, unsubscribed_at = NULL,
+    change_seq = excluded.change_seq, subscribed_seq = excluded.subscribed_seq, received_at = excluded.received_at,
+    url_key = excluded.url_key
+  WHERE ${s.unsubscribedAt} IS NOT NULL`);
+
+/** A chunk's removes: every active subscription with one of its URLs (`[url, urlKey]` each). */
+const removeUrlsStatement = statement(
+  unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} IN (
+    WITH sent(url, url_key) AS (SELECT value ->> 0, value ->> 1 FROM json_each(${feeds}))
+    SELECT a.guid FROM sent CROSS JOIN ${s} AS a INDEXED BY subscriptions_url ON a.user_id = ${userId} AND a.url_key = sent.url_key
+    WHERE ${urlOf("a")} = sent.url
+    UNION ALL
+    SELECT a.guid FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL
+      AND ${urlOf("a")} IN (SELECT url FROM sent))`),
 );
 
 /**
- * The simple API's PUT: unsubscribes every active subscription whose URL is not in the sent list. The rows
- * are found through the index of active rows: left to itself, SQLite walks the user's primary key (every
- * tombstone too).
+ * The simple API's PUT: unsubscribes every active subscription whose URL is not among the adds, bound as the add
+ * chunks (`feeds0`, `feeds1`, ...: one statement per number of chunks). The rows are found through the index of
+ * active rows: left to itself, SQLite walks the user's primary key (every tombstone too).
  */
-const removeUnlistedStatement = statement(
-  unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} IN (
-    SELECT a.guid FROM ${s} AS a INDEXED BY subscriptions_active_page
-    WHERE a.user_id = ${userId} AND a.unsubscribed_at IS NULL
-      AND ${urlOf("a")} NOT IN (SELECT value FROM json_each(${sql.placeholder("urls")})))`),
-);
+const removeUnlistedStatements = new Map<number, Statement>();
+function removeUnlistedStatement(chunks: number): Statement {
+  let made = removeUnlistedStatements.get(chunks);
+  if (!made) {
+    // One NOT IN per chunk (each a lookup in its own list, built once): D1 allows few terms in a compound SELECT.
+    const unlisted = sql.join(
+      Array.from(
+        { length: Math.max(1, chunks) },
+        (_, index) => sql`a.url NOT IN (SELECT value ->> 0 FROM json_each(${sql.placeholder(`feeds${index}`)}))`,
+      ),
+      sql` AND `,
+    );
+    made = statement(
+      unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} IN (
+        SELECT a.guid FROM (SELECT b.guid AS guid, ${urlOf("b")} AS url FROM ${s} AS b INDEXED BY subscriptions_active_page
+          WHERE b.user_id = ${userId} AND b.unsubscribed_at IS NULL) AS a
+        WHERE ${unlisted})`),
+    );
+    removeUnlistedStatements.set(chunks, made);
+  }
+  return made;
+}
 
 /**
  * Each sent feed's guid as it now resolves, and the URL that guid is active under (null when it is not
  * active). After an add: the add's own URL when it is subscribed, another URL when its guid is active under
- * that one (nothing written), null when the quota refused it.
+ * that one (nothing written), null when the quota or the budget refused it.
  */
 const resolvedStatement = statement(sql`
+  WITH ${resolvedFeeds}
   SELECT r.i AS i, r.guid AS guid,
-    (SELECT ${urlOf("subscriptions")} FROM ${s} WHERE ${s.userId} = ${userId} AND ${s.guid} = r.guid AND ${s.unsubscribedAt} IS NULL) AS activeUrl
-  FROM (SELECT sent.key AS i, ${sentGuid} AS guid FROM json_each(${feeds}) AS sent) AS r`);
+    (SELECT ${urlOf("x")} FROM ${s} AS x WHERE x.user_id = ${userId} AND x.guid = r.guid AND x.unsubscribed_at IS NULL) AS activeUrl
+  FROM resolved AS r`);
 
 /** What names the guess guard's failure in D1's error (statements.ts, `failure`). */
 const GUESS_REFUSED = "gpodder-feed-guid-guess-refused";
@@ -301,42 +412,89 @@ export async function resolveFeeds(db: Database, user: string, named: readonly N
   return readResolved(results, named.length);
 }
 
+/** The most UTF-8 bytes of JSON text one statement binds (D1 takes strings of at most 2 MB). */
+const CHUNK_BYTES = 1_000_000;
+
+const encoder = new TextEncoder();
+const utf8Length = (text: string) => encoder.encode(text).byteLength;
+
+/** A chunk of an upload's feeds: their JSON text, where it starts in the upload, and their URLs' bytes. */
+interface FeedChunk {
+  feeds: string;
+  first: number;
+  count: number;
+  sentBytes: number;
+}
+
+/** Feeds as JSON arrays of `entry(feed)`, in chunks of at most CHUNK_BYTES (none for none). */
+function chunked<T extends { url: string }>(items: readonly T[], entry: (item: T) => unknown[]): FeedChunk[] {
+  const chunks: FeedChunk[] = [];
+  let texts: string[] = [];
+  let first = 0;
+  let bytes = 2;
+  let sentBytes = 0;
+  const close = () => {
+    chunks.push({ feeds: `[${texts.join(",")}]`, first, count: texts.length, sentBytes });
+    first += texts.length;
+    texts = [];
+    bytes = 2;
+    sentBytes = 0;
+  };
+  for (const item of items) {
+    const text = JSON.stringify(entry(item));
+    const textBytes = utf8Length(text) + 1;
+    if (texts.length > 0 && bytes + textBytes > CHUNK_BYTES) close();
+    texts.push(text);
+    bytes += textBytes;
+    sentBytes += utf8Length(item.url);
+  }
+  if (texts.length > 0) close();
+  return chunks;
+}
+
 /**
- * A gpodder subscription upload in one batch (one round trip, one transaction): the removes (each URL, then
- * with `keepOnly` every active subscription whose URL is not listed), then the adds in order, then what each
- * add's URL resolves to, and the database's clock.
+ * A gpodder subscription upload of up to 10 000 URLs in one batch (one round trip, one transaction), after the
+ * caller's credential guard: the removes, or with `replaceAll` (the simple API's PUT) every active subscription
+ * whose URL is not among the adds; then the adds in order, chunk by chunk (each chunk's room, then its adds);
+ * then what each add's URL resolves to, and the database's clock. `add` holds each URL once. The batch may be
+ * the caller's (it then reads the purges' renumbering from it).
  */
 export async function writeGpodderSubscriptions(
   db: Database,
   caller: WriteCredential,
-  changes: { remove: readonly string[]; keepOnly?: readonly string[]; add: readonly NamedFeed[] },
+  changes: { remove: readonly string[]; add: readonly NamedFeed[]; replaceAll?: boolean },
   at: number,
+  batch = new WriteBatch(),
 ): Promise<{ now: number; added: ResolvedFeed[] }> {
   const user = caller.userId;
-  const batch = new WriteBatch();
   batch.push(credentialGuard(db, caller));
-  const bindUrl = (bound: Statement, url: string, podcast?: string) =>
-    bound.bind(db, { userId: user, now: at, feedUrl: url, urlKey: urlKey(url), guid: podcast ?? null });
-  batch.push(...changes.remove.map((url) => bindUrl(removeUrlStatement, url)));
-  if (changes.keepOnly) {
-    batch.push(removeUnlistedStatement.bind(db, { userId: user, now: at, urls: JSON.stringify(changes.keepOnly) }));
+  const bound = (statement: Statement, values: Record<string, unknown>) =>
+    statement.bind(db, { userId: user, now: at, ...values });
+  for (const chunk of chunked(
+    changes.remove.map((url) => ({ url })),
+    ({ url }) => [url, urlKey(url)],
+  )) {
+    batch.push(bound(removeUrlsStatement, { feeds: chunk.feeds }));
   }
-  for (const feed of changes.add) {
-    batch.push(
-      bindUrl(addUrlRoomStatement, feed.url, feed.podcastGuid),
-      bindUrl(addUrlStatement, feed.url, feed.podcastGuid),
-    );
+  const adds = chunked(changes.add, (feed) => [feed.url, urlKey(feed.url), feed.podcastGuid]);
+  if (changes.replaceAll) {
+    const listed = Object.fromEntries(adds.map((chunk, index) => [`feeds${index}`, chunk.feeds]));
+    batch.push(bound(removeUnlistedStatement(adds.length), adds.length === 0 ? { feeds0: "[]" } : listed));
   }
-  const added =
-    changes.add.length === 0
-      ? undefined
-      : batch.push(resolvedStatement.bind(db, { userId: user, feeds: feedsValue(changes.add) }));
+  for (const chunk of adds) {
+    const values = { feeds: chunk.feeds, sentBytes: chunk.sentBytes };
+    batch.push(bound(uploadRoomStatement, values), bound(uploadStatement, values));
+  }
+  const resolved = adds.map((chunk) => ({ chunk, slot: batch.push(bound(resolvedStatement, { feeds: chunk.feeds })) }));
   const clock = batch.push(clockStatement.bind(db, {}));
   await runGuarded(() => batch.run(db), caller);
-  return {
-    now: clock.results()[0].results[0].now as number,
-    added: added ? readResolved(added.results()[0].results, changes.add.length) : [],
-  };
+  const added: ResolvedFeed[] = new Array(changes.add.length);
+  for (const { chunk, slot } of resolved) {
+    for (const row of slot.results()[0].results) {
+      added[chunk.first + (row.i as number)] = { guid: row.guid as string, activeUrl: row.activeUrl as string | null };
+    }
+  }
+  return { now: clock.results()[0].results[0].now as number, added };
 }
 
 /** Episode states per page of the gpodder episode GET, first (see GPODDER_EPISODE_PAGES). */
@@ -530,10 +688,10 @@ export async function writeEpisodes(
 export const gpodderStatements: Record<string, Statement> = {
   addedPage: addedPageStatement,
   removedPage: removedPageStatement,
-  addUrl: addUrlStatement,
-  addUrlRoom: addUrlRoomStatement,
-  removeUrl: removeUrlStatement,
-  removeUnlisted: removeUnlistedStatement,
+  upload: uploadStatement,
+  uploadRoom: uploadRoomStatement,
+  removeUrls: removeUrlsStatement,
+  removeUnlisted: removeUnlistedStatement(1),
   resolved: resolvedStatement,
   guessGuard: guessGuardStatement,
   clock: clockStatement,

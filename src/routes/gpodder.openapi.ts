@@ -78,7 +78,8 @@ const action = {
     total: { type: "integer", minimum: 0 },
   },
 };
-const tooMany = { "413": "More than 1000 URLs or actions, or a body over 1 MiB." };
+const tooMany = { "413": "More than 1000 actions or a body over 1 MiB." };
+const tooManyUrls = { "413": "More than 10 000 URLs, or a body over 16 MiB." };
 
 export const gpodderSecuritySchemes: Record<string, Json> = {
   gpodderBasic: {
@@ -197,7 +198,7 @@ export const gpodderPaths: Record<string, Json> = {
       {
         parameters: [username, file("`<deviceid>.json`")],
         requestBody: jsonBody({ type: "object", properties: { add: urls, remove: urls } }),
-        errors: tooMany,
+        errors: tooManyUrls,
       },
     ),
   },
@@ -277,7 +278,11 @@ export const gpodderPaths: Record<string, Json> = {
       "Replace the subscription list (simple API)",
       "`{file}` is `<deviceid>.json` (a JSON array) or `.txt` (one URL per line): the list becomes exactly the sent one.",
       empty,
-      { parameters: [username, file("`<deviceid>.json` or `.txt`")], requestBody: jsonBody(urls), errors: tooMany },
+      {
+        parameters: [username, file("`<deviceid>.json` or `.txt`")],
+        requestBody: jsonBody(urls),
+        errors: tooManyUrls,
+      },
     ),
   },
 };

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { Hono } from "hono";
 import { verifiedCredentials } from "../auth/verified-credentials";
 import { endSession } from "../db/app-passwords";
+import { WriteBatch } from "../db/batch";
 import { listDeviceIds, listDevices, saveDevice } from "../db/devices";
 import {
   type EpisodeChangePage,
@@ -34,16 +35,17 @@ import {
   fileSegment,
   jsonRequestBody,
   MAX_GPODDER_ITEMS,
+  MAX_SUBSCRIPTION_BODY_BYTES,
   sinceParameter,
   textRequestBody,
   tooMany,
   uploadTimestamp,
   urlList,
 } from "../gpodder/protocol";
-import { checkUpload, cleanUrls, type SentUrl, updateUrls } from "../gpodder/subscriptions";
+import { checkUpload, cleanUrls, type SentUrl, uniqueUrls, updateUrls } from "../gpodder/subscriptions";
 import { d1PrimarySession } from "../middleware/d1-session";
 import { checkPathUsername, gpodderAuth, sessionCookieHeader } from "../middleware/gpodder-auth";
-import { chargeRows, limitPerUser, rowCharger } from "../middleware/rate-limit";
+import { chargeRenumbering, chargeRows, limitPerUser, rowCharger } from "../middleware/rate-limit";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
 import { opmlStream } from "../opml/serialise";
 import { shardOfUser } from "../shards";
@@ -75,17 +77,22 @@ const validUrls = (items: readonly SentUrl[]) => items.flatMap((item) => (item.u
 
 /**
  * Subscribes and unsubscribes in one round trip (db/gpodder.ts); answers `update_urls`. `replaceAll` (the
- * simple API's PUT): every active subscription whose URL is not among the adds is removed too.
+ * simple API's PUT): every active subscription whose URL is not among the adds is removed too. Up to 10 000
+ * URLs in one transaction: charged to the user's limit as the requests of 100 writing them would be (as an OPML
+ * import is), and for the rows the purges renumbered.
  */
 async function applySubscriptionChanges(c: Context<AppEnv>, add: SentUrl[], remove: SentUrl[], replaceAll = false) {
   const userId = c.get("userId");
-  const feeds = await nameFeeds(validUrls(add));
+  const feeds = await nameFeeds(uniqueUrls(add));
+  const batch = new WriteBatch();
   const { now, added } = await writeGpodderSubscriptions(
     c.get("db"),
     c.get("gpodder").credential,
-    { remove: validUrls(remove), keepOnly: replaceAll ? validUrls(add) : undefined, add: feeds },
+    { remove: validUrls(remove), add: feeds, replaceAll },
     Date.now(),
+    batch,
   );
+  await chargeRenumbering(c, batch, add.length + remove.length);
   // An episode upload naming one of these feeds next guesses its guid right.
   rememberFeedGuids(userId, feeds, added);
   return { timestamp: uploadTimestamp(now), update_urls: updateUrls(add, added) };
@@ -317,7 +324,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
   .post("/api/2/subscriptions/:username/:file", signedIn, async (c) => {
     checkPathUsername(c, c.req.param("username"));
     const deviceId = fileSegment(c.req.param("file"), ["json"]).name;
-    const body = await jsonRequestBody(c);
+    const body = await jsonRequestBody(c, MAX_SUBSCRIPTION_BODY_BYTES);
     if (body === null || typeof body !== "object" || Array.isArray(body)) throw badRequest("Send a JSON object.");
     const { add, remove } = body as Record<string, unknown>;
     const adds = cleanUrls(urlList(add, "add"));
@@ -347,8 +354,8 @@ export const gpodderRoutes = new Hono<AppEnv>()
     const file = fileSegment(c.req.param("file"), ["json", "txt"] as const);
     const sent =
       file.format === "json"
-        ? urlList(await jsonRequestBody(c), "The body")
-        : (await textRequestBody(c)).split("\n").filter((line) => line.trim() !== "");
+        ? urlList(await jsonRequestBody(c, MAX_SUBSCRIPTION_BODY_BYTES), "The body")
+        : (await textRequestBody(c, MAX_SUBSCRIPTION_BODY_BYTES)).split("\n").filter((line) => line.trim() !== "");
     const adds = cleanUrls(sent);
     checkUpload(adds, []);
     await ensurePathDevice(c, file.name);
