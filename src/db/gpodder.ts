@@ -501,24 +501,26 @@ export async function writeGpodderSubscriptions(
 export const GPODDER_EPISODE_PAGE_ROWS = 100;
 
 /**
- * A page's rows packed as JSON arrays: the change number, the URL of the user's subscription (active or not) of
- * the state's feed (null for a tombstone, and for a state of a feed the user never subscribed to: neither is
- * told), and the state. Every row the page walks is in the answer, so a page reads what it returns and nothing
- * more, however many tombstones or unsubscribed feeds' states lie in between.
+ * A page's rows packed as JSON arrays: the change number, the state's feed guid (null for a tombstone: not
+ * told), and the state; and, once per feed of the page, the URL of the user's subscription (active or not) of
+ * that feed (null for a feed the user never subscribed to: its states are not told). Every row the page walks is
+ * in the answer, so a page reads what it returns and nothing more, however many tombstones or unsubscribed
+ * feeds' states lie in between. A feed's URL (up to 2 KB) comes once per page, not once per state: 50 000
+ * states of one feed sent D1 its URL 50 000 times, escaped twice over (SQLite's JSON, then D1's answer).
  */
 const packedStates = (from: SQL, where: SQL) => sql`
-  SELECT unixepoch() AS now, (
-    SELECT json_group_array(json_array(change_seq, feed_url, media_url, item_guid, position, duration, played,
-      position_changed_at, played_changed_at)) FROM (
-      SELECT t.change_seq AS change_seq,
-        CASE WHEN t.deleted_at IS NULL THEN (SELECT ${urlOf("f")} FROM ${s} AS f WHERE f.user_id = t.user_id AND f.guid = t.feed_guid) END AS feed_url,
-        ${storedUrl(MEDIA_URL, "t")} AS media_url, ${storedUrl(ITEM_GUID, "t")} AS item_guid,
-        t.position AS position, t.duration AS duration, t.played AS played,
-        t.position_changed_at AS position_changed_at, t.played_changed_at AS played_changed_at
-      FROM ${from} WHERE ${where}
-      ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}
-    )
-  ) AS states`;
+  WITH page AS MATERIALIZED (
+    SELECT t.change_seq AS change_seq, CASE WHEN t.deleted_at IS NULL THEN t.feed_guid END AS feed_guid,
+      ${storedUrl(MEDIA_URL, "t")} AS media_url, ${storedUrl(ITEM_GUID, "t")} AS item_guid,
+      t.position AS position, t.duration AS duration, t.played AS played,
+      t.position_changed_at AS position_changed_at, t.played_changed_at AS played_changed_at
+    FROM ${from} WHERE ${where}
+    ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")})
+  SELECT unixepoch() AS now,
+    (SELECT json_group_array(json_array(change_seq, feed_guid, media_url, item_guid, position, duration, played,
+      position_changed_at, played_changed_at)) FROM page) AS states,
+    (SELECT json_group_object(guid, (SELECT ${urlOf("f")} FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = feeds.guid))
+      FROM (SELECT DISTINCT feed_guid AS guid FROM page WHERE feed_guid IS NOT NULL) AS feeds) AS feeds`;
 
 /**
  * One page of the user's episode changes received at or after `since`, after change number `after` (null: the
@@ -573,10 +575,10 @@ type PackedState = [
 
 /**
  * The pages of the gpodder episode GET grow while their text is short (keyset-pages.ts): 100 states, then up to
- * 500 while a page's URLs and guids stay under 192 Ki characters. A state's text is at most two 2 KB URLs and a
- * 1 KB guid, escaped for JSON: a page of long ones stays at 100 rows (under ~1 MB of text), one that follows
- * short ones holds at most 500 (~5 MB). Each read holds the database for a page of index entries however many
- * states the account has.
+ * 500 while a page's URLs and guids stay under 192 Ki characters. A state's text in D1's answer is at most a
+ * 2 KB URL and a 1 KB guid, escaped for JSON (its feed's URL comes once per page): a page of long ones stays at
+ * 100 rows (under ~1 MB of text), one that follows short ones holds at most 500. Each read holds the database
+ * for a page of index entries however many states the account has.
  */
 export const GPODDER_EPISODE_PAGES: GrowingPages<PackedState> = {
   first: GPODDER_EPISODE_PAGE_ROWS,
@@ -586,11 +588,15 @@ export const GPODDER_EPISODE_PAGES: GrowingPages<PackedState> = {
     rows.reduce((sum, row) => sum + (row[1]?.length ?? 0) + (row[2]?.length ?? 0) + (row[3]?.length ?? 0), 0),
 };
 
-/** The states of a page that are told: live ones of feeds the user subscribed to. */
-function toldStates(page: readonly PackedState[]): { podcast: string; episode: EpisodeState }[] {
+/** The states of a page that are told, each with its feed's URL: live ones of feeds the user subscribed to. */
+function toldStates(
+  page: readonly PackedState[],
+  feeds: Record<string, string | null>,
+): { podcast: string; episode: EpisodeState }[] {
   const told: { podcast: string; episode: EpisodeState }[] = [];
-  for (const [, podcast, mediaUrl, itemGuid, position, duration, played, positionAt, playedAt] of page) {
-    if (podcast === null || mediaUrl === null) continue;
+  for (const [, feedGuid, mediaUrl, itemGuid, position, duration, played, positionAt, playedAt] of page) {
+    const podcast = feedGuid === null ? null : feeds[feedGuid];
+    if (podcast === null || podcast === undefined || mediaUrl === null) continue;
     told.push({
       podcast,
       episode: {
@@ -632,12 +638,15 @@ export function episodeChangePages(
     podcast === undefined
       ? [episodeChangesPageStatement, {}]
       : [feedChangesPageStatement, { feedUrl: podcast, urlKey: urlKey(podcast) }];
+  // The feeds' URLs of the page last read, by guid (keysetPages wants the rows alone).
+  let feeds: Record<string, string | null> = {};
   const packedPages = keysetPages<PackedState, number | null>(
     async (after, limit) => {
       const row = (await call(() =>
         pageStatement.bind(db, { userId: user, since, after, limit, ...feed }).first(),
-      )) as { now: number; states: string };
+      )) as { now: number; states: string; feeds: string | null };
       now ??= row.now;
+      feeds = row.feeds === null ? {} : (JSON.parse(row.feeds) as Record<string, string | null>);
       // An aggregate does not promise its input order: the page's order is applied again.
       return (JSON.parse(row.states) as PackedState[]).sort((a, b) => a[0] - b[0]);
     },
@@ -646,7 +655,7 @@ export function episodeChangePages(
     pageSize,
   );
   async function* pages() {
-    for await (const page of packedPages) yield { states: toldStates(page), walked: page.length };
+    for await (const page of packedPages) yield { states: toldStates(page, feeds), walked: page.length };
   }
   return { pages: pages(), now: () => now as number };
 }

@@ -398,15 +398,27 @@ export const gpodderRoutes = new Hono<AppEnv>()
     const read = episodeChangePages(c.get("db"), c.get("userId"), since, { podcast });
     const pages = charged(c, read.pages, (page) => page.walked);
     const states = withFirst(await pages.next(), pages);
+    // Each action names its feed's URL (up to 2 KB, twice that escaped): escaped once per feed and page.
+    let podcasts = new Map<string, string>();
     const actions = jsonItems((state: { podcast: string; episode: EpisodeState }) => {
       const action = toEpisodeAction(state.podcast, state.episode);
-      return action && JSON.stringify(action);
+      if (!action) return undefined;
+      const { podcast, ...rest } = action;
+      let escaped = podcasts.get(podcast);
+      if (escaped === undefined) {
+        escaped = JSON.stringify(podcast);
+        podcasts.set(podcast, escaped);
+      }
+      return `{"podcast":${escaped},${JSON.stringify(rest).slice(1)}`;
     });
     const body = pagedTextStream(
       states,
       {
         head: '{"actions":[',
-        page: (page: EpisodeChangePage) => actions(page.states),
+        page: (page: EpisodeChangePage) => {
+          podcasts = new Map();
+          return actions(page.states);
+        },
         tail: () => `],"timestamp":${read.now()}}`,
       },
       streamFailed(c, "gpodder_episodes_failed"),
