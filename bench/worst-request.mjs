@@ -184,7 +184,7 @@ async function seed(server) {
 }
 
 /** The requests measured on one side, each a fresh one per round where it writes. */
-function requests(accounts, round, side, uploader) {
+function requests(accounts, round, side, uploaders) {
   const gp = (credential) => ({
     authorization: `Basic ${Buffer.from(`${credential.username}:${credential.password}`).toString("base64")}`,
   });
@@ -208,17 +208,17 @@ function requests(accounts, round, side, uploader) {
       headers: gp(devices),
     },
     "POST /api/2/subscriptions, the most a body takes (before: 1 000 URLs of 1 000 bytes; after: 10 000 of 830)": {
-      credential: uploader,
+      credential: uploaders.subscriptions,
       method: "POST",
-      path: `/api/2/subscriptions/${uploader.username}/phone.json`,
-      headers: { ...gp(uploader), "content-type": "application/json" },
+      path: `/api/2/subscriptions/${uploaders.subscriptions.username}/phone.json`,
+      headers: { ...gp(uploaders.subscriptions), "content-type": "application/json" },
       body: JSON.stringify({ add: side === "before" ? subscriptionUrls(1000, 1000) : subscriptionUrls(10_000, 830) }),
     },
     "POST /api/2/episodes, 1 000 actions of 400-byte URLs (the most 1 MiB holds)": {
-      credential: uploader,
+      credential: uploaders.episodes,
       method: "POST",
-      path: `/api/2/episodes/${uploader.username}.json`,
-      headers: { ...gp(uploader), "content-type": "application/json" },
+      path: `/api/2/episodes/${uploaders.episodes.username}.json`,
+      headers: { ...gp(uploaders.episodes), "content-type": "application/json" },
       body: JSON.stringify(
         Array.from({ length: 1000 }, (_, i) => ({
           podcast: plainUrl(`https://pod.example/${round}/${i % 10}/`, 400),
@@ -249,8 +249,11 @@ async function main() {
     const results = {};
     for (let round = 0; round < ROUNDS; round++) {
       for (const side of ["before", "after"]) {
-        const uploader = await credentialsFor(servers[side], `worst-uploader-${side}-${round}`);
-        for (const [name, request] of Object.entries(requests(accounts[side], round, side, uploader))) {
+        const uploaders = {
+          subscriptions: await credentialsFor(servers[side], `worst-subscriptions-${side}-${round}`),
+          episodes: await credentialsFor(servers[side], `worst-episodes-${side}-${round}`),
+        };
+        for (const [name, request] of Object.entries(requests(accounts[side], round, side, uploaders))) {
           // The steady state, as apps sync: signed in (the isolate caches the credential) and the device known.
           const credential = request.credential;
           const warmUps = [`/api/2/auth/${credential.username}/login.json`];

@@ -140,9 +140,16 @@ describe("gpodder subscription uploads of up to 10 000 URLs in up to 16 MiB (doc
 
   it('near the quota, as many as fit after the oldest tombstones are purged; the rest [sent, ""]', async () => {
     const userId = "gp-upload-quota";
-    await seedSubscriptions(userId, 5, { unsubscribed: true });
+    const { user, username, request } = await client(userId);
+    // Five unsubscriptions (through the API: found by their url_key), then the quota all but filled.
+    for (let i = 0; i < 5; i++) {
+      const gone = newFeed();
+      await user.post("/v1/subscriptions", {
+        data: { type: "subscription", id: gone.guid, attributes: { feedUrl: gone.feedUrl } },
+      });
+      await user.delete(`/v1/subscriptions/${gone.guid}`);
+    }
     await seedSubscriptions(userId, 9_990);
-    const { username, request } = await client(userId);
     const add = Array.from({ length: 20 }, (_, i) => `https://quota.example.com/${i}.xml`);
     const response = await request("POST", `/api/2/subscriptions/${username}/d.json`, JSON.stringify({ add }));
     const { update_urls } = (await response.json()) as Uploaded;

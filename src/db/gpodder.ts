@@ -220,27 +220,38 @@ const sentGuid = feedGuidOf(sentUrl, sql`(sent.value ->> 1)`, sql`(sent.value ->
 // text sent to D1 per add (its room and its subscribe).
 
 /**
- * A chunk's feeds (`[url, urlKey, podcastGuid]` each, keyed by their place in the chunk), the user's rows with
- * each URL (by key; the rows from before 0004, which have none, read once and joined by their text instead of
- * walked once per URL), and the guid each URL names as `feedGuidOf` resolves it, with whether a row with that
- * URL is active. `CROSS JOIN` keeps the sent URLs outside: left to itself, SQLite walks every row of the user
+ * A chunk's feeds, keyed by their place in the chunk, the user's rows with each URL, and the guid each URL names
+ * as `feedGuidOf` resolves it, with whether a row with that URL is active and the URL's bytes. By text, the chunk
+ * is `[url, urlKey, podcastGuid]` each (`feeds`): rows are found by key and compared by their text, and the rows
+ * from before 0004 (no url_key) are read once and joined by their text instead of walked once per URL. By key
+ * (`byText` false), it is `[urlKey, podcastGuid, bytes]` each (`keys`): rows are found by key alone, and rows
+ * without one are not found; what the room statement needs, bound without the URLs (the D1 request holds every
+ * statement's parameters, and the chunk's text in three statements made an upload of 16 MiB hold as much again
+ * three times over). `CROSS JOIN` keeps the sent URLs outside: left to itself, SQLite walks every row of the user
  * and looks each up among them.
  */
-const resolvedFeeds = sql`sent(i, url, url_key, podcast_guid) AS (
-    SELECT key, value ->> 0, value ->> 1, value ->> 2 FROM json_each(${feeds})),
+function resolvedFeeds(byText: boolean): SQL {
+  const sent = byText
+    ? sql`SELECT key, value ->> 0, value ->> 1, value ->> 2, length(CAST(value ->> 0 AS BLOB)) FROM json_each(${feeds})`
+    : sql`SELECT key, NULL, value ->> 0, value ->> 1, value ->> 2 FROM json_each(${sql.placeholder("keys")})`;
+  const sameUrl = byText ? sql` WHERE ${urlOf("a")} = sent.url` : sql``;
+  const unkeyed = byText
+    ? sql`
+    UNION ALL
+    SELECT sent.i, u.guid, u.rank FROM sent CROSS JOIN unkeyed AS u ON u.url = sent.url`
+    : sql``;
+  return sql`sent(i, url, url_key, podcast_guid, bytes) AS (${sent}),
   unkeyed AS MATERIALIZED (
     SELECT a.guid AS guid, ${urlOf("a")} AS url, (a.unsubscribed_at IS NULL) * 9007199254740992 + a.change_seq AS rank
-    FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL),
+    FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${byText}),
   matches(i, guid, rank) AS (
     SELECT sent.i, a.guid, (a.unsubscribed_at IS NULL) * 9007199254740992 + a.change_seq
-    FROM sent CROSS JOIN ${s} AS a INDEXED BY subscriptions_url ON a.user_id = ${userId} AND a.url_key = sent.url_key
-    WHERE ${urlOf("a")} = sent.url
-    UNION ALL
-    SELECT sent.i, u.guid, u.rank FROM sent CROSS JOIN unkeyed AS u ON u.url = sent.url),
-  resolved(i, url, url_key, guid, url_active) AS (
+    FROM sent CROSS JOIN ${s} AS a INDEXED BY subscriptions_url ON a.user_id = ${userId} AND a.url_key = sent.url_key${sameUrl}${unkeyed}),
+  resolved(i, url, url_key, guid, url_active, bytes) AS (
     SELECT sent.i, sent.url, sent.url_key, coalesce(best.guid, sent.podcast_guid),
-      coalesce(best.rank >= 9007199254740992, 0)
+      coalesce(best.rank >= 9007199254740992, 0), sent.bytes
     FROM sent LEFT JOIN (SELECT i, guid, max(rank) AS rank FROM matches GROUP BY i) AS best ON best.i = sent.i)`;
+}
 
 /**
  * The adds a chunk would write, in order, as a sequence of single adds would (`subscribeSql`): not one whose
@@ -248,15 +259,17 @@ const resolvedFeeds = sql`sent(i, url, url_key, podcast_guid) AS (
  * (the http and https forms of one feed); `is_new` (no row with the guid: a slot of the quota) and `growth` (the
  * URL bytes it adds over its tombstone's).
  */
-const writableAdds = sql`${resolvedFeeds},
+function writableAdds(byText: boolean): SQL {
+  return sql`${resolvedFeeds(byText)},
   candidates AS (
     SELECT r.i AS i, r.url AS url, r.url_key AS url_key, r.guid AS guid, t.guid IS NULL AS is_new,
       t.guid IS NOT NULL AND t.unsubscribed_at IS NULL AS guid_active,
-      length(CAST(r.url AS BLOB)) - CASE WHEN t.guid IS NULL THEN 0 ELSE ${storedUrlBytes(FEED_URL, "t")} END AS growth,
+      r.bytes - CASE WHEN t.guid IS NULL THEN 0 ELSE ${storedUrlBytes(FEED_URL, "t")} END AS growth,
       row_number() OVER (PARTITION BY r.guid ORDER BY r.i) AS nth
     FROM resolved AS r LEFT JOIN ${s} AS t ON t.user_id = ${userId} AND t.guid = r.guid
     WHERE NOT r.url_active),
   writable AS (SELECT * FROM candidates WHERE nth = 1 AND NOT guid_active)`;
+}
 
 const storedCount = statOf(stats.storedCount);
 const storedBytes = statOf(stats.urlBytes);
@@ -266,21 +279,27 @@ const storedBytes = statOf(stats.urlBytes);
  * user's oldest tombstones purged, as many as the new rows and the bytes need, never one the chunk revives. Unlike
  * a single add's, it purges what there is even when that is not enough (`partial`): the adds are then admitted
  * in order while they fit. A chunk that fits whatever its URLs resolve to (its count and bytes, bound) needs no
- * look at them.
+ * look at them. Bound by key (`resolvedFeeds`): a URL stored before 0004 and not keyed yet counts as new here,
+ * which may purge a tombstone more than needed, and no row without a key is purged (it may be one the chunk
+ * revives); the adds themselves are checked by text.
  */
-const uploadFits = sql`(coalesce(${storedCount}, 0) + json_array_length(${feeds}) <= ${MAX_STORED_SUBSCRIPTIONS}
+const uploadFits = sql`(coalesce(${storedCount}, 0) + json_array_length(${sql.placeholder("keys")}) <= ${MAX_STORED_SUBSCRIPTIONS}
   AND coalesce(${storedBytes}, 0) + ${sql.placeholder("sentBytes")} <= ${MAX_URL_BYTES})`;
+const roomAdds = writableAdds(false);
 const uploadRoomStatement = roomsStatement([
   {
     table: subscriptionTombstones,
     partial: true,
     need: {
-      count: sql`(CASE WHEN ${uploadFits} THEN 0 ELSE (WITH ${writableAdds}
+      count: sql`(CASE WHEN ${uploadFits} THEN 0 ELSE (WITH ${roomAdds}
         SELECT coalesce(sum(is_new), 0) FROM writable) + coalesce(${storedCount}, 0) - ${MAX_STORED_SUBSCRIPTIONS} END)`,
-      bytes: sql`(CASE WHEN ${uploadFits} THEN 0 ELSE (WITH ${writableAdds}
+      bytes: sql`(CASE WHEN ${uploadFits} THEN 0 ELSE (WITH ${roomAdds}
         SELECT coalesce(sum(max(growth, 0)), 0) FROM writable) + coalesce(${storedBytes}, 0) - ${MAX_URL_BYTES} END)`,
       exclude: sql`NULL`,
-      excludeAll: sql`WITH ${writableAdds} SELECT guid FROM writable WHERE NOT is_new`,
+      // Rows without a key are not found by key: none of them is purged here, one of them may be revived.
+      excludeAll: sql`WITH ${roomAdds} SELECT guid FROM writable WHERE NOT is_new
+        UNION ALL SELECT m.guid FROM ${s} AS m INDEXED BY subscriptions_url_key_missing
+        WHERE m.user_id = ${userId} AND m.url_key IS NULL`,
     },
   },
 ]);
@@ -294,7 +313,7 @@ const uploadRoomStatement = roomsStatement([
  * that room is written: the upload is admitted in order.
  */
 const uploadStatement = statement(sql`
-  WITH ${writableAdds},
+  WITH ${writableAdds(true)},
   admitted AS (
     SELECT *, sum(is_new) OVER (ORDER BY i) AS new_so_far, sum(max(growth, 0)) OVER (ORDER BY i) AS bytes_so_far
     FROM writable),
@@ -357,7 +376,7 @@ function removeUnlistedStatement(chunks: number): Statement {
  * that one (nothing written), null when the quota or the budget refused it.
  */
 const resolvedStatement = statement(sql`
-  WITH ${resolvedFeeds}
+  WITH ${resolvedFeeds(true)}
   SELECT r.i AS i, r.guid AS guid,
     (SELECT ${urlOf("x")} FROM ${s} AS x WHERE x.user_id = ${userId} AND x.guid = r.guid AND x.unsubscribed_at IS NULL) AS activeUrl
   FROM resolved AS r`);
@@ -418,35 +437,44 @@ const CHUNK_BYTES = 1_000_000;
 const encoder = new TextEncoder();
 const utf8Length = (text: string) => encoder.encode(text).byteLength;
 
-/** A chunk of an upload's feeds: their JSON text, where it starts in the upload, and their URLs' bytes. */
+/**
+ * A chunk of an upload's feeds: their JSON text (`[url, urlKey, podcastGuid]` each; removes: `[url, urlKey]`),
+ * the same without the URLs (`[urlKey, podcastGuid, bytes]` each, for the room), where it starts in the upload,
+ * and their URLs' bytes.
+ */
 interface FeedChunk {
   feeds: string;
+  keys: string;
   first: number;
-  count: number;
   sentBytes: number;
 }
 
-/** Feeds as JSON arrays of `entry(feed)`, in chunks of at most CHUNK_BYTES (none for none). */
-function chunked<T extends { url: string }>(items: readonly T[], entry: (item: T) => unknown[]): FeedChunk[] {
+/** Feeds in chunks of at most CHUNK_BYTES of JSON text (none for none). */
+function chunked(items: readonly { url: string; podcastGuid?: string }[]): FeedChunk[] {
   const chunks: FeedChunk[] = [];
   let texts: string[] = [];
+  let keys: string[] = [];
   let first = 0;
   let bytes = 2;
   let sentBytes = 0;
   const close = () => {
-    chunks.push({ feeds: `[${texts.join(",")}]`, first, count: texts.length, sentBytes });
+    chunks.push({ feeds: `[${texts.join(",")}]`, keys: `[${keys.join(",")}]`, first, sentBytes });
     first += texts.length;
     texts = [];
+    keys = [];
     bytes = 2;
     sentBytes = 0;
   };
-  for (const item of items) {
-    const text = JSON.stringify(entry(item));
+  for (const { url, podcastGuid } of items) {
+    const key = urlKey(url);
+    const text = JSON.stringify(podcastGuid === undefined ? [url, key] : [url, key, podcastGuid]);
     const textBytes = utf8Length(text) + 1;
     if (texts.length > 0 && bytes + textBytes > CHUNK_BYTES) close();
+    const urlBytes = utf8Length(url);
     texts.push(text);
+    keys.push(JSON.stringify([key, podcastGuid ?? null, urlBytes]));
     bytes += textBytes;
-    sentBytes += utf8Length(item.url);
+    sentBytes += urlBytes;
   }
   if (texts.length > 0) close();
   return chunks;
@@ -470,20 +498,19 @@ export async function writeGpodderSubscriptions(
   batch.push(credentialGuard(db, caller));
   const bound = (statement: Statement, values: Record<string, unknown>) =>
     statement.bind(db, { userId: user, now: at, ...values });
-  for (const chunk of chunked(
-    changes.remove.map((url) => ({ url })),
-    ({ url }) => [url, urlKey(url)],
-  )) {
+  for (const chunk of chunked(changes.remove.map((url) => ({ url })))) {
     batch.push(bound(removeUrlsStatement, { feeds: chunk.feeds }));
   }
-  const adds = chunked(changes.add, (feed) => [feed.url, urlKey(feed.url), feed.podcastGuid]);
+  const adds = chunked(changes.add);
   if (changes.replaceAll) {
     const listed = Object.fromEntries(adds.map((chunk, index) => [`feeds${index}`, chunk.feeds]));
     batch.push(bound(removeUnlistedStatement(adds.length), adds.length === 0 ? { feeds0: "[]" } : listed));
   }
   for (const chunk of adds) {
-    const values = { feeds: chunk.feeds, sentBytes: chunk.sentBytes };
-    batch.push(bound(uploadRoomStatement, values), bound(uploadStatement, values));
+    batch.push(
+      bound(uploadRoomStatement, { keys: chunk.keys, sentBytes: chunk.sentBytes }),
+      bound(uploadStatement, { feeds: chunk.feeds }),
+    );
   }
   const resolved = adds.map((chunk) => ({ chunk, slot: batch.push(bound(resolvedStatement, { feeds: chunk.feeds })) }));
   const clock = batch.push(clockStatement.bind(db, {}));
