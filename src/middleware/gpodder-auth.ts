@@ -89,7 +89,6 @@ function databaseOfUsername(routing: ShardRouting, username: string) {
   return { db: database(shard.database.withSession("first-primary")), frozen: shard.frozen };
 }
 
-/** The caller of a request: `basic` when it signed in with an app password, else with the session cookie. */
 /**
  * The caller of a request: `basic` when it signed in with an app password (the cookie is set on the answer),
  * else with the session cookie (set again only when `renew`: at most once a day).
