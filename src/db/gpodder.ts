@@ -179,7 +179,6 @@ const clockStatement = statement(sql`SELECT unixepoch() AS now`);
 
 const feedUrl = sql`${sql.placeholder("feedUrl")}`;
 const feedUrlKey = sql`${sql.placeholder("urlKey")}`;
-const guid = sql`${sql.placeholder("guid")}`;
 const feeds = sql.placeholder("feeds");
 
 /**
