@@ -1,6 +1,7 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { CredentialEndedError } from "../db/app-passwords";
 import { DatabaseError } from "../db/database";
 import type { AppEnv } from "../env";
 import { ApiError, type ErrorObject, errorDocument, type ProblemInit, respond, toErrorObject } from "../jsonapi";
@@ -8,6 +9,7 @@ import { pageErrorResponse } from "../pages/error-page";
 import { isPagePath } from "../pages/paths";
 import { BODY_TOO_LARGE, MALFORMED_JSON } from "../request-body";
 import { ShardConfigError } from "../shards";
+import { gpodderUnauthorized } from "./gpodder-auth";
 
 /** Statuses Hono's own middleware raise (body limit, JSON validator), as the same JSON:API errors as ours. */
 const httpExceptionProblems: Record<number, ProblemInit> = { 400: MALFORMED_JSON, 413: BODY_TOO_LARGE };
@@ -44,6 +46,12 @@ export function errorResponse(
 /** The one place where failures become responses. */
 export const onError: ErrorHandler<AppEnv> = (err, c) => {
   if (err instanceof ApiError) return errorResponse(c, err.status, err.errors, err.headers);
+
+  if (err instanceof CredentialEndedError) {
+    // A gpodder write with a credential erased or revoked since an isolate cached it: nothing was written.
+    const ended = gpodderUnauthorized("The app password or session no longer exists; sign in again.");
+    return errorResponse(c, ended.status, ended.errors, ended.headers);
+  }
 
   if (err instanceof HTTPException && httpExceptionProblems[err.status]) {
     return errorResponse(c, err.status, [toErrorObject(httpExceptionProblems[err.status])]);
