@@ -69,8 +69,9 @@ account-page sessions, the devices. Reads only. --json prints it as JSON.`,
     usage: "revoke <sub> [--yes]",
     help: `Ends every app password, gpodder session and account-page session of the user <sub>, in one batch (the
 worker's revokeAllCredentials, src/db/app-passwords.ts). Apps and browsers signed in with them get 401 within
-60 s: each worker isolate trusts what it verified for at most that long. The user's data stays; the user can
-mint new app passwords with a token. Prints what it will do and asks first; --yes does not ask.`,
+60 s (each worker isolate trusts what it verified for at most that long), and nothing they send after the
+revocation is stored. The user's data stays; the user can mint new app passwords with a token. Prints what it
+will do and asks first; --yes does not ask.`,
   },
   erase: {
     usage: "erase <sub> [--yes]",
@@ -274,10 +275,16 @@ async function revokeCommand(values: Values, positionals: string[]): Promise<voi
       "within 60 s. Subscriptions, episode states and devices stay.",
   );
   await confirm(values, "Revoke them? [y/N] ", (answer) => /^y(es)?$/i.test(answer));
-  const revoked = await revokeAllCredentials(located.db, located.sub);
+  await revokeAllCredentials(located.db, located.sub);
+  // What was deleted is read back rather than taken from D1's change counts, which a local `wrangler d1 execute`
+  // does not report.
+  const after = await readAccount(located.db, located.sub);
+  if (holdsCredentials(after))
+    throw new Error("the revocation ran, but credentials of the user are still there: run it again.");
   console.log(
-    `revoked ${revoked.appPasswords} app password(s), ${revoked.gpodderSessions} gpodder session(s), ` +
-      `${revoked.accountSessions} account-page session(s). Every one stops working within 60 s.`,
+    `revoked ${account.appPasswords.length} app password(s), ${account.gpodderSessions.length} gpodder session(s), ` +
+      `${account.accountSessions.length} account-page session(s). Every one stops working within 60 s, and nothing ` +
+      "they send from now on is stored.",
   );
 }
 

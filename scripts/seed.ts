@@ -7,18 +7,19 @@
 //   npm run db:seed -- --env shards      seed the user's shard of [env.shards] (npm run dev:shards)
 //   npm run db:seed -- --persist-to DIR  seed the local state kept in DIR (as `wrangler dev --persist-to DIR`)
 //
-// The rows are written by the worker's own subscribe and unsubscribe statements (src/db/subscriptions.ts), so
-// their change numbers, counters, keys and URL pieces are what the API would have written. Idempotent: the
-// database's migrations are applied first (a no-op when up to date), and a feed the user has a row for (live or
-// unsubscribed) is left as it is, so a second run changes nothing. Ids are podcast:guid values
-// (src/podcast-guid.ts), as a podcast app would send them.
+// The rows are written by the API's own subscription writer (src/db/subscriptions.ts: the adds and the remove of
+// a bulk request, each at its feed's time), so their change numbers, counters, keys and URL pieces are what the
+// API would have written. Idempotent: the database's migrations are applied first (a no-op when up to date), and
+// a feed the user has a row for (live or unsubscribed) is left as it is, so a second run changes nothing. Ids are
+// podcast:guid values (src/podcast-guid.ts), as a podcast app would send them.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
+import { WriteBatch } from "../src/db/batch";
+import { DatabaseError } from "../src/db/database";
 import { subscriptions as s } from "../src/db/schema";
 import { statement } from "../src/db/statements";
-import { subscribeSql, unsubscribeSql } from "../src/db/subscriptions";
-import { urlKey } from "../src/db/url-key";
+import { subscriptionWriter } from "../src/db/subscriptions";
 import { podcastGuid } from "../src/podcast-guid";
 import { DEFAULT_CONFIG, localStateDir, type Target, targetFlags, userShardOf, wrangler } from "./shards/wrangler";
 import { wranglerD1 } from "./shards/wrangler-d1";
@@ -40,17 +41,9 @@ const FEEDS: [string, string, string | null][] = [
   ["https://feeds.megaphone.fm/replyall", "2024-12-01T18:00:00.000Z", "2025-06-15T18:30:00.000Z"],
 ];
 
-const userId = sql.placeholder("userId");
-const guid = sql.placeholder("guid");
-const rowOfFeed = sql`${s.userId} = ${userId} AND ${s.guid} = ${guid}`;
-
-/** The API's subscribe, only for a feed the user has no row for (a live one or a tombstone stays as it is). */
-const subscribeNew = statement(
-  subscribeSql({ guid: sql`${guid}`, onlyIf: sql`NOT EXISTS (SELECT 1 FROM ${s} WHERE ${rowOfFeed})` }),
-);
-/** The API's unsubscribe, only of the row this seed subscribed (a feed the user revived since keeps its time). */
-const unsubscribeSeeded = statement(
-  unsubscribeSql(sql`${rowOfFeed} AND ${s.subscribedAt} = ${sql.placeholder("subscribedAt")}`),
+/** The feeds the user has a row for, live or unsubscribed: the seed leaves those as they are. */
+const storedGuidsStatement = statement(
+  sql`SELECT ${s.guid} AS guid FROM ${s} WHERE ${s.userId} = ${sql.placeholder("userId")}`,
 );
 
 const USAGE = "usage: npm run db:seed -- [userId] [--env NAME] [--persist-to DIR]";
@@ -94,22 +87,24 @@ async function main(): Promise<void> {
   const { binding } = await userShardOf(target, user);
   wrangler(["d1", "migrations", "apply", binding, ...targetFlags(target)], { quiet: true });
   const db = wranglerD1(target, binding);
-  const statements: D1PreparedStatement[] = [];
+  const { results } = await storedGuidsStatement.bind(db, { userId: user }).all<{ guid: string }>();
+  const stored = new Set(results.map((row) => row.guid));
+  // One batch (one transaction, as a request's writes are), each feed written at its own time.
+  const batch = new WriteBatch();
+  let written = 0;
   for (const [feedUrl, subscribedAt, unsubscribedAt] of FEEDS) {
-    const feed = { userId: user, guid: await podcastGuid(feedUrl), feedUrl, urlKey: urlKey(feedUrl) };
-    statements.push(subscribeNew.bind(db, { ...feed, now: Date.parse(subscribedAt) }));
-    if (unsubscribedAt !== null) {
-      const times = { subscribedAt: Date.parse(subscribedAt), now: Date.parse(unsubscribedAt) };
-      statements.push(unsubscribeSeeded.bind(db, { ...feed, ...times }));
-    }
+    const guid = await podcastGuid(feedUrl);
+    if (stored.has(guid)) continue;
+    const writerAt = (time: string) => subscriptionWriter({ batch, db, user, at: Date.parse(time) });
+    writerAt(subscribedAt)({ op: "add", guid, feedUrl });
+    if (unsubscribedAt !== null) writerAt(unsubscribedAt)({ op: "remove", guid });
+    written++;
   }
-  // One batch: one transaction, as a request's writes are.
-  const results = await db.batch(statements);
-  const written = results.filter((result) => result.results.length > 0).length;
+  await batch.run(db);
   const active = FEEDS.filter(([, , unsubscribedAt]) => unsubscribedAt === null).length;
   console.log(
     `Demo data for "${user}" is in the local D1 database ${binding}: ${active} subscriptions and ${FEEDS.length - active} unsubscribed ` +
-      `(${written} writes; feeds the user already had a row for were left as they were).`,
+      `(${written} new; feeds the user already had a row for were left as they were).`,
   );
   console.log(
     `List them: npm run dev${values.env ? ` -- --env ${values.env}` : ""}, then use the printed token (or: npm run token -- ${user}).`,
@@ -119,5 +114,6 @@ async function main(): Promise<void> {
 try {
   await main();
 } catch (err) {
-  fail(`db:seed: ${err instanceof Error ? err.message : String(err)}`, 1);
+  const cause = err instanceof DatabaseError ? err.cause : err;
+  fail(`db:seed: ${cause instanceof Error ? cause.message : String(cause)}`, 1);
 }

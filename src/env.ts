@@ -1,4 +1,5 @@
 import type { RequestIdVariables } from "hono/request-id";
+import type { WriteCredential } from "./db/app-passwords";
 import type { Database } from "./db/database";
 import type { SignedInAccount } from "./middleware/account-session";
 import type { ShardRouting } from "./shards";
@@ -55,9 +56,14 @@ export interface AppVariables extends RequestIdVariables {
 export interface GpodderCaller {
   username: string;
   appPasswordId: string;
+  /** What the request signed in with (Basic: the app password; else the session): what guards its writes. */
+  credential: WriteCredential;
   /** SHA-256 of the session id the request came with or was handed (logout ends it). */
   sessionHash: string;
-  /** The cookie value to set on the response: present when Basic authenticated the request. */
+  /**
+   * The cookie value to set on the response: present when Basic authenticated the request, or when the cookie's
+   * session had its use recorded (at most once a day: its Max-Age is renewed).
+   */
   issuedSession?: string;
 }
 

@@ -6,12 +6,17 @@ import { MAX_BODY_BYTES } from "./limits";
  * limit is enforced while reading, and text is decoded as strict UTF-8.
  */
 
+/** A body over `maxBytes` (docs/API.md §5; the gpodder subscription uploads take more, §14). */
+function bodyTooLarge(maxBytes: number): ProblemInit {
+  return {
+    status: 413,
+    title: "Request body too large",
+    detail: `The request body exceeds the limit of ${maxBytes / 1024 / 1024} MiB.`,
+  };
+}
+
 /** docs/API.md §5: bodies over the limit. Also what Hono's own body-limit middleware's 413 becomes (errors.ts). */
-export const BODY_TOO_LARGE: ProblemInit = {
-  status: 413,
-  title: "Request body too large",
-  detail: `The request body exceeds the limit of ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
-};
+export const BODY_TOO_LARGE: ProblemInit = bodyTooLarge(MAX_BODY_BYTES);
 
 /** A body that is not JSON text. Also what a Hono JSON parse failure becomes (errors.ts). */
 export const MALFORMED_JSON: ProblemInit = {
@@ -33,13 +38,13 @@ const NOT_UTF8: ProblemInit = {
  */
 export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = request.headers.get("Content-Length");
-  if (declared !== null && Number(declared) > maxBytes) throw new ApiError(BODY_TOO_LARGE);
+  if (declared !== null && Number(declared) > maxBytes) throw new ApiError(bodyTooLarge(maxBytes));
   if (!request.body) return new Uint8Array(0);
   if (declared !== null) {
     // HTTP framing ends the body at its declared length, here within the limit: one read, not one await
     // per chunk (which was a tenth of a bulk request's CPU). The check after it is a second guard.
     const bytes = new Uint8Array(await request.arrayBuffer());
-    if (bytes.byteLength > maxBytes) throw new ApiError(BODY_TOO_LARGE);
+    if (bytes.byteLength > maxBytes) throw new ApiError(bodyTooLarge(maxBytes));
     return bytes;
   }
   const reader = request.body.getReader();
@@ -51,7 +56,7 @@ export async function readBody(request: Request, maxBytes: number): Promise<Uint
     size += value.byteLength;
     if (size > maxBytes) {
       await reader.cancel();
-      throw new ApiError(BODY_TOO_LARGE);
+      throw new ApiError(bodyTooLarge(maxBytes));
     }
     chunks.push(value);
   }

@@ -75,3 +75,51 @@ describe("the OpenAPI document says", () => {
     }
   });
 });
+
+/** What the server enforces that the document only said in prose, or not at all (issue 30). */
+describe("the OpenAPI document states what the server enforces", () => {
+  it("a device's type is one of five values and its caption at most 100 characters", () => {
+    const body = document.paths["/api/2/devices/{username}/{file}"].post.requestBody.content["application/json"].schema;
+    expect(body.properties.type.enum).toEqual(["desktop", "laptop", "mobile", "server", "other"]);
+    expect(body.properties.caption.maxLength).toBe(100);
+    const listed = document.paths["/api/2/devices/{file}"].get.responses["200"].content["application/json"].schema;
+    expect(listed.items.properties.type.enum).toEqual(body.properties.type.enum);
+  });
+
+  it("the longest gpodder since: 15 digits", () => {
+    for (const [path, method] of [
+      ["/api/2/subscriptions/{username}/{file}", "get"],
+      ["/api/2/episodes/{file}", "get"],
+    ]) {
+      const since = (document.paths[path][method].parameters as Json[]).find((parameter) => parameter.name === "since");
+      expect(since?.schema, path).toMatchObject({ type: "integer", minimum: 0, maximum: 999_999_999_999_999 });
+    }
+  });
+
+  it("episode and app-password ids are UUIDs, in paths and bodies", () => {
+    const uuid = { type: "string", format: "uuid" };
+    expect(document.paths["/v1/episodes/{id}"].parameters[0].schema).toMatchObject(uuid);
+    for (const method of ["get", "delete"]) {
+      expect(document.paths["/v1/app-passwords/{id}"][method].parameters[0].schema, method).toMatchObject(uuid);
+    }
+    expect(schemas.EpisodeResourceObject.properties.id).toMatchObject(uuid);
+    expect(schemas.Episode.properties.id).toMatchObject(uuid);
+  });
+
+  it("a URL pattern that refuses a scheme without a host (htTP:/), as the server does", () => {
+    const pattern = new RegExp(FEED_URL_PATTERN, "u");
+    for (const refused of ["htTP:/", "http://", "https:?x", "http:#x", "HTTP:\\\\"]) {
+      expect(pattern.test(refused), refused).toBe(false);
+    }
+    for (const accepted of ["http:x", "htTP:/a.example", "https:///a.example/f", "hTtP:\\\\a.example"]) {
+      expect(pattern.test(accepted), accepted).toBe(true);
+    }
+    expect(schemas.EpisodeResourceObject.properties.attributes.properties.mediaUrl.pattern).toBe(FEED_URL_PATTERN);
+  });
+
+  it("changedAt is required with position or played (dependentRequired), in creates and merges", () => {
+    const dependent = { position: ["changedAt"], played: ["changedAt"] };
+    expect(schemas.EpisodeResourceObject.properties.attributes.dependentRequired).toEqual(dependent);
+    expect(schemas.EpisodePatchResourceObject.properties.attributes.dependentRequired).toEqual(dependent);
+  });
+});

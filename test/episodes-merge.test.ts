@@ -1,12 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { as, type Caller } from "./helpers";
+import { as, type Caller, databaseFor } from "./helpers";
 
 /**
  * docs/API.md §13's merge, proven over random histories: three devices change the listening state of a few
  * episodes with random device times (ties, retries, reordering, late offline uploads), through single
  * requests and bulk; the server's state must be the per-field latest change, and a device following the
- * episode change feed from any token it was handed must end in exactly the server's state.
+ * episode change feed from any token it was handed must end in exactly the server's state; a delivery that
+ * changes nothing takes no change number.
  */
 
 /** Fixed so that CI runs are reproducible; fast-check prints the seed and path of a failure. */
@@ -75,6 +76,11 @@ function applyToModel(model: Map<number, State>, item: Change, route: Route) {
     });
     return;
   }
+  // Facts (duration here) follow the write's time: a write with a changedAt earlier than the later of the
+  // state's two change times (a late upload) changes none; one without changedAt always may.
+  const timed = item.position !== undefined || item.played !== undefined;
+  const latest = Math.max(current.positionAt ?? Number.NEGATIVE_INFINITY, current.playedAt ?? Number.NEGATIVE_INFINITY);
+  const factsApply = !timed || item.at >= latest;
   if (item.position !== undefined && (current.positionAt === null || current.positionAt < item.at)) {
     current.position = item.position;
     current.positionAt = item.at;
@@ -83,7 +89,7 @@ function applyToModel(model: Map<number, State>, item: Change, route: Route) {
     current.played = item.played;
     current.playedAt = item.at;
   }
-  if (item.duration !== undefined) current.duration = item.duration;
+  if (item.duration !== undefined && factsApply) current.duration = item.duration;
 }
 
 function resourceOf(item: Extract<Change, { kind: "listen" }>) {
@@ -204,13 +210,28 @@ describe("episode state merge: three devices, random interleavings", () => {
               follower.token = token;
             }
           };
-          for (const { change: item, route, retry, look: looks } of arrivals) {
+          // Each delivery takes a change number exactly when it changes the state.
+          const db = await databaseFor(userId);
+          const version = async () =>
+            (
+              await db
+                .prepare("SELECT episode_version AS v FROM user_stats WHERE user_id = ?")
+                .bind(userId)
+                .first<{ v: number }>()
+            )?.v ?? 0;
+          let known = 0;
+          const deliverAndCount = async (item: Change, route: Route) => {
+            const before = JSON.stringify([...model]);
             await deliver(user, item, route);
             applyToModel(model, item, route);
-            if (retry) {
-              await deliver(user, item, route);
-              applyToModel(model, item, route);
-            }
+            const changed = JSON.stringify([...model]) !== before;
+            const now = await version();
+            expect(now, `${JSON.stringify(item)} by ${route}`).toBe(known + (changed ? 1 : 0));
+            known = now;
+          };
+          for (const { change: item, route, retry, look: looks } of arrivals) {
+            await deliverAndCount(item, route);
+            if (retry) await deliverAndCount(item, route);
             if (looks) await look();
           }
 

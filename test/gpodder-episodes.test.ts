@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { EpisodeState } from "../src/db/gpodder";
 import {
   actionTime,
@@ -8,7 +8,7 @@ import {
   toEpisodeOperation,
 } from "../src/gpodder/episode-actions";
 import { uuidV5 } from "../src/podcast-guid";
-import { as, type Caller, ORIGIN, send, subscriptionDocument } from "./helpers";
+import { as, type Caller, databaseFor, ORIGIN, send, subscriptionDocument } from "./helpers";
 
 /** An action that must parse (the tests of invalid ones call parseEpisodeAction directly). */
 function valid(raw: unknown) {
@@ -118,6 +118,14 @@ describe("episode actions to episode states", () => {
       position: 60,
       total: 60,
       timestamp: "2026-01-02T03:04:05",
+    });
+    // A replay: the position changed after the state was played, and is below the duration.
+    const replay = { played: true, duration: 60, playedChangedAt: at, positionChangedAt: at + 1000 };
+    expect(tell({ ...replay, position: 20 })).toMatchObject({ action: "play", started: 0, position: 20, total: 60 });
+    expect(tell({ ...replay, position: 60 })).toMatchObject({ started: 60, position: 60, total: 60 });
+    expect(tell({ ...replay, position: 20, positionChangedAt: at - 1000 })).toMatchObject({
+      started: 60,
+      position: 60,
     });
     const unknownLength = tell({ played: true, playedChangedAt: at });
     expect(unknownLength).toMatchObject({ action: "play" });
@@ -271,6 +279,160 @@ describe("episode actions through both APIs", () => {
       )
     ).json()) as { actions: unknown[] };
     expect(filtered.actions).toEqual([]);
+  });
+
+  it("a late play with an older timestamp changes no fact, takes no change number and reaches no device", async () => {
+    const user = await as("gp-episodes-late");
+    const { username, request } = await gpodderClient(user);
+    const feed = { guid: crypto.randomUUID(), feedUrl: "https://late.example.com/feed.xml" };
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const episodes = Array.from({ length: 300 }, (_, i) => `https://cdn.late.example.com/${i}.mp3`);
+    const play = (episode: string, timestamp: string, position: number, total: number) => ({
+      podcast: feed.feedUrl,
+      episode,
+      action: "play",
+      timestamp,
+      started: 0,
+      position,
+      total,
+    });
+    // Finished on one device: 1 800 s of 1 800.
+    const finished = await request(
+      "POST",
+      `/api/2/episodes/${username}.json`,
+      episodes.map((episode) => play(episode, "2026-03-01T12:00:00", 1800, 1800)),
+    );
+    expect(finished.status).toBe(200);
+    const synced = (await (await request("GET", `/api/2/episodes/${username}.json?since=0`)).json()) as {
+      actions: unknown[];
+      timestamp: number;
+    };
+    expect(synced.actions).toHaveLength(300);
+    const version = async () =>
+      (
+        await (
+          await databaseFor("gp-episodes-late")
+        )
+          .prepare("SELECT episode_version AS v FROM user_stats WHERE user_id = ?")
+          .bind("gp-episodes-late")
+          .first<{ v: number }>()
+      )?.v;
+    const before = await version();
+    // Another device, offline since, uploads its older plays: a 3 600 s file (another encoding), 600 s in.
+    const late = await request(
+      "POST",
+      `/api/2/episodes/${username}.json`,
+      episodes.map((episode) => play(episode, "2026-03-01T11:00:00", 600, 3600)),
+    );
+    expect(late.status).toBe(200);
+    expect(await version()).toBe(before);
+    const id = await uuidV5(feed.guid, episodes[0]);
+    const stored = (await (await user.get(`/v1/episodes/${id}`)).json()) as { data: { attributes: object } };
+    expect(stored.data.attributes).toMatchObject({ duration: 1800, position: 1800, played: true });
+    const after = (await (
+      await request("GET", `/api/2/episodes/${username}.json?since=${synced.timestamp + 1}`)
+    ).json()) as { actions: unknown[] };
+    expect(after.actions).toEqual([]);
+    const all = (await (await request("GET", `/api/2/episodes/${username}.json?since=0`)).json()) as {
+      actions: Record<string, unknown>[];
+    };
+    expect(all.actions[0]).toMatchObject({ action: "play", started: 1800, position: 1800, total: 1800 });
+    // A later fact still applies: the same episode replayed later with its real length.
+    await request("POST", `/api/2/episodes/${username}.json`, [play(episodes[0], "2026-03-02T12:00:00", 60, 3600)]);
+    const replayed = (await (await user.get(`/v1/episodes/${id}`)).json()) as { data: { attributes: object } };
+    expect(replayed.data.attributes).toMatchObject({ duration: 3600, position: 60, played: true });
+  });
+
+  it("a replay after a finish reaches gpodder apps with its place: started 0, the position, the duration", async () => {
+    const user = await as("gp-episodes-replay");
+    const { username, request } = await gpodderClient(user);
+    const feed = { guid: crypto.randomUUID(), feedUrl: "https://replay.example.com/feed.xml" };
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const play = (episode: string, timestamp: string, position: number) => ({
+      podcast: feed.feedUrl,
+      episode,
+      action: "play",
+      timestamp,
+      started: 0,
+      position,
+      total: 1800,
+    });
+    const [replayed, finished] = ["https://cdn.replay.example.com/1.mp3", "https://cdn.replay.example.com/2.mp3"];
+    await request("POST", `/api/2/episodes/${username}.json`, [
+      play(replayed, "2026-03-01T12:00:00", 1800),
+      play(finished, "2026-03-01T12:00:00", 1800),
+      // Listened again from the start on another device, the next day: 5 minutes in.
+      play(replayed, "2026-03-02T08:00:00", 300),
+    ]);
+    const state = (await (await user.get(`/v1/episodes/${await uuidV5(feed.guid, replayed)}`)).json()) as {
+      data: { attributes: object };
+    };
+    expect(state.data.attributes).toMatchObject({ played: true, position: 300, duration: 1800 });
+    const read = (await (await request("GET", `/api/2/episodes/${username}.json?since=0`)).json()) as {
+      actions: Record<string, unknown>[];
+    };
+    expect(read.actions).toEqual([
+      expect.objectContaining({ episode: finished, action: "play", started: 1800, position: 1800, total: 1800 }),
+      expect.objectContaining({
+        episode: replayed,
+        action: "play",
+        timestamp: "2026-03-02T08:00:00",
+        started: 0,
+        position: 300,
+        total: 1800,
+      }),
+    ]);
+  });
+
+  it("logs invalid actions only (valid download and delete are not skipped), and uploads past the quota", async () => {
+    const userId = "gp-episodes-logged";
+    const user = await as(userId);
+    const { username, request } = await gpodderClient(user);
+    const feed = { guid: crypto.randomUUID(), feedUrl: "https://logged.example.com/feed.xml" };
+    await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const warned: Record<string, unknown>[] = [];
+    vi.spyOn(console, "warn").mockImplementation((line: unknown) => {
+      warned.push(JSON.parse(String(line)) as Record<string, unknown>);
+    });
+    const action = (episode: string, kind: string, extra: object = {}) => ({
+      podcast: feed.feedUrl,
+      episode: `https://cdn.logged.example.com/${episode}.mp3`,
+      action: kind,
+      timestamp: "2026-03-01T12:00:00",
+      ...extra,
+    });
+    const upload = (actions: unknown[]) => request("POST", `/api/2/episodes/${username}.json`, actions);
+    expect(
+      (
+        await upload([
+          action("1", "download"),
+          action("1", "delete"),
+          action("1", "flattr"),
+          action("1", "play"),
+          action("2", "new"),
+          { ...action("3", "play", { position: 5 }), podcast: undefined },
+        ])
+      ).status,
+    ).toBe(200);
+    expect(warned).toEqual([expect.objectContaining({ level: "warn", event: "episode_actions_skipped", count: 1 })]);
+
+    // At the quota (50 000 states, none forgotten): the new states are refused, counted in one line.
+    warned.length = 0;
+    await (await databaseFor(userId))
+      .prepare("UPDATE user_stats SET episode_count = 50000 WHERE user_id = ?")
+      .bind(userId)
+      .run();
+    const refused = await upload([action("4", "new"), action("5", "play", { position: 5 }), action("2", "new")]);
+    expect(refused.status).toBe(200);
+    expect(warned).toEqual([
+      expect.objectContaining({
+        level: "warn",
+        event: "episode_actions_refused",
+        count: 2,
+        episodeLimit: 2,
+        storageLimit: 0,
+      }),
+    ]);
   });
 
   it("refuses a body that is not an array (400) and more than 1000 actions (413)", async () => {

@@ -5,6 +5,10 @@ import { as, databaseFor, listAll, newFeed, runCron, shardDatabases, subscriptio
 
 /** The migration that introduced the change feed; everything before it is the previous schema. */
 const CHANGE_FEED = "0003_change_feed.sql";
+/** The migration that cut device captions to 100 characters. */
+const CAPTIONS_CUT = "0009_accounts_login_flows_sessions.sql";
+/** A caption as one free account stored them before 0009: 1 MB of text (here multi-byte characters too). */
+const LONG_CAPTION = `${"é".repeat(99)}${"x".repeat(1_000_000)}`;
 
 const CAROL_GUID = "f0000000-0000-4000-8000-000000000000";
 /** 2 048 UTF-8 bytes: 22 ASCII bytes, 675 three-byte characters, 1 byte. */
@@ -63,8 +67,17 @@ beforeAll(async () => {
     .prepare("UPDATE subscriptions SET unsubscribed_at = 6000 WHERE user_id = 'old-bob'")
     .run();
 
-  // The change-feed migration and every one after it, as `wrangler d1 migrations apply` would run them.
-  for (const migration of env.TEST_MIGRATIONS.slice(index)) await run(migration.queries);
+  // The change-feed migration and every one after it, as `wrangler d1 migrations apply` would run them; just
+  // before the captions were cut, a device with a 1 MB caption as the previous release stored it.
+  for (const migration of env.TEST_MIGRATIONS.slice(index)) {
+    if (migration.name === CAPTIONS_CUT) {
+      await (await databaseFor("old-dave"))
+        .prepare("INSERT INTO devices (user_id, device_id, caption, type, created_at) VALUES (?, ?, ?, ?, ?)")
+        .bind("old-dave", "phone", LONG_CAPTION, "mobile", 1000)
+        .run();
+    }
+    await run(migration.queries);
+  }
 });
 
 describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
@@ -229,5 +242,15 @@ describe("migration 0008: the rows from before 0004 are indexed until the retent
       .prepare("SELECT url_key FROM subscriptions WHERE user_id = 'old-carol'")
       .first<{ url_key: number }>();
     expect(carol?.url_key).toBe(urlKey(CAROL_URL));
+  });
+});
+
+describe(`migration ${CAPTIONS_CUT}: device captions are at most 100 characters`, () => {
+  it("cuts a 1 MB caption stored before it to its first 100 characters", async () => {
+    const row = await (await databaseFor("old-dave"))
+      .prepare("SELECT caption, type FROM devices WHERE user_id = 'old-dave' AND device_id = 'phone'")
+      .first<{ caption: string; type: string }>();
+    expect(row).toEqual({ caption: LONG_CAPTION.slice(0, 100), type: "mobile" });
+    expect([...(row?.caption ?? "")].length).toBe(100);
   });
 });

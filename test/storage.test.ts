@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { accountStatements, accountUsage } from "../src/db/account";
 import { RENUMBERED_PER_RUN, TOMBSTONE_RETENTION_MS } from "../src/db/retention";
 import { MAX_URL_BYTES } from "../src/db/storage";
 import {
@@ -7,6 +8,7 @@ import {
   applyChanges,
   as,
   type Caller,
+  countingD1,
   databaseFor,
   listAll,
   newFeed,
@@ -185,6 +187,65 @@ describe("the storage budget: 8 MiB of URL text per user (docs/API.md §15)", ()
     const walk = applyChanges(new Map(), (await syncFrom(user, "0", 100)).items);
     expect(walk).toEqual(await listAll(user));
   }, 60_000);
+});
+
+describe("near the budget, listening still saves: a write that does not grow the URL text is never refused (docs/API.md §13, §15)", () => {
+  it("position-only and played-only PATCH, bulk update, a POST merge and an itemGuid set to null, with 100 bytes left", async () => {
+    const userId = "budget-listening";
+    const user = await as(userId);
+    const id = crypto.randomUUID();
+    const episode = (attributes: Record<string, unknown>) => ({
+      data: {
+        type: "episode",
+        id,
+        attributes,
+        relationships: { subscription: { data: { type: "subscription", id: FEED } } },
+      },
+    });
+    // A state whose URL text (2 000 + 500 bytes) is far more than the room left.
+    const mediaUrl = urlOf(2000);
+    const created = await user.post("/v1/episodes", episode({ mediaUrl, itemGuid: "g".repeat(500) }));
+    expect(created.status).toBe(201);
+    // A subscription tombstone the budget could purge: a write that needs no room must leave it.
+    const gone = newFeed();
+    await user.post("/v1/subscriptions", subscriptionDocument(gone.guid, gone.feedUrl));
+    await user.delete(`/v1/subscriptions/${gone.guid}`);
+    const db = await databaseFor(userId);
+    await db
+      .prepare("UPDATE user_stats SET url_bytes = ? WHERE user_id = ?")
+      .bind(MAX_URL_BYTES - 100, userId)
+      .run();
+    let second = 0;
+    const changedAt = () => new Date(Date.UTC(2030, 0, 1, 0, 0, ++second)).toISOString();
+    const patch = (attributes: Record<string, unknown>) =>
+      user.patch(`/v1/episodes/${id}`, { data: { type: "episode", id, attributes } });
+
+    expect((await patch({ position: 60, changedAt: changedAt() })).status).toBe(200);
+    expect((await patch({ played: true, changedAt: changedAt() })).status).toBe(200);
+    const bulk = (await (
+      await user.operations({
+        "atomic:operations": [
+          { op: "update", data: { type: "episode", id, attributes: { position: 90, changedAt: changedAt() } } },
+        ],
+      })
+    ).json()) as Results;
+    expect(bulk["atomic:results"][0].errors).toBeUndefined();
+    expect((await user.post("/v1/episodes", episode({ mediaUrl, position: 120, changedAt: changedAt() }))).status).toBe(
+      200,
+    );
+    // Setting itemGuid to null frees 500 bytes.
+    const freed = await patch({ itemGuid: null });
+    expect(freed.status).toBe(200);
+    expect(((await freed.json()) as { data: { attributes: unknown } }).data.attributes).toMatchObject({
+      itemGuid: null,
+      position: 120,
+      played: true,
+    });
+    expect((await stats(userId))?.url_bytes).toBe(MAX_URL_BYTES - 100 - 500);
+    expect(await rowCount(userId, "subscriptions", "unsubscribed_at IS NOT NULL")).toBe(1);
+    // A write that grows the text past the room is still refused.
+    expect((await patch({ itemGuid: "h".repeat(1024) })).status).toBe(403);
+  });
 });
 
 describe("tombstones are recycled at the count quotas, never a lockout (docs/API.md §15)", () => {
@@ -464,5 +525,62 @@ describe("DELETE /v1/account (docs/API.md §15)", () => {
     const user = await as("erase-query");
     expect((await user.delete("/v1/account?include=everything")).status).toBe(400);
     expect((await user.get("/v1/account")).status).toBe(405);
+  });
+});
+
+describe("accountUsage: what an account page shows against the quotas (docs/API.md §12, §13, §15)", () => {
+  it("counts live rows, tombstones, URL bytes, devices and app passwords in one statement, and says when it is full", async () => {
+    const userId = "usage-page";
+    const user = await as(userId);
+    const [kept, gone] = [newFeed(), newFeed()];
+    await user.post("/v1/subscriptions", subscriptionDocument(kept.guid, urlOf(100)));
+    await user.post("/v1/subscriptions", subscriptionDocument(gone.guid, urlOf(120)));
+    await user.delete(`/v1/subscriptions/${gone.guid}`);
+    const episode = (id: string) => ({
+      data: {
+        type: "episode",
+        id,
+        attributes: { mediaUrl: urlOf(200), itemGuid: "g".repeat(20) },
+        relationships: { subscription: { data: { type: "subscription", id: FEED } } },
+      },
+    });
+    const forgotten = crypto.randomUUID();
+    await user.post("/v1/episodes", episode(crypto.randomUUID()));
+    await user.post("/v1/episodes", episode(forgotten));
+    await user.delete(`/v1/episodes/${forgotten}`);
+    await user.post("/v1/app-passwords", { data: { type: "app-password", attributes: { label: "phone" } } });
+    const { binding, calls } = countingD1(await databaseFor(userId));
+    const usage = await accountUsage(binding, userId);
+    expect(calls()).toBe(1);
+    expect(usage).toEqual({
+      subscriptions: { active: 1, stored: 2, max: 10_000 },
+      episodes: { live: 1, stored: 2, max: 50_000 },
+      urlBytes: { stored: 100 + 120 + 200 + 20, max: MAX_URL_BYTES },
+      devices: { stored: 0, max: 100 },
+      appPasswords: { stored: 1, max: 50 },
+      full: { subscriptions: false, episodes: false, storage: false },
+    });
+    // Live states filling the quota make it full; tombstones alone never do (they are recycled).
+    await (await databaseFor(userId))
+      .prepare("UPDATE user_stats SET episode_count = 50000 WHERE user_id = ?")
+      .bind(userId)
+      .run();
+    expect((await accountUsage(binding, userId)).full).toEqual({
+      subscriptions: false,
+      episodes: false,
+      storage: false,
+    });
+    await (await databaseFor(userId))
+      .prepare("UPDATE user_stats SET episode_count = 50001 WHERE user_id = ?")
+      .bind(userId)
+      .run();
+    expect((await accountUsage(binding, userId)).full.episodes).toBe(true);
+    // A user who never stored anything.
+    expect((await accountUsage(binding, "usage-nobody")).subscriptions).toEqual({ active: 0, stored: 0, max: 10_000 });
+    const plan = await (await databaseFor(userId))
+      .prepare(`EXPLAIN QUERY PLAN ${accountStatements.usage.sql}`)
+      .bind(userId)
+      .all<{ detail: string }>();
+    expect(plan.results.map((row) => row.detail).join("\n")).not.toMatch(/^SCAN (episodes|devices|app_passwords)\b/m);
   });
 });

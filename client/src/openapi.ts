@@ -52,7 +52,7 @@ export interface paths {
     get: operations["listEpisodeChanges"];
     /**
      * Save an episode's listening state (create or merge)
-     * @description Creates the state (201) or merges into it (200, whether or not anything changed). `position` and `played` each take a change only when its `changedAt` is strictly later than the stored one's (a retry or a late, older upload changes nothing); `mediaUrl`, `itemGuid` and `duration` replace the stored ones when sent. A forgotten state written again starts afresh (201). Send the body as `application/vnd.api+json`. Checks run in this order: body JSON, `data`, `type` (409 when not `episode`), `id` (400), `relationships.subscription.data` (400), the attributes (422). At most 50000 states per user, forgotten ones included (403).
+     * @description Creates the state (201) or merges into it (200, whether or not anything changed). `position` and `played` each take a change only when its `changedAt` is strictly later than the stored one's (a retry or a late, older upload changes nothing); `mediaUrl`, `itemGuid` and `duration` replace the stored ones when sent, except from a write whose `changedAt` is earlier than the later of the state's two change times (a late upload changes no fact). A write that changes nothing takes no change number. A forgotten state written again starts afresh (201). Send the body as `application/vnd.api+json`. Checks run in this order: body JSON, `data`, `type` (409 when not `episode`), `id` (400), `relationships.subscription.data` (400), the attributes (422). At most 50000 states per user, forgotten ones included (403).
      */
     post: operations["saveEpisodeState"];
   };
@@ -184,7 +184,7 @@ export interface paths {
     get: operations["gpodderSubscriptionChanges"];
     /**
      * Upload subscription changes
-     * @description Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed.
+     * @description Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.
      */
     post: operations["gpodderUploadSubscriptions"];
   };
@@ -196,7 +196,7 @@ export interface paths {
     get: operations["gpodderEpisodeActions"];
     /**
      * Upload episode actions
-     * @description Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped.
+     * @description Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.
      */
     post: operations["gpodderUploadEpisodeActions"];
   };
@@ -1290,7 +1290,7 @@ export interface operations {
   };
   /**
    * Save an episode's listening state (create or merge)
-   * @description Creates the state (201) or merges into it (200, whether or not anything changed). `position` and `played` each take a change only when its `changedAt` is strictly later than the stored one's (a retry or a late, older upload changes nothing); `mediaUrl`, `itemGuid` and `duration` replace the stored ones when sent. A forgotten state written again starts afresh (201). Send the body as `application/vnd.api+json`. Checks run in this order: body JSON, `data`, `type` (409 when not `episode`), `id` (400), `relationships.subscription.data` (400), the attributes (422). At most 50000 states per user, forgotten ones included (403).
+   * @description Creates the state (201) or merges into it (200, whether or not anything changed). `position` and `played` each take a change only when its `changedAt` is strictly later than the stored one's (a retry or a late, older upload changes nothing); `mediaUrl`, `itemGuid` and `duration` replace the stored ones when sent, except from a write whose `changedAt` is earlier than the later of the state's two change times (a late upload changes no fact). A write that changes nothing takes no change number. A forgotten state written again starts afresh (201). Send the body as `application/vnd.api+json`. Checks run in this order: body JSON, `data`, `type` (409 when not `episode`), `id` (400), `relationships.subscription.data` (400), the attributes (422). At most 50000 states per user, forgotten ones included (403).
    */
   saveEpisodeState: {
     parameters: {
@@ -1523,6 +1523,15 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      /** @description A new `mediaUrl` or `itemGuid` would grow the user's URL text past the storage budget even after purging every unsubscription. A merge that does not grow the text (position, played, duration, a shorter or null text) is never refused. */
+      403: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
+        content: {
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+        };
+      };
       404: components["responses"]["EpisodeNotFound"];
       405: components["responses"]["MethodNotAllowed"];
       406: components["responses"]["NotAcceptable"];
@@ -2316,8 +2325,10 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": {
+          /** @description At most 100 characters, none of the code points URLs refuse (docs/API.md §15). */
           caption?: string;
-          type?: string;
+          /** @enum {unknown} */
+          type?: "desktop" | "laptop" | "mobile" | "server" | "other";
         };
       };
     };
@@ -2549,7 +2560,7 @@ export interface operations {
   gpodderSubscriptionChanges: {
     parameters: {
       query?: {
-        /** @description Unix seconds (inclusive); absent: 0. Send back the `timestamp` of the previous answer. */
+        /** @description Unix seconds (inclusive), at most 15 digits; absent: 0. Send back the `timestamp` of the previous answer. */
         since?: number;
       };
       path: {
@@ -2629,7 +2640,7 @@ export interface operations {
   };
   /**
    * Upload subscription changes
-   * @description Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed.
+   * @description Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.
    */
   gpodderUploadSubscriptions: {
     parameters: {
@@ -2689,7 +2700,7 @@ export interface operations {
           };
         };
       };
-      /** @description More than 1000 URLs or actions, or a body over 1 MiB. */
+      /** @description More than 10 000 URLs, or a body over 16 MiB. */
       413: {
         content: {
           "application/json": {
@@ -2730,7 +2741,7 @@ export interface operations {
   gpodderEpisodeActions: {
     parameters: {
       query?: {
-        /** @description Unix seconds (inclusive); absent: 0. Send back the `timestamp` of the previous answer. */
+        /** @description Unix seconds (inclusive), at most 15 digits; absent: 0. Send back the `timestamp` of the previous answer. */
         since?: number;
         podcast?: string;
         device?: string;
@@ -2823,7 +2834,7 @@ export interface operations {
   };
   /**
    * Upload episode actions
-   * @description Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped.
+   * @description Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.
    */
   gpodderUploadEpisodeActions: {
     parameters: {
@@ -2891,7 +2902,7 @@ export interface operations {
           };
         };
       };
-      /** @description More than 1000 URLs or actions, or a body over 1 MiB. */
+      /** @description More than 1000 actions or a body over 1 MiB. */
       413: {
         content: {
           "application/json": {
@@ -3136,7 +3147,7 @@ export interface operations {
           };
         };
       };
-      /** @description More than 1000 URLs or actions, or a body over 1 MiB. */
+      /** @description More than 10 000 URLs, or a body over 16 MiB. */
       413: {
         content: {
           "application/json": {

@@ -2,6 +2,9 @@
 // as the worker's own binding, so that operator tools run the db functions of src/db themselves: the same
 // statements, rendered by the same code, bound with the same values. Only what those functions call is here
 // (prepare, bind, all, first, run, raw, batch).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { LOCAL_LOCK_ERROR } from "./move";
 import { type Target, targetFlags, WranglerError, wrangler } from "./wrangler";
 import { inline } from "./wrangler-executor";
@@ -15,8 +18,9 @@ export class D1CommandError extends Error {
 }
 
 /**
- * The longest command passed on the command line (Linux refuses one argument over 128 KiB). Statements of one
- * user are far shorter; `--file` is not an option remotely, where it runs as an import that holds the database.
+ * The longest command passed on the command line (Linux refuses one argument over 128 KiB). A longer one goes in a
+ * file locally (wrangler runs a file as it runs a command: one batch); remotely a file runs as an import, which
+ * holds the database, so a longer batch is refused there.
  */
 const MAX_COMMAND_BYTES = 100_000;
 /** Local lock retries (wrangler dev holds the same SQLite files): as scripts/shards/move.ts does. */
@@ -57,14 +61,26 @@ function failure(err: unknown): string {
  */
 async function execute(target: Target, binding: string, statements: readonly Bound[]): Promise<Result[]> {
   const command = statements.map((statement) => inline(statement)).join(";\n");
-  if (Buffer.byteLength(command) > MAX_COMMAND_BYTES) {
+  const long = Buffer.byteLength(command) > MAX_COMMAND_BYTES;
+  if (long && target.remote) {
     throw new D1CommandError(`${statements.length} statements are too long for one wrangler d1 execute call.`);
   }
   const where = `${binding} (${target.remote ? "remote" : "local"}${target.env ? `, env ${target.env}` : ""})`;
+  const scratch = long ? mkdtempSync(join(tmpdir(), "wrangler-d1-")) : undefined;
+  const input = scratch ? ["--file", join(scratch, "batch.sql")] : ["--command", command];
+  if (scratch) writeFileSync(join(scratch, "batch.sql"), `${command};\n`);
+  try {
+    return await run(target, binding, where, input);
+  } finally {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+async function run(target: Target, binding: string, where: string, input: string[]): Promise<Result[]> {
   for (let attempt = 1; ; attempt++) {
     try {
       const output = parseOutput(
-        wrangler(["d1", "execute", binding, ...targetFlags(target), "--json", "--command", command], { quiet: true }),
+        wrangler(["d1", "execute", binding, ...targetFlags(target), "--json", ...input], { quiet: true }),
       );
       if ("error" in output) throw new D1CommandError(`${where}: ${output.error}`);
       return output;

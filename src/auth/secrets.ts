@@ -2,12 +2,31 @@
 
 const encoder = new TextEncoder();
 
-/** `bytes` random bytes as base64url without padding (16 bytes: 128 bits, 22 characters). */
-export function randomSecret(bytes: number): string {
-  const raw = crypto.getRandomValues(new Uint8Array(bytes));
+/** Bytes as base64url without padding. */
+function base64url(raw: Uint8Array): string {
   let binary = "";
   for (const byte of raw) binary += String.fromCharCode(byte);
   return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+/** `bytes` random bytes as base64url without padding (16 bytes: 128 bits, 22 characters). */
+export function randomSecret(bytes: number): string {
+  return base64url(crypto.getRandomValues(new Uint8Array(bytes)));
+}
+
+/**
+ * HMAC-SHA256 of each message keyed by `key` (a secret of at least 128 random bits, such as an app password), as
+ * base64url (256 bits, 43 characters): secrets anyone holding the key can derive again, and nobody else.
+ */
+export async function derivedSecrets(key: string, messages: readonly string[]): Promise<string[]> {
+  const hmac = await crypto.subtle.importKey("raw", encoder.encode(key), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
+  return Promise.all(
+    messages.map(async (message) =>
+      base64url(new Uint8Array(await crypto.subtle.sign("HMAC", hmac, encoder.encode(message)))),
+    ),
+  );
 }
 
 /**

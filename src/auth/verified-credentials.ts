@@ -13,7 +13,10 @@ export const MAX_VERIFIED_CREDENTIALS = 1000;
 export interface VerifiedCredential extends CredentialOwner {
   username: string;
   sessionHash: string;
-  /** For a Basic credential: the session cookie handed out when it was verified, handed out again. */
+  /**
+   * The session cookie: for a Basic credential, the one handed out when it was verified, handed out again; for a
+   * session, the cookie itself (set again when its use is recorded).
+   */
   sessionCookie?: string;
   expiresAt: number;
 }

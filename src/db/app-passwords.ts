@@ -2,13 +2,20 @@ import { sql } from "drizzle-orm";
 import { WriteBatch } from "./batch";
 import { call, type Database } from "./database";
 import { accountSessions, gpodderSessions as g, appPasswords as p } from "./schema";
-import { type Statement, statement } from "./statements";
+import { failedWith, failure, type Statement, statement } from "./statements";
 
 /** App passwords per user (docs/API.md §14). */
 export const MAX_APP_PASSWORDS = 50;
 
 /** `lastUsedAt` is recorded at most once a minute (docs/API.md §14). */
 export const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** A gpodder session ends 30 days after its last use (docs/API.md §14). */
+export const SESSION_IDLE_MS = 30 * 24 * 60 * 60 * 1000;
+/** A session's last use is recorded at most once a day; so is its cookie's Max-Age renewed. */
+export const SESSION_USE_RESOLUTION_MS = 24 * 60 * 60 * 1000;
+/** Live sessions per app password: an 11th ends the one used least recently. */
+export const MAX_SESSIONS_PER_APP_PASSWORD = 10;
 
 export interface StoredAppPassword {
   id: string;
@@ -56,15 +63,47 @@ const candidatesStatement = statement(sql`
   SELECT ${p.userId} AS userId, ${p.id} AS appPasswordId, ${p.passwordHash} AS passwordHash
   FROM ${p} WHERE ${p.username} = ${username}`);
 
+const sessionHashes = sql.placeholder("sessionHashes");
+
 /**
- * Opens the session a successful Basic sign-in hands out, in the same round trip as the check: written only
- * for the app password with exactly this hash (so a failed sign-in writes nothing).
+ * A session that still counts, of the row `alias`: not ended by a logout (which keeps the row, its app password
+ * id emptied, until the cron deletes it: so its id is never handed out again while the client's sessions are
+ * derived the same way) and used within the last 30 days.
+ */
+const live = (alias: string) =>
+  sql`(${sql.raw(alias)}.app_password_id <> '' AND ${sql.raw(alias)}.last_used_at > ${now} - ${SESSION_IDLE_MS})`;
+
+/** The app password a Basic sign-in names, by username and hash (a wrong password names none). */
+const signedInWith = sql`${p.username} = ${username} AND ${p.passwordHash} = ${passwordHash}`;
+
+/**
+ * Opens or reuses the session a successful Basic sign-in hands out, in the same round trip as the check: written
+ * only for the app password with exactly this hash (so a failed sign-in writes nothing). `sessionHashes` are
+ * the client's candidate sessions in order (middleware/gpodder-auth.ts derives them): the first that is not
+ * taken by an ended or expired session is opened, or, when it is live, reused, its use recorded at most once a
+ * day. So repeated Basic requests of one client write no row, whichever isolate they reach.
  */
 const openSessionStatement = statement(sql`
-  INSERT INTO ${g} (session_hash, user_id, app_password_id, created_at)
-  SELECT ${sessionHash}, ${p.userId}, ${p.id}, ${now} FROM ${p}
-  WHERE ${p.username} = ${username} AND ${p.passwordHash} = ${passwordHash}
-  LIMIT 1`);
+  INSERT INTO ${g} (session_hash, user_id, app_password_id, created_at, last_used_at)
+  SELECT chosen.value, ${p.userId}, ${p.id}, ${now}, ${now} FROM ${p}, json_each(${sessionHashes}) AS chosen
+  WHERE chosen.key = (SELECT min(candidate.key) FROM json_each(${sessionHashes}) AS candidate
+      WHERE NOT EXISTS (SELECT 1 FROM ${g} AS o WHERE o.session_hash = candidate.value AND NOT ${live("o")}))
+    AND ${signedInWith}
+  LIMIT 1
+  ON CONFLICT (session_hash) DO UPDATE SET last_used_at = excluded.last_used_at
+  WHERE ${g.lastUsedAt} <= excluded.last_used_at - ${SESSION_USE_RESOLUTION_MS}`);
+
+/** Which candidate the sign-in opened or reused: the first one live. */
+const chosenSessionStatement = statement(sql`
+  SELECT min(candidate.key) AS chosen FROM json_each(${sessionHashes}) AS candidate
+  WHERE EXISTS (SELECT 1 FROM ${g} AS o WHERE o.session_hash = candidate.value AND ${live("o")})`);
+
+/** At most 10 sessions per app password after a sign-in: those used least recently end. */
+const capSessionsStatement = statement(sql`
+  DELETE FROM ${g} WHERE ${g.sessionHash} IN (
+    SELECT o.session_hash FROM ${g} AS o INDEXED BY gpodder_sessions_app_password
+    WHERE (o.user_id, o.app_password_id) = (SELECT ${p.userId}, ${p.id} FROM ${p} WHERE ${signedInWith})
+    ORDER BY o.last_used_at DESC LIMIT -1 OFFSET ${MAX_SESSIONS_PER_APP_PASSWORD})`);
 
 const stale = sql`(${p.lastUsedAt} IS NULL OR ${p.lastUsedAt} <= ${now} - ${LAST_USED_RESOLUTION_MS})`;
 
@@ -72,26 +111,88 @@ const touchByHashStatement = statement(sql`
   UPDATE ${p} SET last_used_at = ${now}
   WHERE ${p.username} = ${username} AND ${p.passwordHash} = ${passwordHash} AND ${stale}`);
 
-/** A session counts only while its app password exists (deleting one ends its sessions within 60 s). */
+/**
+ * A session counts only while it is live and its app password exists (deleting one ends its sessions within
+ * 60 s); `renew`: its last recorded use is a day old or more (the use is recorded, and the cookie set again).
+ */
 const sessionStatement = statement(sql`
-  SELECT ${g.userId} AS userId, ${g.appPasswordId} AS appPasswordId FROM ${g}
+  SELECT ${g.userId} AS userId, ${g.appPasswordId} AS appPasswordId,
+    ${g.lastUsedAt} <= ${now} - ${SESSION_USE_RESOLUTION_MS} AS renew FROM ${g}
   JOIN ${p} ON ${p.userId} = ${g.userId} AND ${p.id} = ${g.appPasswordId}
-  WHERE ${g.sessionHash} = ${sessionHash}`);
+  WHERE ${g.sessionHash} = ${sessionHash} AND ${live(`"gpodder_sessions"`)}`);
+
+const touchSessionStatement = statement(sql`
+  UPDATE ${g} SET last_used_at = ${now}
+  WHERE ${g.sessionHash} = ${sessionHash} AND ${live(`"gpodder_sessions"`)}
+    AND ${g.lastUsedAt} <= ${now} - ${SESSION_USE_RESOLUTION_MS}`);
 
 const touchBySessionStatement = statement(sql`
   UPDATE ${p} SET last_used_at = ${now}
-  WHERE (${p.userId}, ${p.id}) = (SELECT ${g.userId}, ${g.appPasswordId} FROM ${g} WHERE ${g.sessionHash} = ${sessionHash})
+  WHERE (${p.userId}, ${p.id}) = (SELECT o.user_id, o.app_password_id FROM ${g} AS o
+    WHERE o.session_hash = ${sessionHash} AND ${live("o")})
     AND ${stale}`);
 
-const endSessionStatement = statement(sql`DELETE FROM ${g} WHERE ${g.sessionHash} = ${sessionHash}`);
+/** Logout: the session ends, its row kept (without its app password) until the cron deletes it 30 days on. */
+const endSessionStatement = statement(sql`
+  UPDATE ${g} SET app_password_id = '', last_used_at = ${now} WHERE ${g.sessionHash} = ${sessionHash}`);
+
+/** Every credential of a user: gpodder sessions, app passwords, account page sessions. */
+const revokeAllStatements = [g, p, accountSessions].map((table) =>
+  statement(sql`DELETE FROM ${table} WHERE ${table.userId} = ${userId}`),
+);
+
+// ---------------------------------------------------------------------------------------------
+// The credential guard: nothing lands after erasure or revocation (docs/API.md §15). Isolates cache verified
+// credentials for up to 60 s, so a write may arrive with one that no longer exists; every gpodder write batch
+// starts with this guard, which fails the batch (one transaction: nothing written) unless the credential still
+// exists. It costs no round trip of its own, and two primary-key reads.
 
 /**
- * Everything a user signs in with besides their identity provider: gpodder sessions, account-page sessions,
- * then the app passwords. Each returns a row per credential it ended, so the caller can tell what it did.
+ * The credential a gpodder write arrives with: the app password a Basic request signed in with, or the session
+ * its cookie names (which counts only while its app password exists).
  */
-const revokeStatements = [g, accountSessions, p].map((table) =>
-  statement(sql`DELETE FROM ${table} WHERE ${table.userId} = ${userId} RETURNING 1 AS revoked`),
-);
+export type WriteCredential =
+  | { userId: string; appPasswordId: string; sessionHash?: undefined }
+  | { userId: string; sessionHash: string; appPasswordId?: undefined };
+
+/** What names the credential guard's failure in D1's error (statements.ts, `failure`). */
+const CREDENTIAL_ENDED = "gpodder-credential-ended";
+
+const credentialGuardStatement = statement(sql`
+  SELECT CASE WHEN NOT (CASE WHEN ${sessionHash} IS NULL
+      THEN EXISTS (SELECT 1 FROM ${p} WHERE ${p.userId} = ${userId} AND ${p.id} = ${id})
+      ELSE EXISTS (SELECT 1 FROM ${g} JOIN ${p} ON ${p.userId} = ${g.userId} AND ${p.id} = ${g.appPasswordId}
+        WHERE ${g.sessionHash} = ${sessionHash} AND ${g.userId} = ${userId})
+    END) THEN ${failure(CREDENTIAL_ENDED)} END AS ended`);
+
+/** A gpodder write arrived with a credential that no longer exists: nothing was written (401). */
+export class CredentialEndedError extends Error {
+  constructor(readonly credential: WriteCredential) {
+    super("the credential no longer exists");
+    this.name = "CredentialEndedError";
+  }
+}
+
+/** The guard a gpodder write's batch starts with. */
+export function credentialGuard(db: Database, credential: WriteCredential): D1PreparedStatement {
+  return credentialGuardStatement.bind(db, {
+    userId: credential.userId,
+    id: credential.appPasswordId ?? null,
+    sessionHash: credential.sessionHash ?? null,
+  });
+}
+
+/** Runs a batch that starts with the credential's guard: its failure becomes CredentialEndedError. */
+export async function runGuarded(run: () => Promise<void>, credential: WriteCredential): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    if (failedWith(err, CREDENTIAL_ENDED)) throw new CredentialEndedError(credential);
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 export type CreateResult = { kind: "created"; appPassword: StoredAppPassword } | { kind: "limit" };
 
@@ -127,66 +228,83 @@ export async function deleteAppPassword(db: Database, user: string, appPasswordI
   return slot.results()[1].results.length > 0;
 }
 
-/** The stored candidates for a username, read while the session for a match is opened (one round trip). */
 /**
- * With `write` false (the user's bucket is frozen for a move: a row written now could be left behind in the
- * old database), only the candidates are read: no session is opened and no use recorded.
+ * The stored candidates for a username, read while the session for a match is opened or reused (one round
+ * trip): `sessionHashes` are the hashes of the client's candidate session ids, in order; `chosen` is the index of
+ * the one opened or reused (undefined when none: a wrong password, or `write` false). With `write` false (the
+ * user's bucket is frozen for a move: a row written now could be left behind in the old database), only the
+ * candidates are read: no session is opened and no use recorded.
  */
 export async function signIn(
   db: Database,
-  credentials: { username: string; passwordHash: string; sessionHash: string; now: number },
+  credentials: { username: string; passwordHash: string; sessionHashes: readonly string[]; now: number },
   write: boolean,
-): Promise<{ userId: string; appPasswordId: string; passwordHash: string }[]> {
+): Promise<{ candidates: { userId: string; appPasswordId: string; passwordHash: string }[]; chosen?: number }> {
   const batch = new WriteBatch();
+  const values = { ...credentials, sessionHashes: JSON.stringify(credentials.sessionHashes) };
   const slot = batch.push(
-    candidatesStatement.bind(db, credentials),
-    ...(write ? [openSessionStatement.bind(db, credentials), touchByHashStatement.bind(db, credentials)] : []),
+    candidatesStatement.bind(db, values),
+    ...(write
+      ? [
+          openSessionStatement.bind(db, values),
+          capSessionsStatement.bind(db, values),
+          chosenSessionStatement.bind(db, values),
+          touchByHashStatement.bind(db, values),
+        ]
+      : []),
   );
   await batch.run(db);
-  return slot.results()[0].results as { userId: string; appPasswordId: string; passwordHash: string }[];
+  const [candidates, , , chosen] = slot.results();
+  return {
+    candidates: candidates.results as { userId: string; appPasswordId: string; passwordHash: string }[],
+    chosen: (chosen?.results[0]?.chosen as number | null | undefined) ?? undefined,
+  };
 }
 
 /**
- * The owner of a live session (its app password still exists), recording the use unless `write` is false
- * (a frozen bucket, as for signIn); undefined when none.
+ * The owner of a live session (its app password still exists), recording the use (at most once a day: then
+ * `renew`, the cookie is set again) unless `write` is false (a frozen bucket, as for signIn); undefined when none.
  */
 export async function findSession(
   db: Database,
   hash: string,
   at: number,
   write: boolean,
-): Promise<CredentialOwner | undefined> {
+): Promise<(CredentialOwner & { renew: boolean }) | undefined> {
   const batch = new WriteBatch();
   const values = { sessionHash: hash, now: at };
   const slot = batch.push(
     sessionStatement.bind(db, values),
-    ...(write ? [touchBySessionStatement.bind(db, values)] : []),
+    ...(write ? [touchSessionStatement.bind(db, values), touchBySessionStatement.bind(db, values)] : []),
   );
   await batch.run(db);
-  return slot.results()[0].results[0] as unknown as CredentialOwner | undefined;
-}
-
-/** Logout: the session stops working at once. */
-export async function endSession(db: Database, hash: string): Promise<void> {
-  await call(() => endSessionStatement.bind(db, { sessionHash: hash }).run());
-}
-
-/** What revokeAllCredentials ended. */
-export interface RevokedCredentials {
-  gpodderSessions: number;
-  accountSessions: number;
-  appPasswords: number;
+  const row = slot.results()[0].results[0];
+  if (!row) return undefined;
+  return {
+    userId: row.userId as string,
+    appPasswordId: row.appPasswordId as string,
+    renew: write && row.renew === 1,
+  };
 }
 
 /**
- * Revokes every credential of the user (an operator acting on a stolen app password or a request: `npm run
- * admin -- revoke`), in one batch. Each stops working within 60 s: an isolate trusts what it verified for at
- * most that long (auth/verified-credentials.ts). The user's data stays.
+ * Revokes every credential of the user in one batch (one round trip, one transaction): every app password,
+ * gpodder session and account page session. Nothing they send afterwards is stored (the credential guard), and
+ * isolates stop accepting them within 60 s. For an operator's command (`npm run admin -- revoke <sub>`) and
+ * anything else that must sign a user out everywhere; answers how many of each were deleted.
  */
-export async function revokeAllCredentials(db: Database, user: string): Promise<RevokedCredentials> {
-  const results = await call(() => db.batch(revokeStatements.map((revoke) => revoke.bind(db, { userId: user }))));
-  const [gpodderSessions, accountSessionsEnded, appPasswords] = results.map((result) => result.results.length);
-  return { gpodderSessions, accountSessions: accountSessionsEnded, appPasswords };
+export async function revokeAllCredentials(
+  db: Database,
+  user: string,
+): Promise<{ appPasswords: number; gpodderSessions: number; accountSessions: number }> {
+  const results = await call(() => db.batch(revokeAllStatements.map((revoke) => revoke.bind(db, { userId: user }))));
+  const [gpodderSessions, appPasswords, accountSessionRows] = results.map((result) => result.meta?.changes ?? 0);
+  return { appPasswords, gpodderSessions, accountSessions: accountSessionRows };
+}
+
+/** Logout: the session stops working at once (its row kept, ended, for the cron to delete 30 days on). */
+export async function endSession(db: Database, hash: string, at: number): Promise<void> {
+  await call(() => endSessionStatement.bind(db, { sessionHash: hash, now: at }).run());
 }
 
 /** Every statement this module runs, for the test that proves none scans a table. */
@@ -198,11 +316,13 @@ export const appPasswordStatements: Record<string, Statement> = {
   delete: deleteStatement,
   candidates: candidatesStatement,
   openSession: openSessionStatement,
+  chosenSession: chosenSessionStatement,
+  capSessions: capSessionsStatement,
+  touchSession: touchSessionStatement,
   touchByHash: touchByHashStatement,
   session: sessionStatement,
   touchBySession: touchBySessionStatement,
   endSession: endSessionStatement,
+  credentialGuard: credentialGuardStatement,
+  ...Object.fromEntries(revokeAllStatements.map((revoke, index) => [`revokeAll${index}`, revoke])),
 };
-
-/** The statements of revokeAllCredentials (run by the operator's tool, not by a request), for their test. */
-export const revokeCredentialStatements: readonly Statement[] = revokeStatements;

@@ -1,4 +1,6 @@
 import { sql } from "drizzle-orm";
+import { credentialGuard, runGuarded, type WriteCredential } from "./app-passwords";
+import { WriteBatch } from "./batch";
 import { call, type Database } from "./database";
 import { devices as d, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -36,6 +38,10 @@ const listStatement = statement(sql`
     coalesce((SELECT ${stats.activeCount} FROM ${stats} WHERE ${stats.userId} = ${userId}), 0) AS subscriptions
   FROM ${d} WHERE ${d.userId} = ${userId} ORDER BY ${d.createdAt}, ${d.deviceId}`);
 
+/** The ids alone, in the list's order: what sync-devices answers, without the captions. */
+const idsStatement = statement(sql`
+  SELECT ${d.deviceId} AS id FROM ${d} WHERE ${d.userId} = ${userId} ORDER BY ${d.createdAt}, ${d.deviceId}`);
+
 /** The statement that creates or updates a device (for a batch that creates the devices it names). */
 export function deviceStatement(
   db: Database,
@@ -53,14 +59,21 @@ export function deviceStatement(
   return upsertStatement.bind(db, values);
 }
 
-/** Creates or updates a device; false when it is new and the user already has the most devices. */
+/**
+ * Creates or updates a device, guarded by the caller's credential (one batch: a credential that no longer exists
+ * writes nothing, CredentialEndedError); false when it is new and the user already has the most devices.
+ */
 export async function saveDevice(
   db: Database,
-  user: string,
+  caller: WriteCredential,
   device: { id: string; caption?: string; type?: string },
   at: number,
 ): Promise<boolean> {
-  return (await call(() => deviceStatement(db, user, device, at).first())) !== null;
+  const batch = new WriteBatch();
+  batch.push(credentialGuard(db, caller));
+  const slot = batch.push(deviceStatement(db, caller.userId, device, at));
+  await runGuarded(() => batch.run(db), caller);
+  return slot.results()[0].results.length > 0;
 }
 
 /** The user's devices, oldest first. */
@@ -69,4 +82,14 @@ export async function listDevices(db: Database, user: string): Promise<StoredDev
   return results;
 }
 
-export const deviceStatements: Record<string, Statement> = { upsert: upsertStatement, list: listStatement };
+/** The ids of the user's devices, oldest first. */
+export async function listDeviceIds(db: Database, user: string): Promise<string[]> {
+  const { results } = await call(() => idsStatement.bind(db, { userId: user }).all<{ id: string }>());
+  return results.map((row) => row.id);
+}
+
+export const deviceStatements: Record<string, Statement> = {
+  upsert: upsertStatement,
+  list: listStatement,
+  ids: idsStatement,
+};

@@ -97,13 +97,23 @@ const packedWith = (media: SQL, item: SQL) => sql`json_array(${e.id}, ${e.feedGu
 const packed = packedWith(storedMediaUrl, storedItemGuid);
 
 /**
+ * Whether a write's facts (`mediaUrl`, `itemGuid`, `duration`) apply (docs/API.md §13): it has no `changedAt`, or
+ * one not earlier than the later of the state's two change times; a late upload from an offline device changes
+ * none of them. In an UPDATE's SET and WHERE the columns are the stored row's. In its RETURNING they are the
+ * written row's, and the answer is the same: a field the write set took `changedAt` as its time, so the later of
+ * the two times is then at most `changedAt` exactly when it was before.
+ */
+const factsApply = sql`(${changedAt} IS NULL OR ${changedAt} >= max(coalesce(${e.positionChangedAt}, 0),
+  coalesce(${e.playedChangedAt}, 0)))`;
+
+/**
  * The row a write wrote, for its RETURNING clause: the pieces table may not yet show what the row's triggers
- * write (SQLite runs them after RETURNING reads), so a text the write sent is taken from the request; one it
- * kept is the stored head, whose pieces the write left as they were.
+ * write (SQLite runs them after RETURNING reads), so a text the write sent and applied is taken from the
+ * request; one it kept is the stored head, whose pieces the write left as they were.
  */
 const packedWritten = packedWith(
-  sql`coalesce(${mediaUrl}, ${storedMediaUrl})`,
-  sql`CASE WHEN ${itemGuidSent} THEN ${itemGuid} ELSE ${storedItemGuid} END`,
+  sql`CASE WHEN ${mediaUrl} IS NOT NULL AND ${factsApply} THEN ${mediaUrl} ELSE ${storedMediaUrl} END`,
+  sql`CASE WHEN ${itemGuidSent} AND ${factsApply} THEN ${itemGuid} ELSE ${storedItemGuid} END`,
 );
 
 type PackedRow = [
@@ -148,13 +158,14 @@ function toStored(row: ChangedEpisode & { deletedAt: null }): StoredEpisode {
 // Merge rules (docs/API.md §13): `position` and `played` are replaced only by a change that happened strictly
 // later on its device than the stored one (last writer wins, per field); equal or earlier leaves the field,
 // so a retried write changes nothing. `mediaUrl`, `itemGuid` and `duration` are facts about the episode:
-// when sent, they replace the stored ones.
+// when sent, they replace the stored ones unless the write is a late one (`factsApply`). A write that changes
+// no stored value writes nothing: no change number, no device sent it again.
 const positionApplies = sql`(${position} IS NOT NULL AND (${e.positionChangedAt} IS NULL OR ${e.positionChangedAt} < ${changedAt}))`;
 const playedApplies = sql`(${played} IS NOT NULL AND (${e.playedChangedAt} IS NULL OR ${e.playedChangedAt} < ${changedAt}))`;
 const anyApplies = sql`(${positionApplies} OR ${playedApplies}
-  OR (${mediaUrl} IS NOT NULL AND ${storedMediaUrl} IS NOT ${mediaUrl})
-  OR (${itemGuidSent} AND ${storedItemGuid} IS NOT ${itemGuid})
-  OR (${durationSent} AND ${e.duration} IS NOT ${duration}))`;
+  OR (${factsApply} AND ((${mediaUrl} IS NOT NULL AND ${storedMediaUrl} IS NOT ${mediaUrl})
+    OR (${itemGuidSent} AND ${storedItemGuid} IS NOT ${itemGuid})
+    OR (${durationSent} AND ${e.duration} IS NOT ${duration}))))`;
 
 /**
  * The columns a write sets. `fresh`: the stored row is a tombstone being written again, which starts a fresh
@@ -162,15 +173,16 @@ const anyApplies = sql`(${positionApplies} OR ${playedApplies}
  */
 function writtenColumns(fresh: SQL): SQL {
   return sql`
-    media_url = CASE WHEN ${fresh} THEN ${mediaUrl} ELSE coalesce(${mediaUrl}, ${e.mediaUrl}) END,
-    item_guid = CASE WHEN ${fresh} OR ${itemGuidSent} THEN ${itemGuid} ELSE ${e.itemGuid} END,
+    media_url = CASE WHEN ${fresh} THEN ${mediaUrl} WHEN ${factsApply} THEN coalesce(${mediaUrl}, ${e.mediaUrl})
+      ELSE ${e.mediaUrl} END,
+    item_guid = CASE WHEN ${fresh} OR (${itemGuidSent} AND ${factsApply}) THEN ${itemGuid} ELSE ${e.itemGuid} END,
     position = CASE WHEN ${fresh} THEN coalesce(${position}, 0) WHEN ${positionApplies} THEN ${position} ELSE ${e.position} END,
     position_changed_at = CASE WHEN ${fresh} THEN (CASE WHEN ${position} IS NOT NULL THEN ${changedAt} END)
       WHEN ${positionApplies} THEN ${changedAt} ELSE ${e.positionChangedAt} END,
     played = CASE WHEN ${fresh} THEN coalesce(${played}, 0) WHEN ${playedApplies} THEN ${played} ELSE ${e.played} END,
     played_changed_at = CASE WHEN ${fresh} THEN (CASE WHEN ${played} IS NOT NULL THEN ${changedAt} END)
       WHEN ${playedApplies} THEN ${changedAt} ELSE ${e.playedChangedAt} END,
-    duration = CASE WHEN ${fresh} OR ${durationSent} THEN ${duration} ELSE ${e.duration} END,
+    duration = CASE WHEN ${fresh} OR (${durationSent} AND ${factsApply}) THEN ${duration} ELSE ${e.duration} END,
     change_seq = ${nextChange}, received_at = unixepoch(), deleted_at = NULL`;
 }
 
@@ -183,8 +195,8 @@ const isTombstone = sql`${e.deletedAt} IS NOT NULL`;
  */
 function growth(creates: boolean): SQL {
   const sent = sql`(${utf8Bytes(mediaUrl)} + ${utf8Bytes(itemGuid)})`;
-  const merged = sql`(${utf8Bytes(sql`coalesce(${mediaUrl}, ${storedMediaUrl})`)}
-    + CASE WHEN ${itemGuidSent} THEN ${utf8Bytes(itemGuid)} ELSE ${storedUrlBytes(ITEM_GUID, "episodes")} END
+  const merged = sql`(${utf8Bytes(sql`CASE WHEN ${factsApply} THEN coalesce(${mediaUrl}, ${storedMediaUrl}) ELSE ${storedMediaUrl} END`)}
+    + CASE WHEN ${itemGuidSent} AND ${factsApply} THEN ${utf8Bytes(itemGuid)} ELSE ${storedUrlBytes(ITEM_GUID, "episodes")} END
     - ${episodeTombstones.bytes})`;
   const fresh = creates ? sent : sql`0`;
   return sql`coalesce((SELECT CASE WHEN ${isTombstone} THEN ${fresh}

@@ -1,7 +1,8 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { SESSION_IDLE_MS } from "./app-passwords";
 import { call, type Database } from "./database";
-import { userStats as stats, subscriptions } from "./schema";
+import { gpodderSessions, userStats as stats, subscriptions } from "./schema";
 import { type Statement, statement } from "./statements";
 import { episodeTombstones, subscriptionTombstones, type TombstoneTable } from "./storage";
 import { MAX_STORED_SUBSCRIPTIONS } from "./subscriptions";
@@ -207,6 +208,39 @@ export async function keyUserUrls(db: Database, user: string): Promise<number> {
   return keyed;
 }
 
+/** Ended gpodder sessions deleted per run and database (a slice, like the others: what is left waits). */
+export const SESSIONS_PER_RUN = 500;
+
+/**
+ * The oldest ended gpodder sessions (last used 30 days before `cutoff`'s run, or logged out as long ago: a logout
+ * keeps its row that long, so its id is not handed out again) through their index, the users of `skip` left out.
+ */
+const endedSessions = statement(sql`
+  SELECT ${gpodderSessions.sessionHash} AS hash, ${gpodderSessions.userId} AS user_id
+  FROM ${gpodderSessions} INDEXED BY gpodder_sessions_last_used
+  WHERE ${gpodderSessions.lastUsedAt} < ${sql.placeholder("cutoff")} AND ${notSkipped(gpodderSessions.userId)}
+  ORDER BY ${gpodderSessions.lastUsedAt} LIMIT ${SESSIONS_PER_RUN}`);
+
+/** Deletes the sessions found, unless one was used since (a JSON array of hashes: one parameter). */
+const deleteSessions = statement(sql`
+  DELETE FROM ${gpodderSessions} WHERE ${gpodderSessions.sessionHash} IN (SELECT value FROM json_each(${sql.placeholder("hashes")}))
+    AND ${gpodderSessions.lastUsedAt} < ${sql.placeholder("cutoff")}`);
+
+/**
+ * Deletes up to SESSIONS_PER_RUN ended gpodder sessions (docs/API.md §14: a session ends 30 days after its last
+ * use), oldest first, of users the run may write. One find (more when it holds users the run may not write:
+ * `writableWork`) and one delete; returns how many were deleted.
+ */
+export async function purgeEndedSessions(db: Database, now: number, writable: WritableUser): Promise<number> {
+  const cutoff = now - SESSION_IDLE_MS;
+  const find = async (skip: string) =>
+    (await call(() => endedSessions.bind(db, { cutoff, skip }).all<{ hash: string; user_id: string }>())).results;
+  const sessions = await writableWork(find, (session) => session.user_id, writable);
+  if (sessions.length === 0) return 0;
+  const hashes = JSON.stringify(sessions.map((session) => session.hash));
+  return (await call(() => deleteSessions.bind(db, { hashes, cutoff }).run())).meta.changes;
+}
+
 export const retentionStatementsByName: Record<string, Statement> = {
   ...Object.fromEntries(
     tables.flatMap((table, index) => Object.entries(table).map(([name, query]) => [`${name}${index}`, query])),
@@ -214,4 +248,6 @@ export const retentionStatementsByName: Record<string, Statement> = {
   missingUrlKeys,
   userMissingUrlKeys,
   fillUrlKeys,
+  endedSessions,
+  deleteSessions,
 };

@@ -1,5 +1,6 @@
-import { is, Placeholder, type SQL } from "drizzle-orm";
+import { is, Placeholder, type SQL, sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import { DatabaseError } from "./database";
 
 /**
  * Statements written once with Drizzle (the schema's tables and columns, `sql.placeholder` for values),
@@ -77,4 +78,19 @@ function numberedParameters(
         return values[name];
       }),
   };
+}
+
+/**
+ * A guard's failure: an expression that raises a SQL error naming `name` (json_extract of a path that is not
+ * one: SQLite quotes the bad path in its message). Evaluated only in the branch that takes it, so a guard
+ * statement at the head of a batch (one transaction) makes the whole batch write nothing; `failedWith` tells its
+ * error from any other failure of the batch.
+ */
+export function failure(name: string): SQL {
+  return sql`json_extract('{}', ${sql.raw(`'${name}'`)})`;
+}
+
+/** Whether a D1 call failed by the guard named `name` (see `failure`). */
+export function failedWith(err: unknown, name: string): boolean {
+  return err instanceof DatabaseError && String((err.cause as Error | undefined)?.message).includes(name);
 }

@@ -55,7 +55,9 @@ export const episodeTombstones: TombstoneTable = {
   id: e.id,
   changeSeq: e.changeSeq,
   deletedAt: e.deletedAt,
-  bytes: sql`${storedUrlBytes(MEDIA_URL, "episodes")} + ${storedUrlBytes(ITEM_GUID, "episodes")}`,
+  // Parenthesised: it is subtracted (a merge's growth is what it stores after minus this), and without them
+  // `a - b + c` counted the itemGuid twice, refusing position-only writes near the budget.
+  bytes: sql`(${storedUrlBytes(MEDIA_URL, "episodes")} + ${storedUrlBytes(ITEM_GUID, "episodes")})`,
   horizon: stats.episodeHorizon,
   version: stats.episodeVersion,
 };
@@ -85,12 +87,20 @@ export interface RoomNeed {
   bytes: SQL;
   /** A row the write itself revives: not counted as freeing anything (it may still be purged, see below). */
   exclude: SQLWrapper;
+  /** The rows a set write revives (a SELECT of their ids): never purged to make room. */
+  excludeAll?: SQL;
 }
 
 /** One kind of tombstones a write may purge, and what the write needs freed of it. */
 export interface Room {
   table: TombstoneTable;
   need: RoomNeed;
+  /**
+   * For a write of many rows that are each admitted while they fit (a gpodder upload): purge what there is up to
+   * the need even when it is not enough, so that as many as possible fit. Otherwise nothing is purged unless
+   * the whole need can be met (a single write that is refused purges nothing).
+   */
+  partial?: boolean;
 }
 
 /**
@@ -114,10 +124,11 @@ export function roomStatement(table: TombstoneTable, need: RoomNeed): Statement 
  * and the first kind's tombstones hold no URL text when a later kind frees bytes).
  */
 export function roomsStatement(rooms: Room[]): Statement {
-  const parts = rooms.map(({ table, need }, index) => {
+  const parts = rooms.map(({ table, need, partial }, index) => {
     const named = (name: string) => sql.raw(`${name}_${index}`);
     const [needName, walkName, pickName] = [named("need"), named("walk"), named("pick")];
-    const tombstones = sql`${table.userId} = ${userId} AND ${table.deletedAt} IS NOT NULL AND ${table.id} IS NOT ${need.exclude}`;
+    const excludedAll = need.excludeAll === undefined ? sql`` : sql` AND ${table.id} NOT IN (${need.excludeAll})`;
+    const tombstones = sql`${table.userId} = ${userId} AND ${table.deletedAt} IS NOT NULL AND ${table.id} IS NOT ${need.exclude}${excludedAll}`;
     // The user's next tombstone in change order after `seq`, and its change number and bytes (primary-key lookups).
     // The walk's column is named `tombstone`, a name no table has, so it never resolves to a table's own column.
     const nextAfter = (seq: SQL) =>
@@ -127,7 +138,7 @@ export function roomsStatement(rooms: Room[]): Statement {
     const k = sql`(SELECT k FROM ${needName})`;
     const b = sql`(SELECT b FROM ${needName})`;
     const next = nextAfter(sql`${walkName}.seq`);
-    const ok = sql`(SELECT count_ok AND bytes_ok FROM ${pickName})`;
+    const ok = partial ? sql`1` : sql`(SELECT count_ok AND bytes_ok FROM ${pickName})`;
     const h = sql`(SELECT h FROM ${pickName})`;
     // Walks the tombstone index one entry at a time and stops as soon as enough is freed: a write reads the
     // tombstones it purges (at most the whole prefix only when it is refused anyway), never all of them.
@@ -135,7 +146,7 @@ export function roomsStatement(rooms: Room[]): Statement {
       ctes: sql`${needName} AS (SELECT ${need.count} AS k, ${need.bytes} AS b),
     ${walkName}(tombstone, seq, n, cum) AS (
       SELECT tombstone, ${column(table.changeSeq, sql`tombstone`)}, 1, ${column(table.bytes, sql`tombstone`)}
-      FROM (SELECT ${nextAfter(sql`-1`)} AS tombstone) WHERE tombstone IS NOT NULL AND (${k} > 0 OR ${b} > 0)
+      FROM (SELECT CASE WHEN ${k} > 0 OR ${b} > 0 THEN ${nextAfter(sql`-1`)} END AS tombstone) WHERE tombstone IS NOT NULL
       UNION ALL
       SELECT ${next}, ${column(table.changeSeq, next)}, ${walkName}.n + 1, ${walkName}.cum + ${column(table.bytes, next)}
       FROM ${walkName} WHERE (${walkName}.n < ${k} OR ${walkName}.cum < ${b}) AND ${next} IS NOT NULL

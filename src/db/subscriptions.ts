@@ -45,7 +45,7 @@ const returned = sql`${s.guid}, ${storedFeedUrl} AS feed_url, ${s.subscribedAt}`
  * feed is not stored (reviving one's own tombstone never counts as creating), and the bytes its URL adds over the
  * stored one's. An active subscription is left as it is: it needs nothing.
  */
-export function subscribeNeedFor(target: SQL): RoomNeed {
+function subscribeNeedFor(target: SQL): RoomNeed {
   const stored = sql`${s.userId} = ${userId} AND ${s.guid} = ${target}`;
   return {
     count: rowsNeeded(
@@ -84,11 +84,11 @@ const moveRoomStatement = roomStatement(subscriptionTombstones, moveNeed);
  * feedUrl, now), so it returns only that it wrote one: D1's answer is parsed in the isolate, once per
  * statement of a bulk request.
  *
- * `guid` is the SQL of the guid it writes (the bound one, or one the statement resolves, as the gpodder
- * API's adds do: db/gpodder.ts); `onlyIf`, a further condition for writing anything. One builder, so both
- * kinds of add keep the same quota, budget and revival rules.
+ * `guid` is the SQL of the guid it writes; `onlyIf`, a further condition for writing anything. The gpodder
+ * uploads subscribe many URLs per statement (db/gpodder.ts, `uploadStatement`) by the same quota, budget and
+ * revival rules, checked for the set.
  */
-export function subscribeSql(source: { guid: SQL; onlyIf?: SQL }): SQL {
+function subscribeSql(source: { guid: SQL; onlyIf?: SQL }): SQL {
   const onlyIf = source.onlyIf === undefined ? sql`` : sql` AND ${source.onlyIf}`;
   const need = subscribeNeedFor(source.guid);
   return sql`

@@ -1,7 +1,31 @@
 import type { Context } from "hono";
 import { saveDevice } from "../db/devices";
 import type { AppEnv } from "../env";
+import { hasForbiddenUrlCharacter } from "../url-text";
 import { badRequest, DEVICE_ID } from "./protocol";
+
+/** Characters (code points) of a device caption (docs/API.md §14). */
+export const MAX_CAPTION_CHARACTERS = 100;
+
+/**
+ * A device caption as sent, checked: a string of at most 100 characters free of the characters stored URL
+ * text refuses (§15: invisible, bidi and control characters would make one device's name pass for another's).
+ * One free account stored 100 MB of captions before they were bounded.
+ */
+export function checkCaption(caption: unknown): string | undefined {
+  if (caption === undefined) return undefined;
+  if (typeof caption !== "string") throw badRequest("caption must be a string.");
+  let characters = 0;
+  for (const _ of caption) {
+    if (++characters > MAX_CAPTION_CHARACTERS) {
+      throw badRequest(`caption must be at most ${MAX_CAPTION_CHARACTERS} characters.`);
+    }
+  }
+  if (hasForbiddenUrlCharacter(caption)) {
+    throw badRequest("caption must not hold control, format, private-use or noncharacter code points.");
+  }
+  return caption;
+}
 
 /**
  * Devices this isolate knows exist, so a request naming a device costs no write to create it (docs/API.md
@@ -38,6 +62,6 @@ export async function ensurePathDevice(c: Context<AppEnv>, deviceId: string): Pr
   const now = Date.now();
   const expires = known.get(deviceKey(userId, deviceId));
   if (expires !== undefined && expires > now) return;
-  if (!(await saveDevice(c.get("db"), userId, { id: deviceId }, now))) throw deviceLimitReached();
+  if (!(await saveDevice(c.get("db"), c.get("gpodder").credential, { id: deviceId }, now))) throw deviceLimitReached();
   rememberDevice(userId, deviceId, now);
 }

@@ -148,6 +148,13 @@ export function toEpisodeAction(podcast: string, episode: EpisodeState): Outgoin
   const { duration } = episode;
   if (episode.played) {
     if (duration === null) return { ...base, action: "play" };
+    // A replay (the position changed after the state was played, and is below the end): every gpodder client
+    // still marks it played (a `play` carrying `total`), and AntennaPod keeps the replay's place.
+    const replaying =
+      episode.positionChangedAt !== null &&
+      episode.positionChangedAt > (episode.playedChangedAt ?? Number.NEGATIVE_INFINITY) &&
+      episode.position < duration;
+    if (replaying) return { ...base, action: "play", started: 0, position: episode.position, total: duration };
     return { ...base, action: "play", started: duration, position: duration, total: duration };
   }
   if (episode.position > 0 && duration !== null) {

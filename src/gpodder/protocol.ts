@@ -9,24 +9,54 @@ import { decodeUtf8, readBody } from "../request-body";
  * error handler answers them on these paths as `{"error": <detail>}` (middleware/errors.ts).
  */
 
-/** URLs per subscription upload or PUT, and actions per episode upload: more answer 413. */
+/** Actions per episode upload: more answer 413. */
 export const MAX_GPODDER_ITEMS = 1000;
+
+/**
+ * URLs per subscription upload or PUT, and their bodies' bytes: more answer 413. gPodder sends every queued
+ * change in one request and cannot split it (docs/API.md §14): at the old 1 000, an account of more feeds
+ * failed every sync, forever. 10 000 is the subscription quota; 16 MiB holds as many 1.6 KB URLs, escaped.
+ */
+export const MAX_SUBSCRIPTION_URLS = 10_000;
+export const MAX_SUBSCRIPTION_BODY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * How far back an upload's `timestamp` reaches (docs/API.md §14, "download, then upload"). Apps download, then
+ * upload; AntennaPod takes the upload's `timestamp` as its next `since` (SyncService, for subscriptions and
+ * episode actions; gPodder too for subscriptions, my.py), so with the clock at the upload a change another device
+ * made between its download and its upload never reached it. Answered as the database's clock 10 minutes back,
+ * the next download also brings every change received in the 10 minutes before the upload: what came in between
+ * (AntennaPod's gap is its upload of the queue in batches of 30 and, for subscriptions, its redirect checks of the
+ * feeds it received), and what it has already (its own upload among them: harmless). Stateless: the server
+ * keeps no per-device time. An app whose next `since` comes from its download (gPodder's episodes) never reads
+ * it. The earliest change received in those 10 minutes would be the same `since`: nothing is received between it
+ * and 10 minutes back.
+ */
+export const UPLOAD_TIMESTAMP_MARGIN_SECONDS = 600;
+
+/** The `timestamp` an upload answers, from the database's clock after its writes (Unix seconds). */
+export function uploadTimestamp(now: number): number {
+  return now - UPLOAD_TIMESTAMP_MARGIN_SECONDS;
+}
 
 export function badRequest(detail: string): ApiError {
   return new ApiError({ status: 400, title: "Bad request", detail });
 }
 
-export function tooMany(what: string): ApiError {
+export function tooMany(what: string, max = MAX_GPODDER_ITEMS): ApiError {
   return new ApiError({
     status: 413,
     title: "Too many items",
-    detail: `At most ${MAX_GPODDER_ITEMS} ${what} per request.`,
+    detail: `At most ${max} ${what} per request.`,
   });
 }
 
-/** The body as JSON, whatever its Content-Type (gPodder sends form-encoded, AntennaPod `plain/text`). */
-export async function jsonRequestBody(c: Context<AppEnv>): Promise<unknown> {
-  const text = decodeUtf8(await readBody(c.req.raw, MAX_BODY_BYTES));
+/**
+ * The body as JSON, whatever its Content-Type (gPodder sends form-encoded, AntennaPod `plain/text`); at most
+ * 1 MiB unless `maxBytes` says otherwise (subscription uploads).
+ */
+export async function jsonRequestBody(c: Context<AppEnv>, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
+  const text = decodeUtf8(await readBody(c.req.raw, maxBytes));
   try {
     return JSON.parse(text);
   } catch {
@@ -34,8 +64,8 @@ export async function jsonRequestBody(c: Context<AppEnv>): Promise<unknown> {
   }
 }
 
-export async function textRequestBody(c: Context<AppEnv>): Promise<string> {
-  return decodeUtf8(await readBody(c.req.raw, MAX_BODY_BYTES));
+export async function textRequestBody(c: Context<AppEnv>, maxBytes = MAX_BODY_BYTES): Promise<string> {
+  return decodeUtf8(await readBody(c.req.raw, maxBytes));
 }
 
 /** `since`: a non-negative integer of Unix seconds; absent means 0. */

@@ -1,5 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
+import { WriteBatch } from "../db/batch";
 import {
+  type EpisodeChangePage,
   type EpisodeState,
   episodeChangePages,
   GPODDER_SUBSCRIPTION_PAGE_ROWS,
@@ -14,13 +16,27 @@ import { keyUserUrls } from "../db/retention";
 import type { AppEnv } from "../env";
 import { d1PrimarySession } from "../middleware/d1-session";
 import { gpodderAuth } from "../middleware/gpodder-auth";
-import { chargeRows, limitPerUser } from "../middleware/rate-limit";
+import { chargeRenumbering, chargeRows, limitPerUser, rowCharger } from "../middleware/rate-limit";
 import { shardOfUser } from "../shards";
 import { pagedTextStream, withFirst } from "../text-stream";
-import { type EpisodeAction, parseEpisodeAction, toEpisodeAction, toEpisodeOperation } from "./episode-actions";
+import {
+  carriesState,
+  type EpisodeAction,
+  parseEpisodeAction,
+  toEpisodeAction,
+  toEpisodeOperation,
+} from "./episode-actions";
 import { guessFeedGuids, nameFeeds, rememberFeedGuids } from "./feed-guids";
-import { badRequest, jsonRequestBody, MAX_GPODDER_ITEMS, tooMany, urlList } from "./protocol";
-import { checkUpload, cleanUrls, type SentUrl, updateUrls } from "./subscriptions";
+import {
+  badRequest,
+  jsonRequestBody,
+  MAX_GPODDER_ITEMS,
+  MAX_SUBSCRIPTION_BODY_BYTES,
+  tooMany,
+  uploadTimestamp,
+  urlList,
+} from "./protocol";
+import { checkUpload, cleanUrls, type SentUrl, uniqueUrls, updateUrls } from "./subscriptions";
 
 /**
  * The four sync operations both gpodder dialects serve, once, on the db functions of db/gpodder.ts: the
@@ -47,7 +63,9 @@ const validUrls = (items: readonly SentUrl[]) => items.flatMap((item) => (item.u
 
 /**
  * Subscribes and unsubscribes in one round trip (db/gpodder.ts); answers `update_urls`. `replaceAll` (the
- * simple API's PUT): every active subscription whose URL is not among the adds is removed too.
+ * simple API's PUT): every active subscription whose URL is not among the adds is removed too. Up to 10 000
+ * URLs in one transaction: charged to the user's limit as the requests of 100 writing them would be (as an OPML
+ * import is), and for the rows the purges renumbered.
  */
 export async function applySubscriptionChanges(
   c: Context<AppEnv>,
@@ -56,21 +74,27 @@ export async function applySubscriptionChanges(
   replaceAll = false,
 ) {
   const userId = c.get("userId");
-  const feeds = await nameFeeds(validUrls(add));
+  const feeds = await nameFeeds(uniqueUrls(add));
+  const batch = new WriteBatch();
   const { now, added } = await writeGpodderSubscriptions(
     c.get("db"),
-    userId,
-    { remove: validUrls(remove), keepOnly: replaceAll ? validUrls(add) : undefined, add: feeds },
+    c.get("gpodder").credential,
+    { remove: validUrls(remove), add: feeds, replaceAll },
     Date.now(),
+    batch,
   );
+  await chargeRenumbering(c, batch, add.length + remove.length);
   // An episode upload naming one of these feeds next guesses its guid right.
   rememberFeedGuids(userId, feeds, added);
-  return { timestamp: now, update_urls: updateUrls(add, added) };
+  return { timestamp: uploadTimestamp(now), update_urls: updateUrls(add, added) };
 }
 
-/** A subscription upload's body `{"add"?: [...], "remove"?: [...]}`, its URLs cleaned and checked (400, 413). */
+/**
+ * A subscription upload's body `{"add"?: [...], "remove"?: [...]}` (up to 16 MiB: gPodder sends every queued
+ * change in one request), its URLs cleaned and checked (400, 413).
+ */
 export async function subscriptionUpload(c: Context<AppEnv>): Promise<{ adds: SentUrl[]; removes: SentUrl[] }> {
-  const body = await jsonRequestBody(c);
+  const body = await jsonRequestBody(c, MAX_SUBSCRIPTION_BODY_BYTES);
   if (body === null || typeof body !== "object" || Array.isArray(body)) throw badRequest("Send a JSON object.");
   const { add, remove } = body as Record<string, unknown>;
   const adds = cleanUrls(urlList(add, "add"));
@@ -105,12 +129,23 @@ export function jsonItems<T>(toJson: (item: T) => string | undefined): (page: re
  * (feed-guids.ts) and the batch writes only if every guess is right. A wrong guess costs two more round trips
  * (the lookup, then the write), once per feed and isolate. Answers the database's clock.
  */
+/**
+ * What an episode upload did beyond its writes: the actions that carried state but broke the episode rules
+ * (`skipped`; `download`, `delete`, `flattr` and `play` without a position store nothing and are not skipped),
+ * and those the episode quota or the storage budget refused.
+ */
+interface EpisodeUpload {
+  timestamp: number;
+  skipped: number;
+  refused: { episodeLimit: number; storageLimit: number };
+}
+
 async function applyEpisodeActions(
   c: Context<AppEnv>,
   actions: readonly EpisodeAction[],
   devices: readonly string[],
   now: number,
-): Promise<{ timestamp: number; skipped: number }> {
+): Promise<EpisodeUpload> {
   const db = c.get("db");
   const userId = c.get("userId");
   const podcasts = [...new Set(actions.map((action) => action.podcast))];
@@ -121,8 +156,15 @@ async function applyEpisodeActions(
     const operations = (
       await Promise.all(actions.map((action) => toEpisodeOperation(action, guidOf.get(action.podcast) as string, now)))
     ).filter((operation) => operation !== undefined);
-    const written = await writeEpisodes(db, userId, operations, devices, now, guarded ? { feeds, guids } : undefined);
-    return written && { timestamp: written.now, skipped: actions.length - operations.length };
+    const guess = guarded ? { feeds, guids } : undefined;
+    const written = await writeEpisodes(db, c.get("gpodder").credential, operations, devices, now, guess);
+    if (!written) return undefined;
+    const refusedFor = (kind: "limit" | "storage") => written.results.filter((result) => result.kind === kind).length;
+    return {
+      timestamp: uploadTimestamp(written.now),
+      skipped: actions.filter(carriesState).length - operations.length,
+      refused: { episodeLimit: refusedFor("limit"), storageLimit: refusedFor("storage") },
+    };
   };
   const guessed = await write(guessFeedGuids(userId, feeds), true);
   if (guessed) return guessed;
@@ -131,7 +173,7 @@ async function applyEpisodeActions(
   return (await write(
     resolved.map((feed) => feed.guid),
     false,
-  )) as { timestamp: number; skipped: number };
+  )) as EpisodeUpload;
 }
 
 /**
@@ -145,19 +187,33 @@ export async function uploadEpisodeActions(c: Context<AppEnv>): Promise<number> 
   const actions = body.map(parseEpisodeAction);
   const valid = actions.filter((action) => action !== undefined);
   const devices = [...new Set(valid.flatMap((action) => (action.device === undefined ? [] : [action.device])))];
-  const { timestamp, skipped } = await applyEpisodeActions(c, valid, devices, Date.now());
+  const { timestamp, skipped, refused } = await applyEpisodeActions(c, valid, devices, Date.now());
   const invalid = actions.length - valid.length + skipped;
+  const requestId = c.get("requestId");
   if (invalid > 0) {
+    console.warn(JSON.stringify({ level: "warn", requestId, event: "episode_actions_skipped", count: invalid }));
+  }
+  // Refused by the quota or the budget: nothing tells the app (gpodder has no per-action error), so the log does.
+  const over = refused.episodeLimit + refused.storageLimit;
+  if (over > 0) {
     console.warn(
-      JSON.stringify({
-        level: "warn",
-        requestId: c.get("requestId"),
-        event: "episode_actions_skipped",
-        count: invalid,
-      }),
+      JSON.stringify({ level: "warn", requestId, event: "episode_actions_refused", count: over, ...refused }),
     );
   }
   return timestamp;
+}
+
+/** Pages charged to the user's limit as they are read, by the rows each walked (rate-limit.ts, `rowCharger`). */
+export async function* charged<T>(
+  c: Context<AppEnv>,
+  pages: AsyncGenerator<T, void, undefined>,
+  walkedBy: (page: T) => number,
+): AsyncGenerator<T, void, undefined> {
+  const charge = rowCharger(c);
+  for await (const page of pages) {
+    await charge(walkedBy(page));
+    yield page;
+  }
 }
 
 /**
@@ -224,16 +280,32 @@ export async function episodeActionsSince(
   since: number,
   podcast: string | undefined,
 ): Promise<Response> {
-  const { pages, now } = episodeChangePages(c.get("db"), c.get("userId"), since);
+  const read = episodeChangePages(c.get("db"), c.get("userId"), since, { podcast });
+  const pages = charged(c, read.pages, (page) => page.walked);
   const states = withFirst(await pages.next(), pages);
-  const page = jsonItems((state: { podcast: string; episode: EpisodeState }) => {
-    if (podcast !== undefined && state.podcast !== podcast) return undefined;
+  // Each action names its feed's URL (up to 2 KB, twice that escaped): escaped once per feed and page.
+  let podcasts = new Map<string, string>();
+  const actions = jsonItems((state: { podcast: string; episode: EpisodeState }) => {
     const action = toEpisodeAction(state.podcast, state.episode);
-    return action && JSON.stringify(action);
+    if (!action) return undefined;
+    const { podcast, ...rest } = action;
+    let escaped = podcasts.get(podcast);
+    if (escaped === undefined) {
+      escaped = JSON.stringify(podcast);
+      podcasts.set(podcast, escaped);
+    }
+    return `{"podcast":${escaped},${JSON.stringify(rest).slice(1)}`;
   });
   const body = pagedTextStream(
     states,
-    { head: '{"actions":[', page, tail: () => `],"timestamp":${now()}}` },
+    {
+      head: '{"actions":[',
+      page: (page: EpisodeChangePage) => {
+        podcasts = new Map();
+        return actions(page.states);
+      },
+      tail: () => `],"timestamp":${read.now()}}`,
+    },
     streamFailed(c, "gpodder_episodes_failed"),
   );
   return c.body(body, 200, { "Content-Type": "application/json" });

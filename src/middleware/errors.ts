@@ -1,6 +1,7 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { CredentialEndedError } from "../db/app-passwords";
 import { DatabaseError } from "../db/database";
 import type { AppEnv } from "../env";
 import { ApiError, type ErrorObject, errorDocument, type ProblemInit, respond, toErrorObject } from "../jsonapi";
@@ -9,6 +10,7 @@ import { isPagePath } from "../pages/paths";
 import { BODY_TOO_LARGE, MALFORMED_JSON } from "../request-body";
 import { ShardConfigError, shardOfUser, shardRouting } from "../shards";
 import { FrozenForMove } from "./d1-session";
+import { gpodderUnauthorized } from "./gpodder-auth";
 
 /** Statuses Hono's own middleware raise (body limit, JSON validator), as the same JSON:API errors as ours. */
 const httpExceptionProblems: Record<number, ProblemInit> = { 400: MALFORMED_JSON, 413: BODY_TOO_LARGE };
@@ -65,6 +67,12 @@ async function frozenWriteResponse(c: Context<AppEnv>, err: FrozenForMove): Prom
 export const onError: ErrorHandler<AppEnv> = (err, c) => {
   if (err instanceof FrozenForMove) return frozenWriteResponse(c, err);
   if (err instanceof ApiError) return errorResponse(c, err.status, err.errors, err.headers);
+
+  if (err instanceof CredentialEndedError) {
+    // A gpodder write with a credential erased or revoked since an isolate cached it: nothing was written.
+    const ended = gpodderUnauthorized("The app password or session no longer exists; sign in again.");
+    return errorResponse(c, ended.status, ended.errors, ended.headers);
+  }
 
   if (err instanceof HTTPException && httpExceptionProblems[err.status]) {
     return errorResponse(c, err.status, [toErrorObject(httpExceptionProblems[err.status])]);

@@ -1,8 +1,8 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { bucketOfUsername, gpodderUsername } from "../auth/gpodder-username";
-import { constantTimeEqual, randomSecret, secretHash } from "../auth/secrets";
+import { constantTimeEqual, derivedSecrets, randomSecret, secretHash } from "../auth/secrets";
 import { type VerifiedCredential, verifiedCredentials } from "../auth/verified-credentials";
-import { findSession, signIn } from "../db/app-passwords";
+import { CredentialEndedError, findSession, SESSION_IDLE_MS, signIn } from "../db/app-passwords";
 import { database } from "../db/database";
 import type { AppEnv, GpodderCaller } from "../env";
 import { ApiError } from "../jsonapi";
@@ -22,6 +22,15 @@ export const SESSION_COOKIE = "sessionid";
 const SESSION_MAX_AGE_SECONDS = 2_592_000;
 /** 256 random bits; the cookie names its user's username first, so the worker can pick the database. */
 const SESSION_SECRET_BYTES = 32;
+/**
+ * A client's session ids are derived (`sessionCookies`) for this long: then the next period's are, so a client
+ * that signs in with Basic on every request gets a new session once a period, and the old one ages out.
+ */
+const SESSION_PERIOD_MS = SESSION_IDLE_MS;
+/** Derived session ids per client and period: each logout of the client moves it to the next one. */
+const SESSION_GENERATIONS = 4;
+/** What of the User-Agent names a client (sessions are per app password and client). */
+const CLIENT_TAG_CHARACTERS = 256;
 
 export function gpodderUnauthorized(detail: string): ApiError {
   return new ApiError({
@@ -80,24 +89,54 @@ function databaseOfUsername(routing: ShardRouting, username: string) {
   return { db: database(shard.database.withSession("first-primary")), frozen: shard.frozen };
 }
 
-function toCaller(entry: VerifiedCredential, issued: boolean): GpodderCaller & { userId: string } {
+/**
+ * The caller of a request: `basic` when it signed in with an app password (the cookie is set on the answer),
+ * else with the session cookie (set again only when `renew`: at most once a day).
+ */
+function toCaller(entry: VerifiedCredential, basic: boolean, renew = false): GpodderCaller & { userId: string } {
+  const { userId, appPasswordId, sessionHash } = entry;
   return {
-    userId: entry.userId,
+    userId,
     username: entry.username,
-    appPasswordId: entry.appPasswordId,
-    sessionHash: entry.sessionHash,
-    ...(issued && entry.sessionCookie !== undefined ? { issuedSession: entry.sessionCookie } : {}),
+    appPasswordId,
+    sessionHash,
+    credential: basic ? { userId, appPasswordId } : { userId, sessionHash },
+    ...((basic || renew) && entry.sessionCookie !== undefined ? { issuedSession: entry.sessionCookie } : {}),
   };
 }
 
 /**
- * Basic: the username's candidates are read and, in the same round trip, a session is opened for the one
- * whose hash matches; the hashes are then compared here in constant time. Verified credentials are cached
- * (auth/verified-credentials.ts) with the cookie they were handed, which is handed out again.
+ * The session ids a Basic sign-in may hand a client, in order (docs/API.md §14; README, "gpodder sessions"):
+ * derived from the app password (HMAC, keyed by the password, which is never stored: a database reader cannot
+ * derive them) and the client (its User-Agent), the 30-day period and a generation, then one random id. The
+ * same client gets the same session from any isolate, so repeated Basic requests write no row; the sign-in opens
+ * the first that no ended session holds, so a logout moves the client to the next generation and a logged-out
+ * cookie is never handed out again (its row is kept, ended, 30 days, which outlasts its period). After four
+ * logouts in a period, the random id (a session per sign-in, bounded by the 10 per app password).
+ */
+async function sessionCookies(
+  credentials: { username: string; password: string },
+  client: string,
+  now: number,
+): Promise<string[]> {
+  const period = Math.floor(now / SESSION_PERIOD_MS);
+  const messages = Array.from(
+    { length: SESSION_GENERATIONS },
+    (_, generation) => `gpodder session\n${period}\n${generation}\n${client}`,
+  );
+  const secrets = [...(await derivedSecrets(credentials.password, messages)), randomSecret(SESSION_SECRET_BYTES)];
+  return secrets.map((secret) => `${credentials.username}.${secret}`);
+}
+
+/**
+ * Basic: the username's candidates are read and, in the same round trip, the client's session is opened or
+ * reused for the one whose hash matches; the hashes are then compared here in constant time. Verified credentials
+ * are cached (auth/verified-credentials.ts) with the cookie they were handed, which is handed out again.
  */
 async function verifyBasic(
   routing: ShardRouting,
   credentials: { username: string; password: string },
+  client: string,
   now: number,
 ): Promise<VerifiedCredential | undefined> {
   const passwordHash = await secretHash(credentials.password);
@@ -106,34 +145,30 @@ async function verifyBasic(
   if (cached) return cached;
   const shard = databaseOfUsername(routing, credentials.username);
   if (!shard) return undefined;
-  const sessionCookie = `${credentials.username}.${randomSecret(SESSION_SECRET_BYTES)}`;
-  const sessionHash = await secretHash(sessionCookie);
-  const signInValues = { username: credentials.username, passwordHash, sessionHash, now };
-  const candidates = await signIn(shard.db, signInValues, !shard.frozen);
+  const cookies = await sessionCookies(credentials, client, now);
+  const sessionHashes = await Promise.all(cookies.map(secretHash));
+  const signInValues = { username: credentials.username, passwordHash, sessionHashes, now };
+  const { candidates, chosen } = await signIn(shard.db, signInValues, !shard.frozen);
   let match: (typeof candidates)[number] | undefined;
   for (const candidate of candidates) {
     if (constantTimeEqual(candidate.passwordHash, passwordHash)) match = candidate;
   }
   if (!match) return undefined;
-  const owner = {
-    userId: match.userId,
-    appPasswordId: match.appPasswordId,
-    username: credentials.username,
-    sessionHash,
-  };
+  const owner = { userId: match.userId, appPasswordId: match.appPasswordId, username: credentials.username };
   // Frozen: no session was opened, so no cookie is handed out and nothing is cached (the client signs in
   // with Basic again, and once the move is over a session opens as usual).
-  if (shard.frozen) return { ...owner, expiresAt: now };
-  const entry = { ...owner, sessionCookie };
+  if (shard.frozen || chosen === undefined) return { ...owner, sessionHash: sessionHashes[0], expiresAt: now };
+  const entry = { ...owner, sessionHash: sessionHashes[chosen], sessionCookie: cookies[chosen] };
   verifiedCredentials.set(key, entry, now);
   return { ...entry, expiresAt: now };
 }
 
+/** The cookie's session, `renew` when its use was recorded (at most once a day: the cookie is set again). */
 async function verifySession(
   routing: ShardRouting,
   cookie: string,
   now: number,
-): Promise<VerifiedCredential | undefined> {
+): Promise<(VerifiedCredential & { renew?: boolean }) | undefined> {
   const sessionHash = await secretHash(cookie);
   const key = `session:${sessionHash}`;
   const cached = verifiedCredentials.get(key, now);
@@ -141,11 +176,12 @@ async function verifySession(
   const username = cookie.slice(0, Math.max(0, cookie.indexOf(".")));
   const shard = databaseOfUsername(routing, username);
   if (!shard) return undefined;
-  const owner = await findSession(shard.db, sessionHash, now, !shard.frozen);
-  if (!owner || (await gpodderUsername(owner.userId)) !== username) return undefined;
-  const entry = { ...owner, username, sessionHash };
+  const found = await findSession(shard.db, sessionHash, now, !shard.frozen);
+  if (!found || (await gpodderUsername(found.userId)) !== username) return undefined;
+  const { renew, ...owner } = found;
+  const entry = { ...owner, username, sessionHash, sessionCookie: cookie };
   verifiedCredentials.set(key, entry, now);
-  return { ...entry, expiresAt: now };
+  return { ...entry, expiresAt: now, renew };
 }
 
 /** `Set-Cookie` for the session id (or, with `maxAge` 0, clearing it). `Secure` over https. */
@@ -172,18 +208,30 @@ export const gpodderAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (known !== undefined) throw gpodderUnauthorized(known);
   if (authorization !== undefined) {
     const credentials = basicCredentials(authorization);
-    const verified = credentials && (await verifyBasic(routing, credentials, now));
+    const client = (c.req.header("User-Agent") ?? "").slice(0, CLIENT_TAG_CHARACTERS);
+    const verified = credentials && (await verifyBasic(routing, credentials, client, now));
     if (!verified) throw await rejected(c, presented, "The username or app password is wrong.");
     caller = toCaller(verified, true);
   } else {
     const verified = await verifySession(routing, cookie as string, now);
     if (!verified) throw await rejected(c, presented, "The session has ended; sign in again.");
-    caller = toCaller(verified, false);
+    caller = toCaller(verified, false, verified.renew);
   }
   const { userId, ...gpodder } = caller;
   c.set("userId", userId);
   c.set("gpodder", gpodder);
   await next();
+  if (c.error instanceof CredentialEndedError) {
+    // A write found the credential gone (erased or revoked since this isolate verified it): answered 401 by
+    // errors.ts, and forgotten here so the next request verifies it again.
+    const { appPasswordId, sessionHash } = c.error.credential;
+    verifiedCredentials.forget((entry) =>
+      sessionHash === undefined
+        ? entry.userId === userId && entry.appPasswordId === appPasswordId
+        : entry.sessionHash === sessionHash,
+    );
+    return;
+  }
   if (gpodder.issuedSession !== undefined && !c.res.headers.has("Set-Cookie")) {
     c.res.headers.append("Set-Cookie", sessionCookieHeader(c, gpodder.issuedSession));
   }

@@ -53,6 +53,24 @@ export async function chargeRows(c: Context<AppEnv>, rows: number): Promise<void
   await charge(c, extraFor(rows));
 }
 
+/**
+ * Charges a read streamed page by page as it goes, as chargeRows would charge its rows at once (one request per
+ * 100 rows beyond the first 100, at most one window's allowance in all): each call adds the rows of a page just
+ * read and charges what they owe beyond what was charged. The large gpodder GETs (docs/API.md §14): an answer of
+ * 50 000 episode states held its database as long as 500 requests of 100, and was one request.
+ */
+export function rowCharger(c: Context<AppEnv>): (rows: number) => Promise<void> {
+  let walked = 0;
+  let charged = 0;
+  return async (rows) => {
+    walked += rows;
+    const due = Math.min(600, extraFor(walked)) - charged;
+    if (due <= 0) return;
+    charged += due;
+    await charge(c, due);
+  };
+}
+
 /** Per-user limit on every authenticated request (USER_RATE_LIMITER in wrangler.toml). */
 export const limitPerUser: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { success } = await c.env.USER_RATE_LIMITER.limit({ key: c.get("userId") });

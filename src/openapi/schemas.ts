@@ -203,6 +203,7 @@ export interface SchemaMeta {
   description?: string;
   format?: string;
   pattern?: string;
+  dependentRequired?: Record<string, string[]>;
 }
 
 /** Metadata for the document only: kept out of zod's global registry so no one else sees it. */
@@ -355,11 +356,13 @@ const episodeRequestAttributesSchema = z.object({
   changedAt: deviceTime.optional(),
 });
 
+const episodeCreateAttributesSchema = episodeRequestAttributesSchema.extend({ mediaUrl: feedUrlSchema });
+
 /** An episode resource object that creates a state or merges into it (POST, bulk `add`). */
 export const episodeResourceSchema = z.object({
   type: episodeType,
   id: guidSchema,
-  attributes: episodeRequestAttributesSchema.extend({ mediaUrl: feedUrlSchema }),
+  attributes: episodeCreateAttributesSchema,
   relationships: feedRelationshipSchema,
 });
 
@@ -424,7 +427,12 @@ export const episodeRemoveOperationSchema = z.object({
   ref: z.object({ type: episodeType, id: guidSchema }),
 });
 
+/** `changedAt` is required with `position` or `played` (docs/API.md §13): 422 otherwise. */
+const changedAtWithListening = { dependentRequired: { position: ["changedAt"], played: ["changedAt"] } };
+
 documentRegistry
+  .add(episodeRequestAttributesSchema, changedAtWithListening)
+  .add(episodeCreateAttributesSchema, changedAtWithListening)
   .add(positionChangedAt, {
     description: "When `position` last changed on the device that set it (RFC 3339 UTC with milliseconds), or null.",
   })

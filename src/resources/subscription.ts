@@ -33,14 +33,15 @@ const WHITESPACE = /\s/;
 
 /**
  * What every accepted feedUrl matches (ECMA-262 syntax, as JSON Schema's `pattern`), for the OpenAPI
- * document: an http or https scheme in any case, then no whitespace and none of the C0/C1 controls, bidi
- * controls or U+FFFE/U+FFFF (the rest of docs/API.md §15's characters are refused too, but a pattern that
- * every validator reads cannot name Unicode categories). It is not RFC 3986 (`format: uri`): the server
- * takes whatever the URL standard parses and stores it exactly as sent, so a stored URL may hold `|`, `{}`,
- * `%zz`, backslashes or raw non-ASCII. A property test holds every accepted value to it.
+ * document: an http or https scheme in any case, any slashes or backslashes, then a character that can start a
+ * host (the URL standard refuses these schemes without one: `htTP:/`, `http://`), then no whitespace and none of
+ * the C0/C1 controls, bidi controls or U+FFFE/U+FFFF (the rest of docs/API.md §15's characters are refused too,
+ * but a pattern that every validator reads cannot name Unicode categories). It is not RFC 3986 (`format: uri`):
+ * the server takes whatever the URL standard parses and stores it exactly as sent, so a stored URL may hold
+ * `|`, `{}`, `%zz`, backslashes or raw non-ASCII. A property test holds every accepted value to it.
  */
-export const FEED_URL_PATTERN =
-  "^[Hh][Tt][Tt][Pp][Ss]?:[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufffe\\uffff]+$";
+const URL_TEXT_REFUSED = "\\s\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufffe\\uffff";
+export const FEED_URL_PATTERN = `^[Hh][Tt][Tt][Pp][Ss]?:[/\\\\]*[^/\\\\?#${URL_TEXT_REFUSED}][^${URL_TEXT_REFUSED}]*$`;
 
 /** The schemes a feedUrl may have, in any case. */
 const HTTP_SCHEME = /^https?:/i;

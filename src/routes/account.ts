@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { verifiedCredentials } from "../auth/verified-credentials";
 import { eraseAccount } from "../db/account";
 import type { AppEnv } from "../env";
 import { negotiate } from "../middleware/negotiation";
@@ -11,6 +12,10 @@ import { noQueryParameters } from "../pagination";
 export const accountRoutes = new Hono<AppEnv>().delete("/", negotiate("none"), noQueryParameters, async (c) => {
   // One transaction however large the account (a retry after a failure midway would see a half-erased one),
   // so its cost is bounded by the rate limit instead: charged as the bulk requests deleting as many rows.
-  await chargeRows(c, await eraseAccount(c.get("db"), c.get("userId")));
+  const userId = c.get("userId");
+  await chargeRows(c, await eraseAccount(c.get("db"), userId));
+  // The gpodder credentials this isolate verified stop at once here; elsewhere, within 60 s, and meanwhile the
+  // credential guard of every gpodder write stores nothing they send.
+  verifiedCredentials.forget((entry) => entry.userId === userId);
   return c.body(null, 204);
 });

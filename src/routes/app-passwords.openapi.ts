@@ -50,7 +50,8 @@ const badRequest = {
   headers: v1Headers,
   content: errorContent(commonBadRequestExamples),
 };
-const idParameter = { name: "id", in: "path", required: true, schema: { type: "string" } };
+/** Ids are UUIDs the server chose; anything that is not one of the user's answers 404. */
+const idParameter = { name: "id", in: "path", required: true, schema: { type: "string", format: "uuid" } };
 
 export const appPasswordPaths: Record<string, Json> = {
   "/v1/app-passwords": {

@@ -17,6 +17,7 @@ import {
   media415,
   pageError,
   parameterRef,
+  parameters,
   responseRef,
   schemaRef,
   successHeaders,
@@ -117,7 +118,7 @@ const episodeParameter = {
   required: true,
   description:
     "The episode's UUID (8-4-4-4-12 hex syntax, any version, any case). Anything else answers 400 `Invalid GUID in request`.",
-  schema: { type: "string" },
+  schema: parameters.guid.schema,
   example: EPISODE.id,
 };
 
@@ -209,7 +210,7 @@ export const episodePaths: Record<string, Json> = {
       operationId: "saveEpisodeState",
       tags: ["Episodes"],
       summary: "Save an episode's listening state (create or merge)",
-      description: `Creates the state (201) or merges into it (200, whether or not anything changed). \`position\` and \`played\` each take a change only when its \`changedAt\` is strictly later than the stored one's (a retry or a late, older upload changes nothing); \`mediaUrl\`, \`itemGuid\` and \`duration\` replace the stored ones when sent. A forgotten state written again starts afresh (201). Send the body as \`${JSONAPI}\`. Checks run in this order: body JSON, \`data\`, \`type\` (409 when not \`episode\`), \`id\` (400), \`relationships.subscription.data\` (400), the attributes (422). At most ${MAX_STORED_EPISODES} states per user, forgotten ones included (403).`,
+      description: `Creates the state (201) or merges into it (200, whether or not anything changed). \`position\` and \`played\` each take a change only when its \`changedAt\` is strictly later than the stored one's (a retry or a late, older upload changes nothing); \`mediaUrl\`, \`itemGuid\` and \`duration\` replace the stored ones when sent, except from a write whose \`changedAt\` is earlier than the later of the state's two change times (a late upload changes no fact). A write that changes nothing takes no change number. A forgotten state written again starts afresh (201). Send the body as \`${JSONAPI}\`. Checks run in this order: body JSON, \`data\`, \`type\` (409 when not \`episode\`), \`id\` (400), \`relationships.subscription.data\` (400), the attributes (422). At most ${MAX_STORED_EPISODES} states per user, forgotten ones included (403).`,
       parameters: v1Parameters,
       requestBody: {
         required: true,
@@ -319,6 +320,12 @@ export const episodePaths: Record<string, Json> = {
             invalidGuid: notAUuid,
             malformed: example("Body is not JSON", exampleErrors(malformedJson)),
           }),
+        },
+        "403": {
+          description:
+            "A new `mediaUrl` or `itemGuid` would grow the user's URL text past the storage budget even after purging every unsubscription. A merge that does not grow the text (position, played, duration, a shorter or null text) is never refused.",
+          headers: v1Headers,
+          content: errorContent({ storage: example("Storage limit reached", exampleErrors(storageLimitReached())) }),
         },
         "404": responseRef("EpisodeNotFound"),
         "409": {

@@ -1,3 +1,4 @@
+import { DEVICE_TYPES } from "../gpodder/protocol";
 import type { Json } from "../openapi/components";
 
 /**
@@ -23,8 +24,9 @@ const file = (description: string) => ({
 const since = {
   name: "since",
   in: "query",
-  description: "Unix seconds (inclusive); absent: 0. Send back the `timestamp` of the previous answer.",
-  schema: { type: "integer", minimum: 0 },
+  description:
+    "Unix seconds (inclusive), at most 15 digits; absent: 0. Send back the `timestamp` of the previous answer.",
+  schema: { type: "integer", minimum: 0, maximum: 999_999_999_999_999 },
 };
 
 function operation(
@@ -76,7 +78,8 @@ export const action = {
     total: { type: "integer", minimum: 0 },
   },
 };
-const tooMany = { "413": "More than 1000 URLs or actions, or a body over 1 MiB." };
+const tooMany = { "413": "More than 1000 actions or a body over 1 MiB." };
+const tooManyUrls = { "413": "More than 10 000 URLs, or a body over 16 MiB." };
 
 export const gpodderSecuritySchemes: Record<string, Json> = {
   gpodderBasic: {
@@ -118,7 +121,7 @@ export const gpodderPaths: Record<string, Json> = {
             properties: {
               id: { type: "string" },
               caption: { type: "string" },
-              type: { enum: ["desktop", "laptop", "mobile", "server", "other"] },
+              type: { enum: DEVICE_TYPES },
               subscriptions: { type: "integer" },
             },
           },
@@ -137,7 +140,14 @@ export const gpodderPaths: Record<string, Json> = {
         parameters: [username, file("`<deviceid>.json`")],
         requestBody: jsonBody({
           type: "object",
-          properties: { caption: { type: "string" }, type: { type: "string" } },
+          properties: {
+            caption: {
+              type: "string",
+              maxLength: 100,
+              description: "At most 100 characters, none of the code points URLs refuse (docs/API.md §15).",
+            },
+            type: { enum: DEVICE_TYPES },
+          },
         }),
       },
     ),
@@ -177,7 +187,7 @@ export const gpodderPaths: Record<string, Json> = {
     post: operation(
       "gpodderUploadSubscriptions",
       "Upload subscription changes",
-      'Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`""`), or the stored URL of the same feed.',
+      "Removes, then adds. `update_urls` lists every URL not stored exactly as sent: trimmed, refused (`\"\"`), or the stored URL of the same feed. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.",
       {
         description: "Applied.",
         content: jsonContent({
@@ -188,7 +198,7 @@ export const gpodderPaths: Record<string, Json> = {
       {
         parameters: [username, file("`<deviceid>.json`")],
         requestBody: jsonBody({ type: "object", properties: { add: urls, remove: urls } }),
-        errors: tooMany,
+        errors: tooManyUrls,
       },
     ),
   },
@@ -217,7 +227,7 @@ export const gpodderPaths: Record<string, Json> = {
     post: operation(
       "gpodderUploadEpisodeActions",
       "Upload episode actions",
-      "Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped.",
+      "Each valid action applies to its episode state (`play` with a position, `new`); invalid ones are skipped. `timestamp` is the server's Unix second 10 minutes back: as the next `since`, it misses nothing another device sent between the app's download and this upload.",
       {
         description: "Applied.",
         content: jsonContent({
@@ -268,7 +278,11 @@ export const gpodderPaths: Record<string, Json> = {
       "Replace the subscription list (simple API)",
       "`{file}` is `<deviceid>.json` (a JSON array) or `.txt` (one URL per line): the list becomes exactly the sent one.",
       empty,
-      { parameters: [username, file("`<deviceid>.json` or `.txt`")], requestBody: jsonBody(urls), errors: tooMany },
+      {
+        parameters: [username, file("`<deviceid>.json` or `.txt`")],
+        requestBody: jsonBody(urls),
+        errors: tooManyUrls,
+      },
     ),
   },
 };

@@ -2,16 +2,17 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { verifiedCredentials } from "../auth/verified-credentials";
 import { endSession } from "../db/app-passwords";
-import { listDevices, saveDevice } from "../db/devices";
+import { listDeviceIds, listDevices, saveDevice } from "../db/devices";
 import { activeFeedPages } from "../db/opml";
 import type { AppEnv } from "../env";
-import { deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
+import { checkCaption, deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
 import {
   badRequest,
   DEVICE_ID,
   DEVICE_TYPES,
   fileSegment,
   jsonRequestBody,
+  MAX_SUBSCRIPTION_BODY_BYTES,
   sinceParameter,
   textRequestBody,
   urlList,
@@ -19,6 +20,7 @@ import {
 import { checkUpload, cleanUrls } from "../gpodder/subscriptions";
 import {
   applySubscriptionChanges,
+  charged,
   episodeActionsSince,
   json,
   jsonItems,
@@ -49,7 +51,7 @@ function empty(c: Context<AppEnv>): Response {
  * the response starts, so an unreachable database is still an error answer.
  */
 async function simpleList(c: Context<AppEnv>, format: "json" | "txt" | "opml"): Promise<Response> {
-  const pages = activeFeedPages(c.get("db"), c.get("userId"));
+  const pages = charged(c, activeFeedPages(c.get("db"), c.get("userId")), (page) => page.length);
   const feeds = withFirst(await pages.next(), pages);
   const failed = streamFailed(c, "gpodder_list_failed");
   if (format === "opml") {
@@ -81,7 +83,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
   .post("/api/2/auth/:username/logout.json", signedIn, async (c) => {
     checkPathUsername(c, c.req.param("username"));
     const { sessionHash } = c.get("gpodder");
-    await endSession(c.get("db"), sessionHash);
+    await endSession(c.get("db"), sessionHash, Date.now());
     verifiedCredentials.forget((entry) => entry.sessionHash === sessionHash);
     c.header("Set-Cookie", sessionCookieHeader(c, "", 0));
     return empty(c);
@@ -100,8 +102,9 @@ export const gpodderRoutes = new Hono<AppEnv>()
     if (!DEVICE_ID.test(deviceId)) throw badRequest("The device id must match [A-Za-z0-9_.-]{1,64}.");
     const body = await jsonRequestBody(c);
     if (body === null || typeof body !== "object" || Array.isArray(body)) throw badRequest("Send a JSON object.");
-    const { caption, type } = body as Record<string, unknown>;
-    if (caption !== undefined && typeof caption !== "string") throw badRequest("caption must be a string.");
+    const fields = body as Record<string, unknown>;
+    const caption = checkCaption(fields.caption);
+    const { type } = fields;
     if (type !== undefined && !DEVICE_TYPES.includes(type as (typeof DEVICE_TYPES)[number])) {
       throw badRequest(`type must be one of ${DEVICE_TYPES.join(", ")}.`);
     }
@@ -109,7 +112,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
     const now = Date.now();
     const saved = await saveDevice(
       c.get("db"),
-      userId,
+      c.get("gpodder").credential,
       { id: deviceId, caption, type: type as string | undefined },
       now,
     );
@@ -121,7 +124,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
   // One sync group per user: every device is synchronized with every other.
   .on(["GET", "POST"], "/api/2/sync-devices/:file", signedIn, async (c) => {
     checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
-    const ids = (await listDevices(c.get("db"), c.get("userId"))).map((device) => device.id);
+    const ids = await listDeviceIds(c.get("db"), c.get("userId"));
     return json(c, { synchronized: ids.length === 0 ? [] : [ids], "not-synchronized": [] });
   })
 
@@ -163,8 +166,8 @@ export const gpodderRoutes = new Hono<AppEnv>()
     const file = fileSegment(c.req.param("file"), ["json", "txt"] as const);
     const sent =
       file.format === "json"
-        ? urlList(await jsonRequestBody(c), "The body")
-        : (await textRequestBody(c)).split("\n").filter((line) => line.trim() !== "");
+        ? urlList(await jsonRequestBody(c, MAX_SUBSCRIPTION_BODY_BYTES), "The body")
+        : (await textRequestBody(c, MAX_SUBSCRIPTION_BODY_BYTES)).split("\n").filter((line) => line.trim() !== "");
     const adds = cleanUrls(sent);
     checkUpload(adds, []);
     await ensurePathDevice(c, file.name);
