@@ -56,6 +56,10 @@ const candidatesStatement = statement(sql`
   SELECT ${p.userId} AS userId, ${p.id} AS appPasswordId, ${p.passwordHash} AS passwordHash
   FROM ${p} WHERE ${p.username} = ${username}`);
 
+/** Whether an app password with this hash exists under the username (through the username index). */
+const existsStatement = statement(sql`
+  SELECT 1 AS found FROM ${p} WHERE ${p.username} = ${username} AND ${p.passwordHash} = ${passwordHash}`);
+
 /**
  * Opens the session a successful Basic sign-in hands out, in the same round trip as the check: written only
  * for the app password with exactly this hash (so a failed sign-in writes nothing).
@@ -119,6 +123,18 @@ export async function deleteAppPassword(db: Database, user: string, appPasswordI
   return slot.results()[1].results.length > 0;
 }
 
+/**
+ * Whether the password whose hash this is still exists for the username (not revoked, its user not erased). The
+ * hash is a stored value's equal, not a guess being tried: Login Flow v2 asks it of a password it minted itself.
+ */
+export async function appPasswordExists(
+  db: Database,
+  credentials: { username: string; passwordHash: string },
+): Promise<boolean> {
+  const row = await call(() => existsStatement.bind(db, credentials).first());
+  return row !== null;
+}
+
 /** The stored candidates for a username, read while the session for a match is opened (one round trip). */
 /**
  * With `write` false (the user's bucket is frozen for a move: a row written now could be left behind in the
@@ -171,6 +187,7 @@ export const appPasswordStatements: Record<string, Statement> = {
   endSessionsOf: endSessionsOfStatement,
   delete: deleteStatement,
   candidates: candidatesStatement,
+  exists: existsStatement,
   openSession: openSessionStatement,
   touchByHash: touchByHashStatement,
   session: sessionStatement,
