@@ -393,3 +393,25 @@ describe("the poll after the grant: only a password that still exists", () => {
     }
   });
 });
+
+describe("where listeners find it", () => {
+  it("the connect page gives AntennaPod's Nextcloud steps (Server address, Proceed to login, Grant access) and Kasts'", async () => {
+    const { browser } = await signedIn("connect-steps");
+    const { token } = await browser.page("/account");
+    const answer = await browser.post("/account/app-passwords", {
+      anti_forgery_token: token as string,
+      label: "Phone",
+    });
+    const html = await answer.text();
+    expect(answer.status).toBe(200);
+    const section = html.slice(
+      html.indexOf("<h2>AntennaPod, option &quot;Nextcloud&quot;</h2>"),
+      html.indexOf("<h2>Kasts"),
+    );
+    expect(section).toContain("<em>Server address</em>");
+    expect(section).toContain("<em>Proceed to login</em>");
+    expect(section).toContain("<strong>Grant access</strong>");
+    expect(section).not.toContain("Coming soon");
+    expect(html.slice(html.indexOf("<h2>Kasts"))).toContain("<em>GPodder Nextcloud</em>");
+  });
+});
