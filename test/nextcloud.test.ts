@@ -3,10 +3,11 @@ import { describe, expect, it } from "vitest";
 import { gpodderUsername } from "../src/auth/gpodder-username";
 import { derivedKey, seal, unseal } from "../src/auth/sealed-secrets";
 import { secretHash } from "../src/auth/secrets";
+import { appPasswordCheckStatements } from "../src/db/app-passwords";
 import { loginFlowStatements } from "../src/db/login-flows";
 import { denyLoginFlow, grantLoginFlow, LOGIN_FLOW_LIFETIME_MS, pendingLoginFlow } from "../src/nextcloud/login-flow";
 import { uuidV5 } from "../src/podcast-guid";
-import { bucketOf, shardRouting } from "../src/shards";
+import { bucketOf, shardOfBucket, shardRouting } from "../src/shards";
 import { as, type Bindings, databaseFor, ORIGIN, runCron, send, subscriptionDocument } from "./helpers";
 import {
   type Actions,
@@ -320,16 +321,25 @@ describe("Login Flow v2: granting and polling", () => {
     expect((await grant(user.userId, flow.loginId)).kind).toBe("granted");
   });
 
-  it("reads and writes login_flows through its indexes only", async () => {
-    for (const [name, statement] of Object.entries(loginFlowStatements)) {
+  it("reads and writes login_flows, and checks app_passwords at the poll, through their indexes only", async () => {
+    const statements = [
+      ...Object.entries(loginFlowStatements).map(([name, statement]) => ({ name, statement, db: flowD1() })),
+      // The poll that collects a grant asks the user's database whether the password still exists.
+      ...Object.entries(appPasswordCheckStatements).map(([name, statement]) => ({
+        name,
+        statement,
+        db: shardOfBucket(shardRouting(env), 0).database,
+      })),
+    ];
+    for (const { name, statement, db } of statements) {
       const parameters = new Set(statement.sql.match(/\?\d+/g)).size;
-      const { results } = await flowD1()
+      const { results } = await db
         .prepare(`EXPLAIN QUERY PLAN ${statement.sql}`)
         .bind(...Array<null>(parameters).fill(null))
         .all<{ detail: string }>();
       const details = results.map((row) => row.detail);
       expect(
-        details.filter((detail) => /^SCAN login_flows\b/.test(detail) || /TEMP B-TREE/.test(detail)),
+        details.filter((detail) => /^SCAN (login_flows|app_passwords)\b/.test(detail) || /TEMP B-TREE/.test(detail)),
         `${name}: ${details.join("; ")}`,
       ).toEqual([]);
     }

@@ -179,7 +179,10 @@ export async function endSession(db: Database, hash: string): Promise<void> {
   await call(() => endSessionStatement.bind(db, { sessionHash: hash }).run());
 }
 
-/** Every statement this module runs, for the test that proves none scans a table. */
+/**
+ * The statements the API, the pages and the gpodder paths run, for the test that proves none scans a table
+ * (test/gpodder.test.ts, which runs each through those paths).
+ */
 export const appPasswordStatements: Record<string, Statement> = {
   create: createStatement,
   list: listStatement,
@@ -187,10 +190,12 @@ export const appPasswordStatements: Record<string, Statement> = {
   endSessionsOf: endSessionsOfStatement,
   delete: deleteStatement,
   candidates: candidatesStatement,
-  exists: existsStatement,
   openSession: openSessionStatement,
   touchByHash: touchByHashStatement,
   session: sessionStatement,
   touchBySession: touchBySessionStatement,
   endSession: endSessionStatement,
 };
+
+/** The Login Flow poll's check that a granted password still exists; test/nextcloud.test.ts proves its plan. */
+export const appPasswordCheckStatements: Record<string, Statement> = { exists: existsStatement };
