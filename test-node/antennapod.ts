@@ -96,6 +96,8 @@ export class AntennaPod {
   /** What the last sync received: subscriptions added, and the episode actions. */
   received: { subscriptions: string[]; actions: Record<string, unknown>[] } = { subscriptions: [], actions: [] };
 
+  private cancelled = false;
+
   /** `clockAheadMs`: how far the phone's clock runs ahead of the world's. */
   constructor(readonly clockAheadMs = 0) {}
 
@@ -186,6 +188,7 @@ export class AntennaPod {
   async pollLoginFlow(flow: { token: string; endpoint: string }): Promise<Credentials> {
     const deadline = Date.now() + POLL_TIMEOUT_MS;
     for (;;) {
+      if (this.cancelled) throw new Error("cancelled");
       try {
         const result = await this.loginFlowRequest(flow.endpoint, `token=${flow.token}`);
         this.credentials = {
@@ -199,6 +202,11 @@ export class AntennaPod {
         await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
       }
     }
+  }
+
+  /** NextcloudLoginFlow.cancel: the poll stops (the person left the dialog). */
+  cancel(): void {
+    this.cancelled = true;
   }
 
   /** NextcloudSyncService.performRequest: Basic and Accept on every call; anything but 200 is an error. */
