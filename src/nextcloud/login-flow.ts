@@ -167,7 +167,9 @@ export async function pollToken(token: string | null): Promise<{ token: string; 
  * Also undefined when the password no longer exists: revoked on the account page, or its user erased
  * (docs/API.md §15), between the grant and this poll. The erasure runs in the user's database and cannot reach
  * the flow in bucket 0's, so the poll asks the user's database instead: one read, made only by the one poll
- * that collects a grant. The app then polls `404 []` until it gives up, as for a denied flow.
+ * that collects a grant. The app then polls `404 []` until it gives up, as for a denied flow. Should that read
+ * fail (503), the flow is already collected: the password stays, listed and revocable like any other, and the
+ * app, never answered, starts a new flow (as when the grant's second write fails).
  */
 export async function collectGrant(
   routing: ShardRouting,
