@@ -16,7 +16,7 @@ import {
  * The account pages (docs/API.md §16) as a listener uses them: headless Chromium with JavaScript off signs in at
  * the local OpenID Connect provider (the one `npm run dev` starts), creates an app password, and Debian's real
  * mygpoclient syncs with the credentials read off the page; the pages then show what it synced. axe-core runs in
- * every page, every page fits 360 px, and the screenshots in docs/screenshots/ are taken here.
+ * every page, every page fits 360 px, and its screenshots are taken here (page-checks.ts SCREENSHOTS).
  */
 
 const origin = inject("workerOrigin");

@@ -21,7 +21,7 @@ import { fitsPhone, SCREENSHOTS, screenshot, seriousViolations } from "./page-ch
  * and presses `Grant access`; the app's poll receives its password and syncs subscriptions and 70 episode actions
  * in batches of 30. A second device, Debian's real mygpoclient on the gpodder.net paths, sees them, and AntennaPod,
  * whose clock runs 5 minutes ahead and who takes that clock as its next `since`, misses nothing the other device
- * wrote. axe-core runs in the grant page, which must fit 360 px; its screenshots go to docs/screenshots/.
+ * wrote. axe-core runs in the grant page, which must fit 360 px; its screenshots are taken (page-checks.ts SCREENSHOTS).
  * Mandatory when CI is set (or BROWSER_TESTS=required); skipped, saying why, where Chromium or mygpoclient is missing.
  */
 
