@@ -5,6 +5,7 @@ import { d1Session, shardConfiguration } from "./middleware/d1-session";
 import { onError, onNotFound } from "./middleware/errors";
 import { limitPerUser } from "./middleware/rate-limit";
 import { requestFrame } from "./middleware/request-frame";
+import { loginFlowPages } from "./pages/login-flow-routes";
 import { pageRoutes } from "./pages/routes";
 import { scheduled } from "./retention";
 import { accountRoutes } from "./routes/account";
@@ -35,7 +36,9 @@ app.route("/status", statusRoutes);
 app.route("/", pageRoutes);
 // The gpodder.net API (docs/API.md §14): its own authentication (app passwords), per route.
 app.route("/", gpodderRoutes);
-// Nextcloud's Login Flow v2 and the gpoddersync app's API (docs/API.md §17), on the gpodder.net API's data.
+// Nextcloud's Login Flow v2 and the gpoddersync app's API (docs/API.md §17), on the gpodder.net API's data; the
+// flow's grant page is one of the pages for people.
+app.route("/", loginFlowPages);
 app.route("/", nextcloudRoutes);
 
 app.notFound(onNotFound);

@@ -1,12 +1,19 @@
 import { purgeExpiredLoginFlows } from "./db/login-flows";
-import { backfillUrlKeys, purgeEndedSessions, purgeExpiredTombstones, TOMBSTONE_RETENTION_MS } from "./db/retention";
+import {
+  backfillUrlKeys,
+  purgeEndedSessions,
+  purgeExpiredAccountSessions,
+  purgeExpiredTombstones,
+  TOMBSTONE_RETENTION_MS,
+} from "./db/retention";
 import type { AppBindings } from "./env";
 import { shardOfUser, shardRouting } from "./shards";
 
 /**
  * The Cron Trigger (wrangler.toml `[triggers] crons`): purges tombstones older than 180 days in every database of
  * the shard map, a bounded slice per database per run (src/db/retention.ts), then gives a slice of the rows from
- * before migration 0004 their url_key, then deletes a slice of ended gpodder sessions. In each database it writes
+ * before migration 0004 their url_key, then deletes a slice of ended gpodder sessions and one of expired account
+ * page sessions. In each database it writes
  * only the rows of users the map places there and whose bucket is not frozen, so a bucket move's copies and
  * checksums stay as the move left them. It also deletes expired Login Flows (docs/API.md §17), which belong to
  * no user: in every database, not only bucket 0's, so flows left behind by a move of bucket 0 go too. A database
@@ -30,6 +37,7 @@ export async function scheduled(
       const users = await purgeExpiredTombstones(database, cutoff, writable);
       const urlKeys = await backfillUrlKeys(database, writable);
       const sessions = await purgeEndedSessions(database, controller.scheduledTime, writable);
+      const accountSessions = await purgeExpiredAccountSessions(database, controller.scheduledTime, writable);
       const loginFlows = await purgeExpiredLoginFlows(database, controller.scheduledTime);
       console.log(
         JSON.stringify({
@@ -39,6 +47,7 @@ export async function scheduled(
           users,
           urlKeys,
           sessions,
+          accountSessions,
           loginFlows,
         }),
       );

@@ -4,17 +4,22 @@ import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { browserTestsRequired, CHROMIUM_ARGS, findChromium } from "./chromium";
+import {
+  seriousViolations as axeAt,
+  axeViolations,
+  fitsPhone,
+  SCREENSHOTS,
+  screenshot as screenshotAt,
+} from "./page-checks";
 
 /**
  * The account pages (docs/API.md §16) as a listener uses them: headless Chromium with JavaScript off signs in at
  * the local OpenID Connect provider (the one `npm run dev` starts), creates an app password, and Debian's real
  * mygpoclient syncs with the credentials read off the page; the pages then show what it synced. axe-core runs in
- * every page, every page fits 360 px, and the screenshots in docs/screenshots/ are taken here.
+ * every page, every page fits 360 px, and its screenshots are taken here (page-checks.ts SCREENSHOTS).
  */
 
 const origin = inject("workerOrigin");
-const SCREENSHOTS = fileURLToPath(new URL("../docs/screenshots/", import.meta.url));
-const AXE = fileURLToPath(new URL("../node_modules/axe-core/axe.min.js", import.meta.url));
 const PYTHON = "/usr/bin/python3";
 const CLIENTS = fileURLToPath(new URL("./gpodder-clients.py", import.meta.url));
 
@@ -47,52 +52,8 @@ function syncWithMygpoclient(username: string, password: string): Promise<Record
 const FEED = "https://mygpoclient.example.com/feed.xml";
 const EPISODE = "https://mygpoclient.example.com/1.mp3";
 
-/** Runs axe-core in the page; answers the violations of serious or critical impact. */
-async function seriousViolations(context: BrowserContext, path: string) {
-  const page = await context.newPage();
-  await page.goto(`${origin}${path}`);
-  await page.addScriptTag({ content: readFileSync(AXE, "utf8") });
-  const violations = await page.evaluate(async () => {
-    const axe = (
-      globalThis as unknown as {
-        axe: { run: () => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
-      }
-    ).axe;
-    return (await axe.run()).violations;
-  });
-  await page.close();
-  return violations
-    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
-    .map(
-      (violation) => `${path}: ${violation.id} at ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`,
-    );
-}
-
-/** Whether the page, 360 px wide, needs no horizontal scrolling. */
-async function fitsPhone(page: Page): Promise<boolean> {
-  return page.evaluate(() => {
-    // Runs in the page (the test's own types have no DOM).
-    const view = globalThis as unknown as {
-      innerWidth: number;
-      document: { documentElement: { scrollWidth: number } };
-    };
-    return view.document.documentElement.scrollWidth <= view.innerWidth;
-  });
-}
-
-async function screenshot(context: BrowserContext, path: string, name: string) {
-  for (const [width, height, suffix] of [
-    [1280, 900, "desktop"],
-    [360, 740, "phone"],
-  ] as const) {
-    const page = await context.newPage();
-    await page.setViewportSize({ width, height });
-    await page.goto(`${origin}${path}`);
-    expect(await fitsPhone(page), `${path} at ${width} px`).toBe(true);
-    await page.screenshot({ path: `${SCREENSHOTS}${name}-${suffix}.png`, fullPage: true });
-    await page.close();
-  }
-}
+const screenshot = (context: BrowserContext, path: string, name: string) => screenshotAt(context, origin, path, name);
+const seriousViolations = (context: BrowserContext, path: string) => axeAt(context, origin, path);
 
 describe.skipIf(skipReason !== undefined)("the account pages in Chromium, JavaScript off", () => {
   let browser: Browser;
@@ -186,16 +147,7 @@ describe.skipIf(skipReason !== undefined)("the account pages in Chromium, JavaSc
     await connect.goto(`${origin}/account`);
     await connect.getByLabel("App name").fill("axe");
     await connect.getByRole("button", { name: "Create app password" }).click();
-    await connect.addScriptTag({ content: readFileSync(AXE, "utf8") });
-    const connectViolations = await connect.evaluate(async () => {
-      const axe = (
-        globalThis as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string }[] }> } }
-      ).axe;
-      return (await axe.run()).violations
-        .filter((v) => v.impact === "serious" || v.impact === "critical")
-        .map((v) => v.id);
-    });
-    violations.push(...connectViolations.map((id) => `connect page: ${id}`));
+    violations.push(...(await axeViolations(connect, "connect page")));
     violations.push(...(await seriousViolations(signedOut, "/account/subscriptions?after=x")));
     await checking.close();
     await signedOut.close();

@@ -2,8 +2,10 @@
 
 Usage: python3 gpodder-clients.py mygpoclient ROOT USERNAME PASSWORD
        python3 gpodder-clients.py gpodder-sync ROOT USERNAME PASSWORD DEVICE [FEED EPISODE]
-   (the second with GPODDER_HOME set to an empty directory). Prints one JSON object with what the client saw.
+       python3 gpodder-clients.py second-device ROOT USERNAME PASSWORD DEVICE [FEED EPISODE]
+   (gpodder-sync with GPODDER_HOME set to an empty directory). Prints one JSON object with what the client saw.
 """
+import datetime
 import json
 import sys
 import types
@@ -31,6 +33,24 @@ def mygpoclient_calls(root, username, password):
     client.put_subscriptions("ci-device", [feed])
     out["subscriptions"] = client.get_subscriptions("ci-device")
     out["devices_after"] = [d.device_id for d in client.get_devices()]
+    return out
+
+
+def second_device(root, username, password, device, feed=None, episode=None):
+    """Another device of the same user (test-node/antennapod-nextcloud.browser.test.ts): everything from the start,
+    then, given FEED and EPISODE, a new subscription and a play at 1234 s of 3600 s stamped with the current time."""
+    from mygpoclient import api
+
+    client = api.MygPodderClient(username, password, root)
+    changes = client.pull_subscriptions(device, since=0)
+    out = {"subscriptions": changes.add, "removed": changes.remove}
+    out["actions"] = [a.to_dictionary() for a in client.download_episode_actions(since=0).actions]
+    if feed is not None:
+        out["update_urls"] = client.update_subscriptions(device, [feed], []).update_urls
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        action = api.EpisodeAction(feed, episode, "play", device=device, timestamp=now,
+                                   started=0, position=1234, total=3600)
+        out["uploaded_since"] = client.upload_episode_actions([action])
     return out
 
 
@@ -73,5 +93,5 @@ def gpodder_sync(root, username, password, device, feed=None, episode=None):
 
 if __name__ == "__main__":
     mode, *args = sys.argv[1:]
-    result = mygpoclient_calls(*args) if mode == "mygpoclient" else gpodder_sync(*args)
-    print(json.dumps(result))
+    modes = {"mygpoclient": mygpoclient_calls, "gpodder-sync": gpodder_sync, "second-device": second_device}
+    print(json.dumps(modes[mode](*args)))

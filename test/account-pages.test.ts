@@ -5,7 +5,16 @@ import { ACCOUNT_SESSION_TTL_MS, accountSessionStatements, MAX_ACCOUNT_SESSIONS 
 import { podcastGuid } from "../src/podcast-guid";
 import { bucketOf } from "../src/shards";
 import { Browser, SESSION_COOKIE, signInBindings } from "./account-browser";
-import { as, databaseFor, meteredDatabaseOf, ORIGIN, seedSubscriptions, send, subscriptionDocument } from "./helpers";
+import {
+  as,
+  databaseFor,
+  meteredDatabaseOf,
+  ORIGIN,
+  runCron,
+  seedSubscriptions,
+  send,
+  subscriptionDocument,
+} from "./helpers";
 
 /** docs/API.md §16, the signed-in pages: sessions, anti-forgery, headers, and each page through its forms. */
 
@@ -17,6 +26,14 @@ async function signedIn(name = "page-user", bindings = signInBindings()) {
   const browser = new Browser(bindings);
   expect((await browser.signIn(userId)).status).toBe(303);
   return { browser, userId };
+}
+
+async function sessionRows(userId: string): Promise<number> {
+  const row = await (await databaseFor(userId))
+    .prepare("SELECT count(*) AS n FROM account_sessions WHERE user_id = ?")
+    .bind(userId)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
 }
 
 async function tokenOf(browser: Browser, path = "/account"): Promise<string> {
@@ -145,6 +162,22 @@ describe("sessions", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it("the retention cron deletes expired sessions, never a live one", async () => {
+    const expired = await signedIn("expired-session");
+    const live = await signedIn("live-session");
+    // Signed in 7 days and a minute ago (the provider's tokens carry the real time: the row is aged instead).
+    await (await databaseFor(expired.userId))
+      .prepare("UPDATE account_sessions SET created_at = ?, expires_at = ? WHERE user_id = ?")
+      .bind(Date.now() - ACCOUNT_SESSION_TTL_MS - 60_000, Date.now() - 60_000, expired.userId)
+      .run();
+    expect((await expired.browser.page("/account")).html).not.toContain("Sign out");
+    expect(await sessionRows(expired.userId)).toBe(1);
+    await runCron();
+    expect(await sessionRows(expired.userId)).toBe(0);
+    expect(await sessionRows(live.userId)).toBe(1);
+    expect((await live.browser.page("/account")).html).toContain("Sign out");
   });
 
   it(`keeps at most ${MAX_ACCOUNT_SESSIONS} sessions per user, ending the oldest`, async () => {

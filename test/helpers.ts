@@ -284,11 +284,14 @@ export function meteredD1(real: D1Database) {
     rowsRead: 0,
     rowsWritten: 0,
     statements: [] as { sql: string; params: unknown[] }[],
-    /** D1's own measure of each call's SQL time (`meta.duration`, ms). */
+    /** D1's own measure of each call's SQL time (`meta.duration`, ms): reported, never asserted (it is the host's). */
     sqlMs: [] as number[],
+    /** The rows each statement read (`meta.rows_read`): how long it held the database, as the host cannot change. */
+    rowsReadPerStatement: [] as number[],
   };
   const account = (meta: D1Meta | undefined) => {
     totals.rowsRead += meta?.rows_read ?? 0;
+    totals.rowsReadPerStatement.push(meta?.rows_read ?? 0);
     totals.rowsWritten += meta?.rows_written ?? 0;
     totals.sqlMs.push(meta?.duration ?? 0);
   };
@@ -362,6 +365,7 @@ export function meteredD1(real: D1Database) {
       totals.rowsWritten = 0;
       totals.statements.length = 0;
       totals.sqlMs.length = 0;
+      totals.rowsReadPerStatement.length = 0;
     },
   };
 }

@@ -3,177 +3,42 @@ import { describe, expect, it } from "vitest";
 import { gpodderUsername } from "../src/auth/gpodder-username";
 import { derivedKey, seal, unseal } from "../src/auth/sealed-secrets";
 import { secretHash } from "../src/auth/secrets";
+import { appPasswordCheckStatements } from "../src/db/app-passwords";
 import { loginFlowStatements } from "../src/db/login-flows";
 import { denyLoginFlow, grantLoginFlow, LOGIN_FLOW_LIFETIME_MS, pendingLoginFlow } from "../src/nextcloud/login-flow";
 import { uuidV5 } from "../src/podcast-guid";
 import { bucketOf, shardOfBucket, shardRouting } from "../src/shards";
-import { as, type Bindings, type Caller, databaseFor, ORIGIN, runCron, send, subscriptionDocument } from "./helpers";
+import { as, type Bindings, databaseFor, ORIGIN, runCron, send, subscriptionDocument } from "./helpers";
+import {
+  type Actions,
+  ANTENNAPOD,
+  age,
+  basic,
+  type Changes,
+  expectNotGranted,
+  flowD1,
+  flowRow,
+  gpodder,
+  grant,
+  granted,
+  json,
+  LOGIN,
+  mint,
+  nextcloud,
+  POLL,
+  poll,
+  randomPrefix,
+  SECRET,
+  SYNC,
+  signedInApp,
+  start,
+  startFlow,
+} from "./nextcloud-client";
 
 /**
- * Nextcloud's Login Flow v2 and the API of the Nextcloud app gPodder Sync (docs/API.md §17). The grant page
- * (account pages) is not here yet: grants and denials call the functions it will call.
+ * Nextcloud's Login Flow v2 and the API of the Nextcloud app gPodder Sync (docs/API.md §17). Grants and denials
+ * here call the functions the grant page calls (its own tests, through the page: nextcloud-grant-page.test.ts).
  */
-
-const LOGIN = "/index.php/login/v2";
-const POLL = "/index.php/login/v2/poll";
-const SYNC = "/index.php/apps/gpoddersync";
-/** What AntennaPod sends on every request (net/common UserAgentInterceptor: "AntennaPod/" + its version). */
-const ANTENNAPOD = "AntennaPod/3.7.0";
-const SECRET = /^[A-Za-z0-9_-]{43}$/;
-
-interface StartedFlow {
-  token: string;
-  loginId: string;
-  endpoint: string;
-  login: string;
-}
-
-/** The database of bucket 0, where flows live. */
-function flowD1(): D1Database {
-  return shardOfBucket(shardRouting(env), 0).database;
-}
-
-function basic(username: string, password: string): string {
-  return `Basic ${btoa(`${username}:${password}`)}`;
-}
-
-/** `POST /index.php/login/v2` as AntennaPod sends it: an empty form body. */
-function start(headers: Record<string, string> = {}, bindings: Partial<Bindings> = {}, body = "") {
-  return send(
-    new Request(`${ORIGIN}${LOGIN}`, {
-      method: "POST",
-      headers: { "Content-Type": "application/x-www-form-urlencoded", "User-Agent": ANTENNAPOD, ...headers },
-      body,
-    }),
-    bindings,
-  );
-}
-
-async function startFlow(headers: Record<string, string> = {}): Promise<StartedFlow> {
-  const response = await start(headers);
-  expect(response.status).toBe(200);
-  const body = (await response.json()) as { poll: { token: string; endpoint: string }; login: string };
-  return {
-    token: body.poll.token,
-    endpoint: body.poll.endpoint,
-    login: body.login,
-    loginId: body.login.slice(body.login.lastIndexOf("/") + 1),
-  };
-}
-
-/** `POST <endpoint>` with `token=<T>`, as AntennaPod polls. */
-function poll(token: string, bindings: Partial<Bindings> = {}, headers: Record<string, string> = {}) {
-  return send(
-    new Request(`${ORIGIN}${POLL}`, {
-      method: "POST",
-      headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
-      body: `token=${encodeURIComponent(token)}`,
-    }),
-    bindings,
-  );
-}
-
-async function expectNotGranted(response: Response) {
-  expect(response.status).toBe(404);
-  expect(response.headers.get("Content-Type")).toBe("application/json");
-  expect(await response.text()).toBe("[]");
-}
-
-/** Grants the flow as `userId` through the function the grant page calls. */
-async function grant(userId: string, loginId: string, now = Date.now()) {
-  return grantLoginFlow(shardRouting(env), userId, loginId, now);
-}
-
-async function granted(token: string) {
-  const response = await poll(token);
-  expect(response.status).toBe(200);
-  return (await response.json()) as { server: string; loginName: string; appPassword: string };
-}
-
-async function flowRow(tokenOrLoginId: string) {
-  const hash = await secretHash(tokenOrLoginId);
-  return flowD1()
-    .prepare("SELECT * FROM login_flows WHERE token_hash = ?1 OR login_hash = ?1")
-    .bind(hash)
-    .first<Record<string, string | number | null>>();
-}
-
-/** Moves a flow's stored times `ms` into the past (the clock the poll compares them with moves on by as much). */
-async function age(token: string, ms: number) {
-  await flowD1()
-    .prepare("UPDATE login_flows SET started_at = started_at - ?1, expires_at = expires_at - ?1 WHERE token_hash = ?2")
-    .bind(ms, await secretHash(token))
-    .run();
-}
-
-/** A client of the gpoddersync API: Basic on every request, no cookie kept. */
-function nextcloud(credentials: { loginName: string; appPassword: string }, bindings: Partial<Bindings> = {}) {
-  const request = (method: string, path: string, body?: unknown) =>
-    send(
-      new Request(`${ORIGIN}${SYNC}/${path}`, {
-        method,
-        headers: {
-          Authorization: basic(credentials.loginName, credentials.appPassword),
-          Accept: "application/json",
-          ...(body === undefined ? {} : { "Content-Type": "application/json; charset=utf-8" }),
-        },
-        body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-      }),
-      bindings,
-    );
-  return {
-    get: (path: string) => request("GET", path),
-    post: (path: string, body: unknown) => request("POST", path, body),
-  };
-}
-
-/** A gpodder.net client (Basic on every request). */
-function gpodder(credentials: { loginName: string; appPassword: string }) {
-  const request = (method: string, path: string, body?: unknown) =>
-    send(
-      new Request(`${ORIGIN}${path}`, {
-        method,
-        headers: { Authorization: basic(credentials.loginName, credentials.appPassword) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-    );
-  return {
-    get: (path: string) => request("GET", path),
-    post: (path: string, body: unknown) => request("POST", path, body),
-  };
-}
-
-/** An app password minted through the JSON:API, as the credentials the apps send. */
-async function mint(user: Caller, label = "Kasts") {
-  const response = await user.post("/v1/app-passwords", { data: { type: "app-password", attributes: { label } } });
-  expect(response.status).toBe(201);
-  const { data } = (await response.json()) as {
-    data: { id: string; attributes: { username: string; password: string } };
-  };
-  return { id: data.id, loginName: data.attributes.username, appPassword: data.attributes.password };
-}
-
-/** A user signed in to AntennaPod through the whole flow. */
-async function signedInApp(userId: string) {
-  const flow = await startFlow();
-  expect((await grant(userId, flow.loginId)).kind).toBe("granted");
-  return granted(flow.token);
-}
-
-async function json<T>(response: Response | Promise<Response>): Promise<T> {
-  const answered = await response;
-  expect(answered.status).toBe(200);
-  return (await answered.json()) as T;
-}
-
-type Changes = { add: string[]; remove: string[]; timestamp: number };
-type Actions = { actions: Record<string, unknown>[]; timestamp: number };
-
-/** A random IPv6 /64 of the documentation prefix, so the rate-limit tests count from nothing. */
-function randomPrefix(): string {
-  const hextet = () => Math.floor(Math.random() * 0x10000).toString(16);
-  return `2001:db8:${hextet()}:${hextet()}`;
-}
 
 describe("sealed secrets (what a granted flow keeps in D1)", () => {
   it("open only with the key derived from the same secret and purpose, in the same context, unaltered", async () => {
@@ -295,7 +160,7 @@ describe("Login Flow v2: granting and polling", () => {
     expect(credentials.appPassword.length).toBeGreaterThanOrEqual(22);
     expect(await flowRow(flow.token)).toBeNull();
     await expectNotGranted(await poll(flow.token));
-    expect(await denyLoginFlow(db, flow.loginId)).toBe(false);
+    expect(await denyLoginFlow(db, flow.loginId, Date.now())).toBeUndefined();
   });
 
   it("keeps the password sealed in D1: the row alone never reveals it", async () => {
@@ -355,12 +220,12 @@ describe("Login Flow v2: granting and polling", () => {
   it("Deny ends the flow: it is neither shown, granted nor polled again", async () => {
     const db = shardRouting(env);
     const flow = await startFlow();
-    expect(await denyLoginFlow(db, flow.loginId)).toBe(true);
+    expect(await denyLoginFlow(db, flow.loginId, Date.now())).toBe(ANTENNAPOD);
     expect(await flowRow(flow.token)).toBeNull();
     expect(await pendingLoginFlow(db, flow.loginId, Date.now())).toBeUndefined();
     expect(await grant("nc-denied", flow.loginId)).toEqual({ kind: "gone" });
     await expectNotGranted(await poll(flow.token));
-    expect(await denyLoginFlow(db, flow.loginId)).toBe(false);
+    expect(await denyLoginFlow(db, flow.loginId, Date.now())).toBeUndefined();
   });
 
   it("answers an unknown, malformed or missing token 404 [] and counts no failure", async () => {
@@ -456,16 +321,25 @@ describe("Login Flow v2: granting and polling", () => {
     expect((await grant(user.userId, flow.loginId)).kind).toBe("granted");
   });
 
-  it("reads and writes login_flows through its indexes only", async () => {
-    for (const [name, statement] of Object.entries(loginFlowStatements)) {
+  it("reads and writes login_flows, and checks app_passwords at the poll, through their indexes only", async () => {
+    const statements = [
+      ...Object.entries(loginFlowStatements).map(([name, statement]) => ({ name, statement, db: flowD1() })),
+      // The poll that collects a grant asks the user's database whether the password still exists.
+      ...Object.entries(appPasswordCheckStatements).map(([name, statement]) => ({
+        name,
+        statement,
+        db: shardOfBucket(shardRouting(env), 0).database,
+      })),
+    ];
+    for (const { name, statement, db } of statements) {
       const parameters = new Set(statement.sql.match(/\?\d+/g)).size;
-      const { results } = await flowD1()
+      const { results } = await db
         .prepare(`EXPLAIN QUERY PLAN ${statement.sql}`)
         .bind(...Array<null>(parameters).fill(null))
         .all<{ detail: string }>();
       const details = results.map((row) => row.detail);
       expect(
-        details.filter((detail) => /^SCAN login_flows\b/.test(detail) || /TEMP B-TREE/.test(detail)),
+        details.filter((detail) => /^SCAN (login_flows|app_passwords)\b/.test(detail) || /TEMP B-TREE/.test(detail)),
         `${name}: ${details.join("; ")}`,
       ).toEqual([]);
     }

@@ -65,6 +65,10 @@ const candidatesStatement = statement(sql`
 
 const sessionHashes = sql.placeholder("sessionHashes");
 
+/** Whether an app password with this hash exists under the username (through the username index). */
+const existsStatement = statement(sql`
+  SELECT 1 AS found FROM ${p} WHERE ${p.username} = ${username} AND ${p.passwordHash} = ${passwordHash}`);
+
 /**
  * A session that still counts, of the row `alias`: not ended by a logout (which keeps the row, its app password
  * id emptied, until the cron deletes it: so its id is never handed out again while the client's sessions are
@@ -229,6 +233,18 @@ export async function deleteAppPassword(db: Database, user: string, appPasswordI
 }
 
 /**
+ * Whether the password whose hash this is still exists for the username (not revoked, its user not erased). The
+ * hash is a stored value's equal, not a guess being tried: Login Flow v2 asks it of a password it minted itself.
+ */
+export async function appPasswordExists(
+  db: Database,
+  credentials: { username: string; passwordHash: string },
+): Promise<boolean> {
+  const row = await call(() => existsStatement.bind(db, credentials).first());
+  return row !== null;
+}
+
+/**
  * The stored candidates for a username, read while the session for a match is opened or reused (one round
  * trip): `sessionHashes` are the hashes of the client's candidate session ids, in order; `chosen` is the index of
  * the one opened or reused (undefined when none: a wrong password, or `write` false). With `write` false (the
@@ -307,7 +323,10 @@ export async function endSession(db: Database, hash: string, at: number): Promis
   await call(() => endSessionStatement.bind(db, { sessionHash: hash, now: at }).run());
 }
 
-/** Every statement this module runs, for the test that proves none scans a table. */
+/**
+ * The statements the API, the pages and the gpodder paths run, for the test that proves none scans a table
+ * (test/gpodder.test.ts, which runs each through those paths).
+ */
 export const appPasswordStatements: Record<string, Statement> = {
   create: createStatement,
   list: listStatement,
@@ -326,3 +345,6 @@ export const appPasswordStatements: Record<string, Statement> = {
   credentialGuard: credentialGuardStatement,
   ...Object.fromEntries(revokeAllStatements.map((revoke, index) => [`revokeAll${index}`, revoke])),
 };
+
+/** The Login Flow poll's check that a granted password still exists; test/nextcloud.test.ts proves its plan. */
+export const appPasswordCheckStatements: Record<string, Statement> = { exists: existsStatement };

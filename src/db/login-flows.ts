@@ -57,7 +57,8 @@ const grantStatement = statement(sql`
   UPDATE ${f} SET login_name = ${sql.placeholder("loginName")}, sealed_password = ${sql.placeholder("sealed")}
   WHERE ${pending} AND ${live} RETURNING 1 AS written`);
 
-const denyStatement = statement(sql`DELETE FROM ${f} WHERE ${pending} RETURNING 1 AS written`);
+/** Only a live flow not granted yet is denied (an expired one is left to the cron, as the page says it expired). */
+const denyStatement = statement(sql`DELETE FROM ${f} WHERE ${pending} AND ${live} RETURNING ${f.appName} AS appName`);
 
 /**
  * The grant handed out once: the statement that reads it deletes the row, so of two concurrent polls only one
@@ -97,10 +98,10 @@ export async function grantLoginFlow(
   return row !== null;
 }
 
-/** Ends a pending flow (`Deny`); false when there was none. */
-export async function denyLoginFlow(db: Database, hash: string): Promise<boolean> {
-  const row = await call(() => denyStatement.bind(db, { loginHash: hash }).first());
-  return row !== null;
+/** Ends a live pending flow (`Deny`); the app's name it had, undefined when there was none. */
+export async function denyLoginFlow(db: Database, hash: string, at: number): Promise<string | undefined> {
+  const row = await call(() => denyStatement.bind(db, { loginHash: hash, now: at }).first<{ appName: string }>());
+  return row?.appName;
 }
 
 /** The grant of a live granted flow, deleting the flow; undefined while pending, and when denied, expired or unknown. */

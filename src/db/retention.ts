@@ -2,7 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { SESSION_IDLE_MS } from "./app-passwords";
 import { call, type Database } from "./database";
-import { gpodderSessions, userStats as stats, subscriptions } from "./schema";
+import { accountSessions, gpodderSessions, userStats as stats, subscriptions } from "./schema";
 import { type Statement, statement } from "./statements";
 import { episodeTombstones, subscriptionTombstones, type TombstoneTable } from "./storage";
 import { MAX_STORED_SUBSCRIPTIONS } from "./subscriptions";
@@ -241,6 +241,31 @@ export async function purgeEndedSessions(db: Database, now: number, writable: Wr
   return (await call(() => deleteSessions.bind(db, { hashes, cutoff }).run())).meta.changes;
 }
 
+/** Account page sessions past their 7 days (docs/API.md §16) through their index, the users of `skip` left out. */
+const expiredAccountSessions = statement(sql`
+  SELECT ${accountSessions.sessionHash} AS hash, ${accountSessions.userId} AS user_id
+  FROM ${accountSessions} INDEXED BY account_sessions_expiry
+  WHERE ${accountSessions.expiresAt} <= ${sql.placeholder("cutoff")} AND ${notSkipped(accountSessions.userId)}
+  ORDER BY ${accountSessions.expiresAt} LIMIT ${SESSIONS_PER_RUN}`);
+
+const deleteAccountSessions = statement(sql`
+  DELETE FROM ${accountSessions} WHERE ${accountSessions.sessionHash} IN (SELECT value FROM json_each(${sql.placeholder("hashes")}))`);
+
+/**
+ * Deletes up to SESSIONS_PER_RUN expired account page sessions, oldest first, of users the run may write: an
+ * expired session already opens nothing (its row is read with its expiry), so this only keeps the table to the
+ * live ones. One find (more when it holds users the run may not write) and one delete; returns how many.
+ */
+export async function purgeExpiredAccountSessions(db: Database, now: number, writable: WritableUser): Promise<number> {
+  const find = async (skip: string) =>
+    (await call(() => expiredAccountSessions.bind(db, { cutoff: now, skip }).all<{ hash: string; user_id: string }>()))
+      .results;
+  const sessions = await writableWork(find, (session) => session.user_id, writable);
+  if (sessions.length === 0) return 0;
+  const hashes = JSON.stringify(sessions.map((session) => session.hash));
+  return (await call(() => deleteAccountSessions.bind(db, { hashes }).run())).meta.changes;
+}
+
 export const retentionStatementsByName: Record<string, Statement> = {
   ...Object.fromEntries(
     tables.flatMap((table, index) => Object.entries(table).map(([name, query]) => [`${name}${index}`, query])),
@@ -250,4 +275,6 @@ export const retentionStatementsByName: Record<string, Statement> = {
   fillUrlKeys,
   endedSessions,
   deleteSessions,
+  expiredAccountSessions,
+  deleteAccountSessions,
 };

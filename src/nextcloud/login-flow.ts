@@ -1,6 +1,7 @@
-import { gpodderUsername } from "../auth/gpodder-username";
+import { bucketOfUsername, gpodderUsername } from "../auth/gpodder-username";
 import { derivedKey, seal, unseal } from "../auth/sealed-secrets";
 import { randomSecret, secretHash } from "../auth/secrets";
+import { appPasswordExists } from "../db/app-passwords";
 import { type Database, database } from "../db/database";
 import {
   collectLoginFlowGrant,
@@ -23,7 +24,7 @@ import { type ShardRouting, shardOfBucket, shardOfUser } from "../shards";
  * derived from F and stored in the row; the grant opens it with F, seals the password with it, and replaces
  * it. Reading the password back needs F (to open the key before the grant) or T (after it), never D1 alone.
  *
- * The grant page (account pages, §16) calls `pendingLoginFlow`, `grantLoginFlow` and `denyLoginFlow`; the
+ * The grant page (pages/login-flow-routes.tsx) calls `pendingLoginFlow`, `grantLoginFlow` and `denyLoginFlow`; the
  * routes of the app's side are in routes/nextcloud.ts. Each takes the shard routing: where flows live, and
  * where the granting user's app passwords do, is decided here.
  */
@@ -144,10 +145,13 @@ export async function grantLoginFlow(
   return { kind: "granted", appPasswordId: minted.appPassword.id, appName: flow.appName };
 }
 
-/** `Deny`: the flow ends, and its polls answer as for an unknown one; false when it was not pending. */
-export async function denyLoginFlow(routing: ShardRouting, loginId: string): Promise<boolean> {
-  if (!FLOW_SECRET.test(loginId)) return false;
-  return denyStoredFlow(loginFlowDatabase(routing), await secretHash(loginId));
+/**
+ * `Deny`: the flow ends, and its polls answer as for an unknown one. The app's name it had (for the page that
+ * says so); undefined when it was not pending (expired, used, denied already, unknown).
+ */
+export async function denyLoginFlow(routing: ShardRouting, loginId: string, now: number): Promise<string | undefined> {
+  if (!FLOW_SECRET.test(loginId)) return undefined;
+  return denyStoredFlow(loginFlowDatabase(routing), await secretHash(loginId), now);
 }
 
 /** A poll's token with its hash (what the poll limit counts by); undefined for text no flow could have. */
@@ -159,6 +163,13 @@ export async function pollToken(token: string | null): Promise<{ token: string; 
 /**
  * The credentials of a granted live flow, exactly once (the statement that reads them deletes the flow);
  * undefined while it waits, and once it is collected, denied, expired or unknown.
+ *
+ * Also undefined when the password no longer exists: revoked on the account page, or its user erased
+ * (docs/API.md §15), between the grant and this poll. The erasure runs in the user's database and cannot reach
+ * the flow in bucket 0's, so the poll asks the user's database instead: one read, made only by the one poll
+ * that collects a grant. The app then polls `404 []` until it gives up, as for a denied flow. Should that read
+ * fail (503), the flow is already collected: the password stays, listed and revocable like any other, and the
+ * app, never answered, starts a new flow (as when the grant's second write fails).
  */
 export async function collectGrant(
   routing: ShardRouting,
@@ -167,6 +178,14 @@ export async function collectGrant(
 ): Promise<{ loginName: string; appPassword: string } | undefined> {
   const grant = await collectLoginFlowGrant(loginFlowDatabase(routing), poll.hash, now);
   if (!grant) return undefined;
-  const password = await unseal(await derivedKey(poll.token, POLL_KEY), grant.sealed, grant.loginName);
-  return password && { loginName: grant.loginName, appPassword: new TextDecoder().decode(password) };
+  const sealed = await unseal(await derivedKey(poll.token, POLL_KEY), grant.sealed, grant.loginName);
+  const bucket = bucketOfUsername(grant.loginName);
+  if (!sealed || bucket === undefined) return undefined;
+  const appPassword = new TextDecoder().decode(sealed);
+  const userDb = database(shardOfBucket(routing, bucket).database.withSession("first-primary"));
+  const exists = await appPasswordExists(userDb, {
+    username: grant.loginName,
+    passwordHash: await secretHash(appPassword),
+  });
+  return exists ? { loginName: grant.loginName, appPassword } : undefined;
 }

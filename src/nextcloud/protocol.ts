@@ -6,7 +6,10 @@ import { sinceParameter } from "../gpodder/protocol";
 
 export const LOGIN_FLOW_PATH = "/index.php/login/v2";
 export const LOGIN_POLL_PATH = `${LOGIN_FLOW_PATH}/poll`;
-/** The browser's link: `<this>/<login id>`, the grant page of the account pages. */
+/**
+ * The browser's link: `<this>/<login id>`, the grant page (one of the pages for people, src/pages/); its buttons
+ * post to `/grant` and `/deny` under it.
+ */
 export const LOGIN_GRANT_PATH = `${LOGIN_FLOW_PATH}/flow`;
 /** The Nextcloud app's API: `gpoddersync` is its app id. */
 export const GPODDERSYNC_PATH = "/index.php/apps/gpoddersync";

@@ -285,18 +285,32 @@ export const ConnectPage: FC<{
     </ol>
     <h2>AntennaPod, option "Nextcloud"</h2>
     <p class="hint">
-      Coming soon: signing AntennaPod in through its "Nextcloud" option, without typing a password. Until then, use the
-      "gpodder.net" option above.
+      This option needs no password typed: granting access makes the app one of its own (the one above is then not
+      needed; revoke it).
     </p>
+    <ol>
+      <li>
+        <em>Settings</em> → <em>Synchronization</em> → <em>Choose synchronization provider</em> → the Nextcloud one (
+        <em>Gpodder Sync</em>).
+      </li>
+      <li>
+        Enter the <strong>Server</strong> above as the <em>Server address</em> and press <em>Proceed to login</em>.
+      </li>
+      <li>
+        The browser opens this service: sign in if asked, check the app and the time the page shows, and press{" "}
+        <strong>Grant access</strong>. Then return to AntennaPod: it syncs right away.
+      </li>
+    </ol>
     <h2>Kasts (Linux, Android)</h2>
     <ol>
       <li>
-        <em>Settings</em> → <em>Synchronization</em>: enable synchronization and choose the provider{" "}
-        <em>gpodder.net</em>.
+        <em>Settings</em> → <em>Synchronization</em> → <em>Login</em>, and choose the provider <em>gpodder.net</em> (or{" "}
+        <em>GPodder Nextcloud</em>: it works the same).
       </li>
       <li>
-        Enter the <strong>Username</strong> and <strong>Password</strong>; under the custom server option, the{" "}
-        <strong>Server</strong> above. Pick or create a device.
+        Enter the <strong>Username</strong> and <strong>Password</strong>, and the <strong>Server</strong> above (for
+        gpodder.net, under <em>Use custom server</em>; for GPodder Nextcloud, as the <em>Hostname</em>). With
+        gpodder.net, pick or create a device.
       </li>
     </ol>
     <p class="actions">

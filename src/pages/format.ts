@@ -30,3 +30,11 @@ export function duration(seconds: number): string {
   const s = String(whole % 60).padStart(2, "0");
   return h > 0 ? `${h}:${String(m).padStart(2, "0")}:${s}` : `${m}:${s}`;
 }
+
+/** How far `at` is from `now` (ms), in whole minutes: `just now`, `3 minutes ago`, `in 17 minutes`. */
+export function minutesFrom(at: number, now: number): string {
+  const minutes = Math.floor(Math.abs(now - at) / 60_000);
+  if (minutes === 0) return at <= now ? "just now" : "in under a minute";
+  const span = count(minutes, "minute", "minutes");
+  return at <= now ? `${span} ago` : `in ${span}`;
+}

@@ -1,12 +1,19 @@
+import { LOGIN_GRANT_PATH } from "../nextcloud/protocol";
+
 /**
- * The service's HTML pages for people (docs/API.md §16): the home page and the account pages. They are no part
- * of the API: errors on them are HTML pages (middleware/errors.ts), they carry the pages' security headers
- * (middleware/security-headers.ts), and the OpenAPI document leaves them out.
+ * The service's HTML pages for people (docs/API.md §16): the home page, the account pages, and the Nextcloud
+ * Login Flow's grant page (§17), which sits where Nextcloud serves it, under `/index.php/login/v2/flow/`. They
+ * are no part of the API: errors on them are HTML pages (middleware/errors.ts), they carry the pages' security
+ * headers (middleware/security-headers.ts), and the OpenAPI document leaves them out.
  */
 export const PAGE_PREFIX = "/account";
 
+function isUnder(path: string, prefix: string): boolean {
+  return path === prefix || path.startsWith(`${prefix}/`);
+}
+
 export function isPagePath(path: string): boolean {
-  return path === "/" || path === PAGE_PREFIX || path.startsWith(`${PAGE_PREFIX}/`);
+  return path === "/" || isUnder(path, PAGE_PREFIX) || isUnder(path, LOGIN_GRANT_PATH);
 }
 
 /**
