@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import {
   DEFAULT_CONFIG,
   declaredDatabases,
+  localStateDir,
   mappedDatabases,
   type Target,
   targetFlags,
@@ -36,7 +37,7 @@ const target: Target = {
   config: values.config,
   env: values.env,
   remote: values.remote,
-  persistTo: values["persist-to"],
+  persistTo: values.remote ? values["persist-to"] : localStateDir(values["persist-to"]),
 };
 const databases = [...new Set([...mappedDatabases(target), ...declaredDatabases(target), ...values.database])];
 for (const database of databases) {

@@ -24,8 +24,10 @@ export async function scheduled(
   env: AppBindings,
   _ctx?: ExecutionContext,
 ): Promise<void> {
+  const started = Date.now();
   const cutoff = controller.scheduledTime - TOMBSTONE_RETENTION_MS;
   const routing = shardRouting(env);
+  const names = [...routing.databases.keys()];
   const runs = [...routing.databases].map(async ([name, database]) => {
     const writable = async (userId: string) => {
       const shard = await shardOfUser(routing, userId);
@@ -49,6 +51,7 @@ export async function scheduled(
           loginFlows,
         }),
       );
+      return { users, urlKeys, loginFlows };
     } catch (err) {
       console.error(
         JSON.stringify({ level: "error", event: "tombstone_retention_failed", database: name, error: String(err) }),
@@ -57,6 +60,22 @@ export async function scheduled(
     }
   });
   const results = await Promise.allSettled(runs);
+  const done = results.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
+  const failedDatabases = names.filter((_, index) => results[index].status === "rejected");
+  // One line per run (docs/README-ops.md, "What to watch"): a run that stops happening, or fails, shows here.
+  const summary = {
+    level: failedDatabases.length > 0 ? "error" : "info",
+    event: "cron_run",
+    cron: controller.cron,
+    scheduledTime: new Date(controller.scheduledTime).toISOString(),
+    durationMs: Date.now() - started,
+    databases: names.length,
+    purgedUsers: done.reduce((sum, run) => sum + run.users, 0),
+    urlKeys: done.reduce((sum, run) => sum + run.urlKeys, 0),
+    loginFlows: done.reduce((sum, run) => sum + run.loginFlows, 0),
+    failedDatabases,
+  };
+  (failedDatabases.length > 0 ? console.error : console.log)(JSON.stringify(summary));
   const failed = results.find((result) => result.status === "rejected");
   if (failed) throw (failed as PromiseRejectedResult).reason;
 }

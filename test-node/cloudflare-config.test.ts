@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { configWarnings } from "../scripts/cloudflare-config.mjs";
+import { configProblems, configWarnings } from "../scripts/cloudflare-config.mjs";
 
 /** The deploy check (`npm run deploy` runs it first) on copies of this repository's wrangler.toml. */
 const directory = mkdtempSync(join(tmpdir(), "cloudflare-config-"));
@@ -18,6 +18,21 @@ function configWith(publicBaseUrl: string): string {
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 describe("deploy configuration check", () => {
+  it("refuses the placeholder database id (docs/README-ops.md, step 3), and takes a real one", () => {
+    const placeholder = join(directory, "wrangler-placeholder.toml");
+    writeFileSync(placeholder, original);
+    expect(configProblems("production", placeholder)).toEqual([expect.stringContaining("still the placeholder")]);
+    const real = join(directory, "wrangler-real.toml");
+    writeFileSync(
+      real,
+      original.replace(
+        'database_id = "00000000-0000-0000-0000-000000000000"',
+        'database_id = "4e1c7a52-93f2-4b1e-9d6a-0c3b5f2e8a71"',
+      ),
+    );
+    expect(configProblems("production", real)).toEqual([]);
+  });
+
   it("warns when PUBLIC_BASE_URL is not set for production", () => {
     expect(original).toContain('PUBLIC_BASE_URL = ""');
     const warnings = configWarnings("production", configWith(""));

@@ -13,6 +13,8 @@ declare module "vitest" {
     workerOrigin: string;
     /** A .dev.vars-style file holding the worker's secret, for `DEV_VARS_FILE=... npm run token`. */
     devVarsFile: string;
+    /** The worker's local state directory (as `--persist-to`), for `DEV_STATE_DIR=... npm run db:seed` and the like. */
+    workerState: string;
     /** The local OpenID Connect provider the account pages sign in with (scripts/dev-oidc-provider.mjs). */
     oidcIssuer: string;
   }
@@ -56,7 +58,9 @@ export default async function setup(project: TestProject) {
       inspector: false,
       watch: false,
       persist,
-      logLevel: "warn",
+      // The worker's warn events (a failed credential, say) would bury the report, as its request lines would:
+      // errors only, unless TEST_LOGS=1 (vitest.config.ts hides the same in the workerd suite).
+      logLevel: process.env.TEST_LOGS === "1" ? "log" : "error",
     },
   });
   await worker.ready;
@@ -64,6 +68,7 @@ export default async function setup(project: TestProject) {
   provider.serve({ clients: [devClient([`${url.origin}/account/callback`])] });
   project.provide("workerOrigin", url.origin);
   project.provide("devVarsFile", devVarsFile);
+  project.provide("workerState", persist);
   project.provide("oidcIssuer", provider.issuer);
   return async () => {
     await worker.dispose();

@@ -1,10 +1,12 @@
 /**
- * The README's shell examples, as a reader would paste them: every fenced block whose info string is `sh`,
- * `bash` or `shell`, in document order. An HTML comment on the line before the fence changes how the README
- * test treats the block:
- *   <!-- readme-test: skip (reason) -->      not run (it starts a server, writes to your local database...);
- *                                           the reason is required
+ * The shell examples of the README and docs/*.md, as a reader would paste them: every fenced block whose info
+ * string is `sh`, `bash` or `shell`, in document order. An HTML comment on the line before the fence changes how
+ * the docs test treats the block:
+ *   <!-- readme-test: skip (reason) -->      not run (it starts a server, needs Cloudflare...); the reason is
+ *                                           required
  *   <!-- readme-test: errors expected -->   run, but its answers may be JSON:API errors or HTTP errors
+ *   <!-- readme-test: run with --local -->  run against the local databases instead of Cloudflare's: `--remote`
+ *                                           becomes `--local`, `npm run db:migrate:remote` `db:migrate:local`
  * Anything else is run: a new example in any section is tested without further ado.
  */
 export interface ShellExample {
@@ -14,20 +16,34 @@ export interface ShellExample {
   /** Why the block is not run; undefined when it is. */
   skip?: string;
   errorsExpected: boolean;
+  /** Written for Cloudflare, run with `--local` (see above). */
+  local?: boolean;
 }
 
 const FENCE = /^(\s*)(`{3,}|~{3,})\s*([\w-]*)/;
 const SHELL = new Set(["sh", "bash", "shell"]);
 const MARKER = /^\s*<!--\s*readme-test:\s*(.*?)\s*-->\s*$/;
 
-function marker(previousLine: string | undefined, line: number): Pick<ShellExample, "skip" | "errorsExpected"> {
+function marker(
+  previousLine: string | undefined,
+  line: number,
+): Pick<ShellExample, "skip" | "errorsExpected" | "local"> {
   const match = previousLine?.match(MARKER);
   if (!match) return { errorsExpected: false };
   const directive = match[1];
   if (directive === "errors expected") return { errorsExpected: true };
+  if (directive === "run with --local") return { errorsExpected: false, local: true };
   const skip = directive.match(/^skip\s*\((.+)\)$/);
   if (skip) return { skip: skip[1].trim(), errorsExpected: false };
   throw new Error(`README line ${line - 1}: unknown readme-test marker "${directive}"`);
+}
+
+/** The block as the test runs it: a `run with --local` block's Cloudflare flags and scripts made local ones. */
+export function runnableCode(example: ShellExample): string {
+  if (!example.local) return example.code;
+  return example.code
+    .replaceAll(/(?<=\s)--remote\b/g, "--local")
+    .replaceAll(/\bdb:migrate:remote\b/g, "db:migrate:local");
 }
 
 export function shellExamples(markdown: string): ShellExample[] {

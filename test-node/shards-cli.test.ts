@@ -113,6 +113,18 @@ describe("config edits and remote SQL", () => {
       "SELECT 'it''s' , 12, NULL WHERE x IN ('a')",
     );
     expect(() => inline({ sql: "SELECT ?", params: [] })).toThrow(/too few/);
+    expect(() => inline({ sql: "SELECT ?", params: [1, 2] })).toThrow(/too many/);
+  });
+
+  it("writes numbered parameters (src/db/statements.ts renders them) once per use, and leaves quoted ? alone", () => {
+    expect(inline({ sql: `SELECT ?1, '?' AS "a?", ?2 WHERE x = ?1`, params: ["u", true] })).toBe(
+      `SELECT 'u', '?' AS "a?", 1 WHERE x = 'u'`,
+    );
+    const ten = Array.from({ length: 10 }, (_, i) => i + 1);
+    expect(inline({ sql: ten.map((n) => `?${n}`).join(","), params: ten })).toBe(ten.join(","));
+    expect(() => inline({ sql: "SELECT ?2", params: [1] })).toThrow(/too few/);
+    expect(() => inline({ sql: "SELECT ?1", params: [1, 2] })).toThrow(/too many/);
+    expect(() => inline({ sql: "SELECT ?1", params: [{}] })).toThrow(/cannot write/);
   });
 });
 

@@ -404,7 +404,7 @@ export function d1Executor(databases: (name: string) => D1Database): ShardExecut
  * `wrangler dev` open the same SQLite files, and one of them can find the other's lock (SQLITE_BUSY). workerd
  * hides the cause from the caller ("internal error; reference = ..."; "database is locked" is only in its log).
  */
-const LOCAL_LOCK_ERROR = /SQLITE_BUSY|database is locked|internal error; reference = /;
+export const LOCAL_LOCK_ERROR = /SQLITE_BUSY|database is locked|internal error; reference = /;
 
 /**
  * Retries statements that failed on a local lock. Safe to repeat: a failed call ran in a transaction that was

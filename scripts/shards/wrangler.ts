@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { unstable_readConfig } from "wrangler";
-import { parseShardMap } from "../../src/shards";
+import { bucketOf, parseBucketSet, parseShardMap } from "../../src/shards";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const DEFAULT_CONFIG = join(ROOT, "wrangler.toml");
@@ -30,10 +30,38 @@ export function declaredDatabases(target: Pick<Target, "config" | "env">): strin
   return (config.d1_databases ?? []).map((database: { binding: string }) => database.binding);
 }
 
+function textVar(target: Pick<Target, "config" | "env">, name: string): string {
+  const value = environmentVars(target)[name];
+  return typeof value === "string" ? value : "";
+}
+
 /** The databases the environment's SHARD_MAP names (DB alone without a map). */
 export function mappedDatabases(target: Pick<Target, "config" | "env">): string[] {
-  const map = environmentVars(target).SHARD_MAP;
-  return [...parseShardMap(typeof map === "string" ? map : "").bindings];
+  return [...parseShardMap(textVar(target, "SHARD_MAP")).bindings];
+}
+
+/** Where one user's rows are in the environment: the bucket, the binding its map gives it, frozen or not. */
+export interface UserShardOf {
+  bucket: number;
+  binding: string;
+  frozen: boolean;
+}
+
+/** The user's shard by the environment's SHARD_MAP and SHARD_FROZEN, as the worker finds it (src/shards.ts). */
+export async function userShardOf(target: Pick<Target, "config" | "env">, userId: string): Promise<UserShardOf> {
+  const map = parseShardMap(textVar(target, "SHARD_MAP"));
+  const frozen = parseBucketSet(textVar(target, "SHARD_FROZEN"), "SHARD_FROZEN");
+  const bucket = await bucketOf(userId);
+  return { bucket, binding: map.owners[bucket], frozen: frozen.has(bucket) };
+}
+
+/**
+ * The local state directory the tools use: the one given (--persist-to), else DEV_STATE_DIR, else wrangler's
+ * default (.wrangler/state beside the config). DEV_STATE_DIR lets the docs test (test-node/readme.test.ts) point
+ * the commands it runs as written at the state of the worker it serves, never at the checkout's.
+ */
+export function localStateDir(persistTo?: string): string | undefined {
+  return persistTo ?? (process.env.DEV_STATE_DIR || undefined);
 }
 
 /** The flags that point a `wrangler d1 ...` command at the target. */
@@ -44,7 +72,19 @@ export function targetFlags(target: Target): string[] {
   return flags;
 }
 
-/** Runs wrangler (on the Node running this script) and returns its stdout; throws with its output on failure. */
+/** A wrangler run that exited non-zero, with what it printed. */
+export class WranglerError extends Error {
+  constructor(
+    readonly args: readonly string[],
+    readonly stdout: string,
+    readonly stderr: string,
+  ) {
+    super(`wrangler ${args.join(" ")} failed:\n${stdout}\n${stderr}`);
+    this.name = "WranglerError";
+  }
+}
+
+/** Runs wrangler (on the Node running this script) and returns its stdout; throws a WranglerError on failure. */
 export function wrangler(args: string[], options: { quiet?: boolean } = {}): string {
   const result = spawnSync(process.execPath, [WRANGLER, ...args], {
     cwd: ROOT,
@@ -54,7 +94,7 @@ export function wrangler(args: string[], options: { quiet?: boolean } = {}): str
     maxBuffer: 256 * 1024 * 1024,
   });
   if (result.status !== 0) {
-    throw new Error(`wrangler ${args.join(" ")} failed:\n${result.stdout}\n${result.stderr}`);
+    throw new WranglerError(args, result.stdout, result.stderr);
   }
   if (!options.quiet) process.stdout.write(result.stdout);
   return result.stdout;

@@ -72,7 +72,7 @@ export function pageCookie(c: Context<AppEnv>, name: string): string | undefined
  */
 export async function signIn(c: Context<AppEnv>, person: { userId: string; name: string }): Promise<void> {
   const shard = await shardOfUser(shardRouting(c.env), person.userId);
-  if (shard.frozen) throw frozenForMove();
+  if (shard.frozen) throw frozenForMove(shard);
   const cookie = `${await gpodderUsername(person.userId)}.${randomSecret(SESSION_SECRET_BYTES)}`;
   await startAccountSession(database(shard.database.withSession("first-primary")), {
     sessionHash: await secretHash(cookie),

@@ -126,4 +126,22 @@ export async function recordFailure(
   }
   const { success } = await c.env.AUTH_FAILURE_RATE_LIMITER.limit({ key });
   if (!success) remember(overLimitUntil, key, now + FAILURE_WINDOW_MS);
+  // docs/README-ops.md, "What to watch": the scheme and the reason, never the credentials or the address.
+  console.warn(
+    JSON.stringify({
+      level: "warn",
+      event: "auth_failed",
+      requestId: c.get("requestId"),
+      scheme: schemeOf(credentials),
+      reason: failure.detail,
+      overLimit: !success,
+    }),
+  );
+}
+
+/** What kind of credentials failed, for the log: `bearer`, `basic`, `session` (the gpodder cookie) or `other`. */
+function schemeOf(credentials: string): string {
+  if (credentials.startsWith("sessionid=")) return "session";
+  const scheme = credentials.slice(0, credentials.search(/\s|$/)).toLowerCase();
+  return scheme === "bearer" || scheme === "basic" ? scheme : "other";
 }

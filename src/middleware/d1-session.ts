@@ -22,13 +22,24 @@ export function invalidBookmark(): ApiError {
   });
 }
 
-export function frozenForMove(): ApiError {
-  return new ApiError({
-    status: 503,
-    title: "Temporarily read-only",
-    detail: "This account's data is being moved to another database. Reads work; nothing was changed: retry the write.",
-    headers: { "Retry-After": String(FROZEN_RETRY_AFTER_SECONDS) },
-  });
+/**
+ * A write refused while the user's bucket is being moved (503). app.onError logs each as `shard_frozen` with the
+ * database and bucket (docs/README-ops.md, "What to watch"): those given here, else the signed-in user's.
+ */
+export class FrozenForMove extends ApiError {
+  constructor(readonly shard?: { name: string; bucket: number }) {
+    super({
+      status: 503,
+      title: "Temporarily read-only",
+      detail:
+        "This account's data is being moved to another database. Reads work; nothing was changed: retry the write.",
+      headers: { "Retry-After": String(FROZEN_RETRY_AFTER_SECONDS) },
+    });
+  }
+}
+
+export function frozenForMove(shard?: { name: string; bucket: number }): ApiError {
+  return new FrozenForMove(shard);
 }
 
 /**
@@ -63,7 +74,7 @@ export const shardConfiguration: MiddlewareHandler<AppEnv> = async (c, next) => 
 async function userShard(c: Context<AppEnv>) {
   const shard = await shardOfUser(c.get("shards"), c.get("userId"));
   const isRead = c.req.method === "GET" || c.req.method === "HEAD";
-  if (!isRead && shard.frozen) throw frozenForMove();
+  if (!isRead && shard.frozen) throw frozenForMove(shard);
   return { shard, isRead };
 }
 

@@ -8,7 +8,8 @@ import { ApiError, type ErrorObject, errorDocument, type ProblemInit, respond, t
 import { pageErrorResponse } from "../pages/error-page";
 import { isPagePath } from "../pages/paths";
 import { BODY_TOO_LARGE, MALFORMED_JSON } from "../request-body";
-import { ShardConfigError } from "../shards";
+import { ShardConfigError, shardOfUser, shardRouting } from "../shards";
+import { FrozenForMove } from "./d1-session";
 import { gpodderUnauthorized } from "./gpodder-auth";
 
 /** Statuses Hono's own middleware raise (body limit, JSON validator), as the same JSON:API errors as ours. */
@@ -43,8 +44,28 @@ export function errorResponse(
   return respond(c, errorDocument(errors), status as ContentfulStatusCode, headers);
 }
 
+/**
+ * A write refused during a bucket move, logged once (docs/README-ops.md, "What to watch"): where it was refused
+ * names the shard, or the signed-in user's is looked up (a digest this isolate already holds).
+ */
+async function frozenWriteResponse(c: Context<AppEnv>, err: FrozenForMove): Promise<Response> {
+  const userId = c.get("userId");
+  const shard = err.shard ?? (userId ? await shardOfUser(c.get("shards") ?? shardRouting(c.env), userId) : undefined);
+  console.warn(
+    JSON.stringify({
+      level: "warn",
+      event: "shard_frozen",
+      requestId: c.get("requestId"),
+      database: shard?.name ?? null,
+      bucket: shard?.bucket ?? null,
+    }),
+  );
+  return errorResponse(c, err.status, err.errors, err.headers);
+}
+
 /** The one place where failures become responses. */
 export const onError: ErrorHandler<AppEnv> = (err, c) => {
+  if (err instanceof FrozenForMove) return frozenWriteResponse(c, err);
   if (err instanceof ApiError) return errorResponse(c, err.status, err.errors, err.headers);
 
   if (err instanceof CredentialEndedError) {
