@@ -51,7 +51,7 @@ export async function scheduled(
           loginFlows,
         }),
       );
-      return { users, urlKeys, loginFlows };
+      return { users, urlKeys, sessions, accountSessions, loginFlows };
     } catch (err) {
       console.error(
         JSON.stringify({ level: "error", event: "tombstone_retention_failed", database: name, error: String(err) }),
@@ -72,6 +72,8 @@ export async function scheduled(
     databases: names.length,
     purgedUsers: done.reduce((sum, run) => sum + run.users, 0),
     urlKeys: done.reduce((sum, run) => sum + run.urlKeys, 0),
+    sessions: done.reduce((sum, run) => sum + run.sessions, 0),
+    accountSessions: done.reduce((sum, run) => sum + run.accountSessions, 0),
     loginFlows: done.reduce((sum, run) => sum + run.loginFlows, 0),
     failedDatabases,
   };

@@ -272,6 +272,8 @@ describe("log events", () => {
         "purgedUsers",
         "scheduledTime",
         "urlKeys",
+        "sessions",
+        "accountSessions",
       ].sort(),
     );
     expect(runs[0]).toMatchObject({
@@ -287,6 +289,8 @@ describe("log events", () => {
     expect(runs[0].purgedUsers).toBe(perDatabase.reduce((sum, line) => sum + Number(line.users), 0));
     expect(runs[0].urlKeys).toBe(perDatabase.reduce((sum, line) => sum + Number(line.urlKeys), 0));
     expect(runs[0].loginFlows).toBe(perDatabase.reduce((sum, line) => sum + Number(line.loginFlows), 0));
+    expect(runs[0].sessions).toBe(perDatabase.reduce((sum, line) => sum + Number(line.sessions), 0));
+    expect(runs[0].accountSessions).toBe(perDatabase.reduce((sum, line) => sum + Number(line.accountSessions), 0));
     expect(lines.filter((line) => !["tombstone_retention", "cron_run"].includes(line.event))).toEqual([]);
   });
 
