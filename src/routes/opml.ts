@@ -37,7 +37,7 @@ export const opmlRoutes = new Hono<AppEnv>()
   // Import: subscribes to every outline with an xmlUrl (merge: nothing is removed), in one D1 round trip (one
   // transaction, docs/API.md §11), charged to the rate limit as the bulk requests of 100 doing the same would be.
   .post("/", negotiateOpmlImport, noQueryParameters, async (c) => {
-    const plan = await planImport(parseOpml(await readBody(c.req.raw, MAX_BODY_BYTES)));
+    const plan = planImport(parseOpml(await readBody(c.req.raw, MAX_BODY_BYTES)));
     const batch = new WriteBatch();
     const results = await subscribeMany(c.get("db"), c.get("userId"), plan.subscriptions, Date.now(), batch);
     await chargeRenumbering(c, batch, plan.subscriptions.length);
