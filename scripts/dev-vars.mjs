@@ -31,3 +31,31 @@ export function ensureDevSecret() {
   );
   return { secret, created: true };
 }
+
+/** The value of `name` in .dev.vars, if set. */
+export function readDevVar(name) {
+  if (!existsSync(DEV_VARS)) return undefined;
+  const line = readFileSync(DEV_VARS, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith(`${name}=`));
+  return (
+    line
+      ?.slice(name.length + 1)
+      .trim()
+      .replace(/^"|"$/g, "") || undefined
+  );
+}
+
+/** Sets `name` in .dev.vars (replacing its line, or appending one), keeping everything else. */
+export function setDevVar(name, value) {
+  const before = existsSync(DEV_VARS) ? readFileSync(DEV_VARS, "utf8") : "";
+  const line = `${name}="${value}"`;
+  const lines = before.split("\n");
+  const at = lines.findIndex((l) => l.startsWith(`${name}=`));
+  if (at >= 0) lines[at] = line;
+  else {
+    if (lines.at(-1) === "") lines.pop();
+    lines.push(line, "");
+  }
+  writeFileSync(DEV_VARS, lines.join("\n"));
+}

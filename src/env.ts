@@ -1,5 +1,6 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { Database } from "./db/database";
+import type { SignedInAccount } from "./middleware/account-session";
 import type { ShardRouting } from "./shards";
 
 /** Optional tuning vars are not in wrangler.toml, so `wrangler types` cannot see them: declared here. */
@@ -8,6 +9,8 @@ declare global {
     interface Env {
       /** Optional: milliseconds a fetch of AUTH_JWKS_URL may take (default and maximum 5000; tests shorten it). */
       AUTH_JWKS_TIMEOUT_MS?: string;
+      /** Optional: milliseconds a request to OIDC_ISSUER may take (default and maximum 5000; tests shorten it). */
+      OIDC_TIMEOUT_MS?: string;
     }
   }
 }
@@ -42,6 +45,10 @@ export interface AppVariables extends RequestIdVariables {
   responseExtensions: string[];
   /** gpodder paths: who signed in, with which app password, and the session (see middleware/gpodder-auth.ts). */
   gpodder: GpodderCaller;
+  /** Account pages: the signed-in person, when a live session came with the request (middleware/account-session.ts). */
+  account?: SignedInAccount;
+  /** Account pages: the fields of a form a POST sent, read once by the anti-forgery check (middleware/anti-forgery.ts). */
+  form: FormData;
 }
 
 /** The authenticated caller of a gpodder path. */

@@ -5,6 +5,7 @@ import { d1Session, shardConfiguration } from "./middleware/d1-session";
 import { onError, onNotFound } from "./middleware/errors";
 import { limitPerUser } from "./middleware/rate-limit";
 import { requestFrame } from "./middleware/request-frame";
+import { pageRoutes } from "./pages/routes";
 import { scheduled } from "./retention";
 import { accountRoutes } from "./routes/account";
 import { appPasswordRoutes } from "./routes/app-passwords";
@@ -29,6 +30,8 @@ app.route("/v1/app-passwords", appPasswordRoutes);
 app.route("/v1/account", accountRoutes);
 app.route("/ext", extensionRoutes);
 app.route("/status", statusRoutes);
+// The pages for people (docs/API.md §16): the home page and the account pages, with their own sessions.
+app.route("/", pageRoutes);
 // The gpodder.net API (docs/API.md §14): its own authentication (app passwords), per route.
 app.route("/", gpodderRoutes);
 

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { unstable_startWorker } from "wrangler";
+import { DEV_CLIENT_ID, devClient, startDevProvider } from "../scripts/dev-oidc-provider.mjs";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -12,6 +13,8 @@ declare module "vitest" {
     workerOrigin: string;
     /** A .dev.vars-style file holding the worker's secret, for `DEV_VARS_FILE=... npm run token`. */
     devVarsFile: string;
+    /** The local OpenID Connect provider the account pages sign in with (scripts/dev-oidc-provider.mjs). */
+    oidcIssuer: string;
   }
 }
 
@@ -38,9 +41,16 @@ export default async function setup(project: TestProject) {
     { stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" },
   );
   if (migrate.status !== 0) throw new Error(`Local migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+  // The identity provider listens first (its address is the worker's OIDC_ISSUER); its client, whose redirect URI
+  // is the worker's, is registered once the worker's port is known.
+  const provider = await startDevProvider();
   const worker = await unstable_startWorker({
     config: "wrangler.toml",
-    bindings: { AUTH_JWT_SECRET: { type: "secret_text", value: TEST_SECRET } },
+    bindings: {
+      AUTH_JWT_SECRET: { type: "secret_text", value: TEST_SECRET },
+      OIDC_ISSUER: { type: "plain_text", value: provider.issuer },
+      OIDC_CLIENT_ID: { type: "plain_text", value: DEV_CLIENT_ID },
+    },
     dev: {
       server: { hostname: "127.0.0.1", port: 0 },
       inspector: false,
@@ -51,10 +61,13 @@ export default async function setup(project: TestProject) {
   });
   await worker.ready;
   const url = await worker.url;
+  provider.serve({ clients: [devClient([`${url.origin}/account/callback`])] });
   project.provide("workerOrigin", url.origin);
   project.provide("devVarsFile", devVarsFile);
+  project.provide("oidcIssuer", provider.issuer);
   return async () => {
     await worker.dispose();
+    await provider.close();
     rmSync(persist, { recursive: true, force: true });
   };
 }

@@ -11,3 +11,19 @@ declare global {
     }
   }
 }
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The identity providers test/oidc-providers.global-setup.mjs serves on loopback ports. */
+    oidc: {
+      issuer: string;
+      clientId: string;
+      confidentialClient: { id: string; secret: string };
+      /** An issuer whose keys the test swaps: POST `${rotatingIssuer}/__test/keys/other` (or `/own`). */
+      rotatingIssuer: string;
+      notJsonIssuer: string;
+      silentIssuer: string;
+      unreachableIssuer: string;
+    };
+  }
+}

@@ -28,7 +28,7 @@ async function expectErrorDocument(response: Response, status: number): Promise<
 describe("unknown paths and methods", () => {
   it("answers 404 as a JSON:API error for an unknown path", async () => {
     await expectErrorDocument(await send(new Request(`${ORIGIN}/v2/subscriptions`)), 404);
-    await expectErrorDocument(await send(new Request(`${ORIGIN}/`)), 404);
+    await expectErrorDocument(await send(new Request(`${ORIGIN}/nothing-here`)), 404);
   });
 
   it("answers 405 with Allow for a known path and another method", async () => {

@@ -102,7 +102,8 @@ const mediaType = fc.oneof(
 );
 
 const path = fc.oneof(
-  fc.constantFrom("/v1/subscriptions", "/v1/operations", "/ext/link-method", "/", "/v1", "/v1/subscriptions/"),
+  // Not "/": the home page is HTML (docs/API.md §16), no part of the API this property is about.
+  fc.constantFrom("/v1/subscriptions", "/v1/operations", "/ext/link-method", "/v1/", "/v1", "/v1/subscriptions/"),
   guid.map((value) => `/v1/subscriptions/${encodeURIComponent(value)}`),
   fc.string({ maxLength: 30 }).map((value) => `/v1/subscriptions/${value.replace(/[?#]/g, "")}`),
 );

@@ -1,5 +1,6 @@
 import { type OutputUnit, Validator } from "@cfworker/json-schema";
 import { isGpodderPath } from "../src/middleware/errors";
+import { isPagePath } from "../src/pages/paths";
 
 /**
  * Checks that a response the worker gave is what the OpenAPI document says the operation answers: the
@@ -151,6 +152,8 @@ function excerpt(body: string): string {
  */
 export function checkExchange(document: Json, routes: readonly AppRoute[], exchange: Exchange): string | undefined {
   const { pathname } = new URL(exchange.url);
+  // The HTML pages for people (docs/API.md §16) are no part of the API, nor of its document.
+  if (isPagePath(pathname)) return undefined;
   // HEAD is answered by the GET route (Hono), with the GET's status and headers and no body.
   const method = exchange.method.toLowerCase() === "head" ? "get" : exchange.method.toLowerCase();
   const contentType = exchange.headers.get("Content-Type");

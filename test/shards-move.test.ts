@@ -8,7 +8,11 @@ import {
   type ShardSettings,
   USER_TABLES,
 } from "../scripts/shards/move";
+import { gpodderUsername } from "../src/auth/gpodder-username";
+import { secretHash } from "../src/auth/secrets";
+import { startAccountSession } from "../src/db/account-sessions";
 import { type BucketRange, bucketOf } from "../src/shards";
+import { Browser, SESSION_COOKIE, signInBindings } from "./account-browser";
 import { as, type Bindings, subscriptionDocument } from "./helpers";
 
 // The move runs on the local D1 databases of the two-shard configuration, whose spare database DB_2 is
@@ -144,6 +148,18 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
       expect((await user.delete(`/v1/episodes/${forgotten}`)).status).toBe(204);
       episodes.set(userId, kept);
     }
+    // Each moving user is signed in on the account pages (docs/API.md §16): the session must move with them.
+    const pageSessions = new Map<string, string>();
+    for (const userId of moving) {
+      const cookie = `${await gpodderUsername(userId)}.${crypto.randomUUID()}`;
+      await startAccountSession(database("DB_1"), {
+        sessionHash: await secretHash(cookie),
+        userId,
+        name: `${userId} on the page`,
+        now: Date.now(),
+      });
+      pageSessions.set(userId, cookie);
+    }
     const etags = new Map<string, string>();
     for (const userId of moving) {
       const list = await (await as(userId, store.bindings())).get("/v1/subscriptions");
@@ -233,7 +249,7 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
       url_pieces: moving.length * 2,
       app_passwords: 0,
       gpodder_sessions: 0,
-      account_sessions: 0,
+      account_sessions: moving.length,
       devices: 0,
       user_stats: report.users,
     });
@@ -291,6 +307,14 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
         [true, true, 42, longMediaUrl(kept)],
         [false, false, undefined, undefined],
       ]);
+    }
+    // Signed in still, on the database the user now lives in.
+    for (const [userId, cookie] of pageSessions) {
+      const browser = new Browser(signInBindings(store.bindings()));
+      browser.setCookie(SESSION_COOKIE, cookie);
+      expect((await browser.page("/account")).html, userId).toContain(
+        `Signed in as <strong>${userId} on the page</strong>`,
+      );
     }
     const pieces = async (name: string) =>
       (

@@ -22,7 +22,7 @@ export function invalidBookmark(): ApiError {
   });
 }
 
-function frozenForMove(): ApiError {
+export function frozenForMove(): ApiError {
   return new ApiError({
     status: 503,
     title: "Temporarily read-only",

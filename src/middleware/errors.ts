@@ -4,6 +4,8 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { DatabaseError } from "../db/database";
 import type { AppEnv } from "../env";
 import { ApiError, type ErrorObject, errorDocument, type ProblemInit, respond, toErrorObject } from "../jsonapi";
+import { pageErrorResponse } from "../pages/error-page";
+import { isPagePath } from "../pages/paths";
 import { BODY_TOO_LARGE, MALFORMED_JSON } from "../request-body";
 import { ShardConfigError } from "../shards";
 
@@ -15,12 +17,17 @@ export function isGpodderPath(path: string): boolean {
   return path.startsWith("/api/") || path.startsWith("/subscriptions/");
 }
 
+/**
+ * The error answer in the dialect of the path: an HTML page on the pages for people (docs/API.md §16), `{"error"}`
+ * on the gpodder paths, a JSON:API error document everywhere else.
+ */
 export function errorResponse(
   c: Context<AppEnv>,
   status: number,
   errors: ErrorObject[],
   headers: Record<string, string> = {},
-): Response {
+): Response | Promise<Response> {
+  if (isPagePath(c.req.path)) return pageErrorResponse(c, status, errors, headers);
   if (isGpodderPath(c.req.path)) {
     const error = errors.map((e) => e.detail).join(" ");
     return c.body(JSON.stringify({ error }), status as ContentfulStatusCode, {
@@ -85,7 +92,7 @@ export const onNotFound: NotFoundHandler<AppEnv> = (c) =>
     toErrorObject({ status: 404, title: "Not found", detail: `No resource lives at ${c.req.path}.` }),
   ]);
 
-export function methodNotAllowedResponse(c: Context<AppEnv>, methods: string[]): Response {
+export function methodNotAllowedResponse(c: Context<AppEnv>, methods: string[]): Response | Promise<Response> {
   const allow = methods.join(", ");
   return errorResponse(
     c,

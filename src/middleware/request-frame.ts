@@ -37,7 +37,7 @@ export function requestFrame(app: Hono<AppEnv>): MiddlewareHandler<AppEnv> {
     // Every response here is built by this worker, so its headers are mutable.
     const headers = c.res.headers;
     headers.set(REQUEST_ID_HEADER, requestId);
-    addSecurityHeaders(headers);
+    addSecurityHeaders(headers, c.req.path);
     await logRequest(c, requestId, started);
   };
 }

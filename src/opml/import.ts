@@ -1,3 +1,6 @@
+import { WriteBatch } from "../db/batch";
+import type { Database } from "../db/database";
+import { subscribeMany } from "../db/subscriptions";
 import { podcastGuidSync } from "../podcast-guid";
 import { parseGuid } from "../resources/resource-object";
 import {
@@ -7,7 +10,7 @@ import {
   subscriptionRefused,
 } from "../resources/subscription";
 import { trimUrlWhitespace } from "../url-text";
-import type { OpmlOutline } from "./parse";
+import { type OpmlOutline, parseOpml } from "./parse";
 
 /**
  * From an OPML file's outlines to subscriptions (docs/API.md §11): each outline names a
@@ -91,4 +94,25 @@ export function summariseImport(plan: ImportPlan, outcomes: readonly ImportOutco
   });
   skipped.sort((a, b) => a.position - b.position);
   return { imported, alreadySubscribed, skipped: skipped.map(({ xmlUrl, reason }) => ({ xmlUrl, reason })) };
+}
+
+/**
+ * Imports an OPML file (the API's `POST /v1/subscriptions.opml` and the account page's `Import`): every valid
+ * outline subscribed in one batch (one round trip, one transaction). Answers the summary, and the batch and the
+ * number of feeds written, for the caller to charge to the user's rate limit.
+ */
+export async function importOpml(
+  db: Database,
+  user: string,
+  file: BufferSource,
+  at: number,
+): Promise<{ summary: ImportSummary; batch: WriteBatch; feeds: number }> {
+  const plan = planImport(parseOpml(file));
+  const batch = new WriteBatch();
+  const results = await subscribeMany(db, user, plan.subscriptions, at, batch);
+  const summary = summariseImport(
+    plan,
+    results.map((result) => result.kind),
+  );
+  return { summary, batch, feeds: plan.subscriptions.length };
 }

@@ -1,9 +1,15 @@
-import { MAX_APP_PASSWORDS, type StoredAppPassword } from "../db/app-passwords";
+import { gpodderUsername } from "../auth/gpodder-username";
+import { randomSecret, secretHash } from "../auth/secrets";
+import { verifiedCredentials } from "../auth/verified-credentials";
+import { createAppPassword, deleteAppPassword, MAX_APP_PASSWORDS, type StoredAppPassword } from "../db/app-passwords";
+import type { Database } from "../db/database";
 import { ApiError } from "../jsonapi";
 import { toRfc3339 } from "../timestamps";
 
 export const APP_PASSWORD_TYPE = "app-password";
 export const MAX_LABEL_CHARACTERS = 100;
+/** 160 random bits (the contract asks for at least 128). */
+const PASSWORD_BYTES = 20;
 
 export function appPasswordPath(id: string): string {
   return `/v1/app-passwords/${id}`;
@@ -42,8 +48,7 @@ export function parseNewAppPassword(body: unknown): string {
   }
   const label =
     attributes !== null && typeof attributes === "object" ? (attributes as Record<string, unknown>).label : undefined;
-  const characters = typeof label === "string" && label.isWellFormed() ? [...label].length : 0;
-  if (typeof label !== "string" || characters < 1 || characters > MAX_LABEL_CHARACTERS) {
+  if (!isValidLabel(label)) {
     throw invalid(
       422,
       "Invalid attribute",
@@ -52,6 +57,40 @@ export function parseNewAppPassword(body: unknown): string {
     );
   }
   return label;
+}
+
+/** An app password's label: 1 to 100 characters (code points, no lone surrogate). */
+export function isValidLabel(label: unknown): label is string {
+  const characters = typeof label === "string" && label.isWellFormed() ? [...label].length : 0;
+  return characters >= 1 && characters <= MAX_LABEL_CHARACTERS;
+}
+
+export type MintResult = { kind: "created"; appPassword: StoredAppPassword; password: string } | { kind: "limit" };
+
+/**
+ * Mints an app password for the user (the API's POST and the account page's `Create app password`): a random
+ * password, of which only the hash is stored, under the user's gpodder username.
+ */
+export async function mintAppPassword(db: Database, userId: string, label: string): Promise<MintResult> {
+  const password = randomSecret(PASSWORD_BYTES);
+  const result = await createAppPassword(db, userId, {
+    id: crypto.randomUUID(),
+    username: await gpodderUsername(userId),
+    label,
+    createdAt: Date.now(),
+    passwordHash: await secretHash(password),
+  });
+  return result.kind === "limit" ? result : { ...result, password };
+}
+
+/**
+ * Revokes one app password: it and every session opened with it stop working, here at once (this isolate's
+ * cache forgets them), everywhere within 60 s. False when the user has no such app password.
+ */
+export async function revokeAppPassword(db: Database, userId: string, id: string): Promise<boolean> {
+  if (!(await deleteAppPassword(db, userId, id))) return false;
+  verifiedCredentials.forget((entry) => entry.userId === userId && entry.appPasswordId === id);
+  return true;
 }
 
 /** The resource; `password` only in the answer to the POST that minted it. */

@@ -1,9 +1,6 @@
 import { Hono } from "hono";
 import * as z from "zod";
-import { gpodderUsername } from "../auth/gpodder-username";
-import { randomSecret, secretHash } from "../auth/secrets";
-import { verifiedCredentials } from "../auth/verified-credentials";
-import { createAppPassword, deleteAppPassword, findAppPassword, listAppPasswords } from "../db/app-passwords";
+import { findAppPassword, listAppPasswords } from "../db/app-passwords";
 import type { AppEnv } from "../env";
 import { ApiError, absoluteUrl, dataDocument, respond } from "../jsonapi";
 import { jsonBody } from "../middleware/json-body";
@@ -13,13 +10,13 @@ import {
   appPasswordLimitReached,
   appPasswordNotFound,
   appPasswordPath,
+  mintAppPassword,
   parseNewAppPassword,
+  revokeAppPassword,
   toAppPasswordResource,
 } from "../resources/app-password";
 
 const COLLECTION_PATH = "/v1/app-passwords";
-/** 160 random bits (the contract asks for at least 128). */
-const PASSWORD_BYTES = 20;
 
 const jsonApi = negotiate("none");
 const anyJson = jsonBody(z.unknown(), () => new ApiError({ status: 400, title: "Invalid document", detail: "" }));
@@ -30,17 +27,9 @@ export const appPasswordRoutes = new Hono<AppEnv>()
   // Mint one: the password is in this answer only; only its hash is stored.
   .post("/", jsonApi, noQueryParameters, anyJson, async (c) => {
     const label = parseNewAppPassword(c.req.valid("json"));
-    const userId = c.get("userId");
-    const password = randomSecret(PASSWORD_BYTES);
-    const result = await createAppPassword(c.get("db"), userId, {
-      id: crypto.randomUUID(),
-      username: await gpodderUsername(userId),
-      label,
-      createdAt: Date.now(),
-      passwordHash: await secretHash(password),
-    });
+    const result = await mintAppPassword(c.get("db"), c.get("userId"), label);
     if (result.kind === "limit") throw appPasswordLimitReached();
-    return respond(c, dataDocument(toAppPasswordResource(result.appPassword, password)), 201, {
+    return respond(c, dataDocument(toAppPasswordResource(result.appPassword, result.password)), 201, {
       Location: absoluteUrl(c, appPasswordPath(result.appPassword.id)),
     });
   })
@@ -64,9 +53,6 @@ export const appPasswordRoutes = new Hono<AppEnv>()
 
   // Revoke: the password and every session opened with it stop working (here at once, everywhere within 60 s).
   .delete("/:id", jsonApi, noQueryParameters, async (c) => {
-    const userId = c.get("userId");
-    const id = c.req.param("id");
-    if (!(await deleteAppPassword(c.get("db"), userId, id))) throw appPasswordNotFound();
-    verifiedCredentials.forget((entry) => entry.userId === userId && entry.appPasswordId === id);
+    if (!(await revokeAppPassword(c.get("db"), c.get("userId"), c.req.param("id")))) throw appPasswordNotFound();
     return c.body(null, 204);
   });

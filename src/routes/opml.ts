@@ -1,19 +1,14 @@
 import { Hono } from "hono";
-import { WriteBatch } from "../db/batch";
-import { activeFeedPages } from "../db/opml";
-import { subscribeMany } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { JSONAPI_VERSION, respond } from "../jsonapi";
 import { MAX_BODY_BYTES } from "../limits";
 import { negotiateOpmlExport, negotiateOpmlImport } from "../middleware/negotiation";
 import { chargeRenumbering } from "../middleware/rate-limit";
-import { planImport, summariseImport } from "../opml/import";
+import { opmlExport } from "../opml/export";
+import { importOpml } from "../opml/import";
 import { OPML_CONTENT_TYPE } from "../opml/media-types";
-import { parseOpml } from "../opml/parse";
-import { opmlStream } from "../opml/serialise";
 import { noQueryParameters } from "../pagination";
 import { readBody } from "../request-body";
-import { withFirst } from "../text-stream";
 
 /** OPML 2.0 export and merge-import of the user's subscriptions (docs/API.md §11). */
 export const opmlRoutes = new Hono<AppEnv>()
@@ -22,12 +17,7 @@ export const opmlRoutes = new Hono<AppEnv>()
   // Streamed page by page (docs/API.md §15): memory does not grow with the account. The first page is read
   // before the response starts, so an unreachable database is still a 503 from onError.
   .get("/", negotiateOpmlExport, noQueryParameters, async (c) => {
-    const pages = activeFeedPages(c.get("db"), c.get("userId"));
-    const first = await pages.next();
-    const requestId = c.get("requestId");
-    const stream = opmlStream(withFirst(first, pages), new Date(), (err) =>
-      console.error(JSON.stringify({ level: "error", requestId, event: "opml_export_failed", error: String(err) })),
-    );
+    const stream = await opmlExport(c.get("db"), c.get("userId"), c.get("requestId"));
     return c.body(stream, 200, {
       "Content-Type": OPML_CONTENT_TYPE,
       "Content-Disposition": 'attachment; filename="subscriptions.opml"',
@@ -37,13 +27,8 @@ export const opmlRoutes = new Hono<AppEnv>()
   // Import: subscribes to every outline with an xmlUrl (merge: nothing is removed), in one D1 round trip (one
   // transaction, docs/API.md §11), charged to the rate limit as the bulk requests of 100 doing the same would be.
   .post("/", negotiateOpmlImport, noQueryParameters, async (c) => {
-    const plan = planImport(parseOpml(await readBody(c.req.raw, MAX_BODY_BYTES)));
-    const batch = new WriteBatch();
-    const results = await subscribeMany(c.get("db"), c.get("userId"), plan.subscriptions, Date.now(), batch);
-    await chargeRenumbering(c, batch, plan.subscriptions.length);
-    const meta = summariseImport(
-      plan,
-      results.map((result) => result.kind),
-    );
-    return respond(c, { jsonapi: { version: JSONAPI_VERSION }, meta });
+    const file = await readBody(c.req.raw, MAX_BODY_BYTES);
+    const { summary, batch, feeds } = await importOpml(c.get("db"), c.get("userId"), file, Date.now());
+    await chargeRenumbering(c, batch, feeds);
+    return respond(c, { jsonapi: { version: JSONAPI_VERSION }, meta: summary });
   });

@@ -1,0 +1,265 @@
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { browserTestsRequired, CHROMIUM_ARGS, findChromium } from "./chromium";
+
+/**
+ * The account pages (docs/API.md §16) as a listener uses them: headless Chromium with JavaScript off signs in at
+ * the local OpenID Connect provider (the one `npm run dev` starts), creates an app password, and Debian's real
+ * mygpoclient syncs with the credentials read off the page; the pages then show what it synced. axe-core runs in
+ * every page, every page fits 360 px, and the screenshots in docs/screenshots/ are taken here.
+ */
+
+const origin = inject("workerOrigin");
+const SCREENSHOTS = fileURLToPath(new URL("../docs/screenshots/", import.meta.url));
+const AXE = fileURLToPath(new URL("../node_modules/axe-core/axe.min.js", import.meta.url));
+const PYTHON = "/usr/bin/python3";
+const CLIENTS = fileURLToPath(new URL("./gpodder-clients.py", import.meta.url));
+
+const choice = await findChromium();
+const mygpoclient = existsSync(PYTHON) && existsSync("/usr/lib/python3/dist-packages/mygpoclient");
+const required = browserTestsRequired || process.env.CI === "true" || process.env.CI === "1";
+const skipReason =
+  "missing" in choice && !required
+    ? choice.missing
+    : !mygpoclient && !required
+      ? "Debian's python3-mygpoclient is not installed"
+      : undefined;
+if (skipReason) console.warn(`Skipping the account pages browser tests: ${skipReason}`);
+
+/** mygpoclient's calls (test-node/gpodder-clients.py): a device, a subscription, a play at 42 s of 100 s. */
+function syncWithMygpoclient(username: string, password: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      PYTHON,
+      [CLIENTS, "mygpoclient", origin, username, password],
+      { timeout: 60_000 },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`${error.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout.trim().split("\n").at(-1) as string));
+      },
+    );
+  });
+}
+
+const FEED = "https://mygpoclient.example.com/feed.xml";
+const EPISODE = "https://mygpoclient.example.com/1.mp3";
+
+/** Runs axe-core in the page; answers the violations of serious or critical impact. */
+async function seriousViolations(context: BrowserContext, path: string) {
+  const page = await context.newPage();
+  await page.goto(`${origin}${path}`);
+  await page.addScriptTag({ content: readFileSync(AXE, "utf8") });
+  const violations = await page.evaluate(async () => {
+    const axe = (
+      globalThis as unknown as {
+        axe: { run: () => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
+      }
+    ).axe;
+    return (await axe.run()).violations;
+  });
+  await page.close();
+  return violations
+    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
+    .map(
+      (violation) => `${path}: ${violation.id} at ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`,
+    );
+}
+
+/** Whether the page, 360 px wide, needs no horizontal scrolling. */
+async function fitsPhone(page: Page): Promise<boolean> {
+  return page.evaluate(() => {
+    // Runs in the page (the test's own types have no DOM).
+    const view = globalThis as unknown as {
+      innerWidth: number;
+      document: { documentElement: { scrollWidth: number } };
+    };
+    return view.document.documentElement.scrollWidth <= view.innerWidth;
+  });
+}
+
+async function screenshot(context: BrowserContext, path: string, name: string) {
+  for (const [width, height, suffix] of [
+    [1280, 900, "desktop"],
+    [360, 740, "phone"],
+  ] as const) {
+    const page = await context.newPage();
+    await page.setViewportSize({ width, height });
+    await page.goto(`${origin}${path}`);
+    expect(await fitsPhone(page), `${path} at ${width} px`).toBe(true);
+    await page.screenshot({ path: `${SCREENSHOTS}${name}-${suffix}.png`, fullPage: true });
+    await page.close();
+  }
+}
+
+describe.skipIf(skipReason !== undefined)("the account pages in Chromium, JavaScript off", () => {
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  // The node suite's worker starts with an empty database each run: "alice" is new here.
+  const userName = "alice";
+  let credentials: { server: string; username: string; password: string };
+
+  beforeAll(async () => {
+    if ("missing" in choice) throw new Error(`BROWSER_TESTS=required, but ${choice.missing}`);
+    if (!mygpoclient) throw new Error("CI requires Debian's python3-mygpoclient (apt-get install python3-mygpoclient)");
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    browser = await chromium.launch({
+      executablePath: choice.executablePath,
+      args: CHROMIUM_ARGS,
+      env: { ...process.env, ...choice.env },
+    });
+    context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("signs in from the home page at the local provider (a user name only, for development only)", async () => {
+    await page.goto(`${origin}/`);
+    await screenshot(context, "/", "home");
+    await page.getByRole("link", { name: "Sign in" }).click();
+    await expect(page.getByText("For development only").count()).resolves.toBe(1);
+    await page.getByLabel("User name").fill(userName);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${origin}/account`);
+    await expect(page.locator("main").textContent()).resolves.toContain(`Signed in as ${userName}`);
+    await expect(page.getByRole("button", { name: "Sign out" }).count()).resolves.toBe(1);
+  });
+
+  it("creates an app password, and mygpoclient syncs with what the page shows", async () => {
+    await page.getByLabel("App name").fill("gPodder");
+    await page.getByRole("button", { name: "Create app password" }).click();
+    credentials = {
+      server: await page.getByLabel("Server").inputValue(),
+      username: await page.getByLabel("Username").inputValue(),
+      password: await page.getByLabel("Password").inputValue(),
+    };
+    expect(credentials.server).toBe(origin);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.screenshot({ path: `${SCREENSHOTS}connect-desktop.png`, fullPage: true });
+    await page.setViewportSize({ width: 360, height: 740 });
+    expect(await fitsPhone(page), "the connect page at 360 px").toBe(true);
+    await page.screenshot({ path: `${SCREENSHOTS}connect-phone.png`, fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    const synced = await syncWithMygpoclient(credentials.username, credentials.password);
+    expect(synced.subscriptions).toEqual([FEED]);
+  });
+
+  it("shows the subscription, the episode's progress bar, the device and the app password", async () => {
+    await page.goto(`${origin}/account/subscriptions`);
+    await expect(page.locator("ul.feeds").textContent()).resolves.toContain(FEED);
+    await expect(page.getByRole("button", { name: `Unsubscribe from ${FEED}` }).count()).resolves.toBe(1);
+    await page.goto(`${origin}/account/progress`);
+    const bar = page.getByRole("progressbar", { name: `Position in ${EPISODE}` });
+    await expect(bar.getAttribute("value")).resolves.toBe("42");
+    await expect(bar.getAttribute("max")).resolves.toBe("100");
+    await page.goto(`${origin}/account`);
+    await expect(page.locator("main").textContent()).resolves.toMatch(/ci-device\s*CI\s*desktop/);
+    await expect(page.getByRole("button", { name: "Revoke gPodder" }).count()).resolves.toBe(1);
+    for (const [path, name] of [
+      ["/account", "account"],
+      ["/account/subscriptions", "subscriptions"],
+      ["/account/progress", "progress"],
+      ["/account/erase", "erase"],
+    ] as const) {
+      await screenshot(context, path, name);
+    }
+  });
+
+  it("has no accessibility violation of serious or critical impact on any page (axe-core)", async () => {
+    // axe is a script: injected into a context that lets it run (the pages themselves forbid scripts).
+    const checking = await browser.newContext({ bypassCSP: true, storageState: await context.storageState() });
+    const violations: string[] = [];
+    for (const path of ["/", "/account", "/account/subscriptions", "/account/progress", "/account/erase"]) {
+      violations.push(...(await seriousViolations(checking, path)));
+    }
+    const signedOut = await browser.newContext({ bypassCSP: true });
+    violations.push(...(await seriousViolations(signedOut, "/account")));
+    // The connect page and an error page.
+    const connect = await checking.newPage();
+    await connect.goto(`${origin}/account`);
+    await connect.getByLabel("App name").fill("axe");
+    await connect.getByRole("button", { name: "Create app password" }).click();
+    await connect.addScriptTag({ content: readFileSync(AXE, "utf8") });
+    const connectViolations = await connect.evaluate(async () => {
+      const axe = (
+        globalThis as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string }[] }> } }
+      ).axe;
+      return (await axe.run()).violations
+        .filter((v) => v.impact === "serious" || v.impact === "critical")
+        .map((v) => v.id);
+    });
+    violations.push(...connectViolations.map((id) => `connect page: ${id}`));
+    violations.push(...(await seriousViolations(signedOut, "/account/subscriptions?after=x")));
+    await checking.close();
+    await signedOut.close();
+    expect(violations).toEqual([]);
+  });
+
+  it("exports and imports OPML through the page", async () => {
+    await page.goto(`${origin}/account/subscriptions`);
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("link", { name: "Export OPML" }).click(),
+    ]);
+    const path = await download.path();
+    expect(readFileSync(path, "utf8")).toContain(`xmlUrl="${FEED}"`);
+    await page.getByLabel("OPML file").setInputFiles({
+      name: "podcasts.opml",
+      mimeType: "text/x-opml",
+      buffer: Buffer.from(
+        `<?xml version="1.0"?><opml version="2.0"><body><outline text="Imported" xmlUrl="https://import.example/feed.xml"/><outline text="Broken" xmlUrl="not a url"/></body></opml>`,
+      ),
+    });
+    await page.getByRole("button", { name: "Import" }).click();
+    await expect(page.locator("main").textContent()).resolves.toContain("Added 1 podcast");
+    await expect(page.locator("ul.skipped").textContent()).resolves.toContain("not a url");
+    await page.goto(`${origin}/account/subscriptions`);
+    await expect(page.locator("ul.feeds").textContent()).resolves.toContain("https://import.example/feed.xml");
+  });
+
+  it("Revoke stops the app", async () => {
+    await page.goto(`${origin}/account`);
+    await page.getByRole("button", { name: "Revoke gPodder" }).click();
+    await expect(page.locator("main").textContent()).resolves.not.toContain("gPodder");
+    await expect(syncWithMygpoclient(credentials.username, credentials.password)).rejects.toThrow(/Unauthorized|401/);
+  });
+
+  it("Sign out ends the session: the same cookies replayed are signed out", async () => {
+    const before = await context.storageState();
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await expect(page.getByRole("link", { name: "Sign in" }).count()).resolves.toBe(1);
+    const replay = await browser.newContext({ javaScriptEnabled: false, storageState: before });
+    const again = await replay.newPage();
+    await again.goto(`${origin}/account`);
+    await expect(again.getByRole("button", { name: "Sign out" }).count()).resolves.toBe(0);
+    await expect(again.getByRole("link", { name: "Sign in" }).count()).resolves.toBe(1);
+    await screenshot(replay, "/account", "signed-out");
+    await replay.close();
+  });
+
+  it("erases the account after the typed confirmation, and only then", async () => {
+    await page.getByRole("link", { name: "Sign in" }).click();
+    // Still signed in at the provider: back at once; otherwise its form again.
+    if (!page.url().startsWith(origin)) {
+      await page.getByLabel("User name").fill(userName);
+      await page.getByRole("button", { name: "Sign in" }).click();
+    }
+    await page.waitForURL(`${origin}/account`);
+    await page.goto(`${origin}/account/erase`);
+    await page.getByLabel("Confirm").fill("delete");
+    await page.getByRole("button", { name: "Erase my account" }).click();
+    await expect(page.locator("main").textContent()).resolves.toContain("Nothing was erased");
+    await page.getByLabel("Confirm").fill("erase");
+    await page.getByRole("button", { name: "Erase my account" }).click();
+    await expect(page.locator("h1").textContent()).resolves.toBe("Your account is erased");
+    await page.goto(`${origin}/account`);
+    await expect(page.getByRole("link", { name: "Sign in" }).count()).resolves.toBe(1);
+  });
+});
