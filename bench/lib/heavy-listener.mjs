@@ -77,7 +77,7 @@ export const CLIENTS = {
 
 /**
  * AntennaPod's "Nextcloud" option (NextcloudLoginFlow.java, NextcloudSyncService.java): its requests join this
- * table with the Nextcloud paths (CONTRACT 17), under the same targets.
+ * table with the Nextcloud paths (docs/API.md §17), under the same targets.
  */
 export const NEXTCLOUD_ROWS = [
   "POST /index.php/login/v2 (start the Login Flow)",
