@@ -12,6 +12,7 @@ import { appPasswordRoutes } from "./routes/app-passwords";
 import { episodeRoutes } from "./routes/episodes";
 import { extensionRoutes } from "./routes/extensions";
 import { gpodderRoutes } from "./routes/gpodder";
+import { nextcloudRoutes } from "./routes/nextcloud";
 import { operationRoutes } from "./routes/operations";
 import { opmlRoutes } from "./routes/opml";
 import { statusRoutes } from "./routes/status";
@@ -34,6 +35,8 @@ app.route("/status", statusRoutes);
 app.route("/", pageRoutes);
 // The gpodder.net API (docs/API.md §14): its own authentication (app passwords), per route.
 app.route("/", gpodderRoutes);
+// Nextcloud's Login Flow v2 and the gpoddersync app's API (docs/API.md §17), on the gpodder.net API's data.
+app.route("/", nextcloudRoutes);
 
 app.notFound(onNotFound);
 app.onError(onError);

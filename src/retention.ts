@@ -1,3 +1,4 @@
+import { purgeExpiredLoginFlows } from "./db/login-flows";
 import { backfillUrlKeys, purgeExpiredTombstones, TOMBSTONE_RETENTION_MS } from "./db/retention";
 import type { AppBindings } from "./env";
 import { shardOfUser, shardRouting } from "./shards";
@@ -6,8 +7,10 @@ import { shardOfUser, shardRouting } from "./shards";
  * The Cron Trigger (wrangler.toml `[triggers] crons`): purges tombstones older than 180 days in every database of
  * the shard map, a bounded slice per database per run (src/db/retention.ts), then gives a slice of the rows from
  * before migration 0004 their url_key. In each database it writes only the rows of users the map places there
- * and whose bucket is not frozen, so a bucket move's copies and checksums stay as the move left them. A database
- * that fails is logged and retried by the next run; the others still run.
+ * and whose bucket is not frozen, so a bucket move's copies and checksums stay as the move left them. It also
+ * deletes expired Login Flows (docs/API.md §17), which belong to no user: in every database, not only bucket 0's,
+ * so flows left behind by a move of bucket 0 go too. A database that fails is logged and retried by the next
+ * run; the others still run.
  */
 export async function scheduled(
   controller: ScheduledController,
@@ -24,7 +27,10 @@ export async function scheduled(
     try {
       const users = await purgeExpiredTombstones(database, cutoff, writable);
       const urlKeys = await backfillUrlKeys(database, writable);
-      console.log(JSON.stringify({ level: "info", event: "tombstone_retention", database: name, users, urlKeys }));
+      const loginFlows = await purgeExpiredLoginFlows(database, controller.scheduledTime);
+      console.log(
+        JSON.stringify({ level: "info", event: "tombstone_retention", database: name, users, urlKeys, loginFlows }),
+      );
     } catch (err) {
       console.error(
         JSON.stringify({ level: "error", event: "tombstone_retention_failed", database: name, error: String(err) }),

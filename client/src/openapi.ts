@@ -219,6 +219,48 @@ export interface paths {
      */
     put: operations["gpodderSimpleReplace"];
   };
+  "/index.php/login/v2": {
+    /**
+     * Start a Login Flow
+     * @description No credentials; any body. The app opens `login` (`/index.php/login/v2/flow/<login id>`) in the browser and polls `poll.endpoint` with `poll.token`. The flow lasts 20 minutes; the app is named by its `User-Agent` (at most 100 characters; absent: `Unknown app`). At most 30 flows are started per minute per address (an IPv6 address by its /64).
+     */
+    post: operations["nextcloudStartLoginFlow"];
+  };
+  "/index.php/login/v2/poll": {
+    /**
+     * Poll a Login Flow
+     * @description The form body `token=<poll.token>`. `404` with `[]` until access is granted; then the credentials, exactly once; afterwards, and for a denied, expired or unknown flow, `404` with `[]`. Polling is not authentication (no failure is counted), but at most 60 polls per minute per token are answered.
+     */
+    post: operations["nextcloudPollLoginFlow"];
+  };
+  "/index.php/apps/gpoddersync/subscriptions": {
+    /**
+     * Subscription changes since a time
+     * @description Feeds added, and feeds no active subscription has any more, whose last change reached the server at or after `since` less the margin: the gpodder.net API's subscription changes, for the user's one list.
+     */
+    get: operations["nextcloudSubscriptionChanges"];
+  };
+  "/index.php/apps/gpoddersync/subscription_change/create": {
+    /**
+     * Upload subscription changes
+     * @description Removes, then adds, as the gpodder.net API's upload does (either list may be absent).
+     */
+    post: operations["nextcloudUploadSubscriptions"];
+  };
+  "/index.php/apps/gpoddersync/episode_action": {
+    /**
+     * Episode actions since a time
+     * @description One action per episode state changed at or after `since` less the margin: the latest state, as the gpodder.net API tells it.
+     */
+    get: operations["nextcloudEpisodeActions"];
+  };
+  "/index.php/apps/gpoddersync/episode_action/create": {
+    /**
+     * Upload episode actions
+     * @description Each valid action applies to its episode state (`play` with a position, `new`), as on the gpodder.net API; invalid ones are skipped.
+     */
+    post: operations["nextcloudUploadEpisodeActions"];
+  };
   "/status/shard-config": {
     /**
      * The version of the routing settings this worker runs with
@@ -3120,6 +3162,516 @@ export interface operations {
       };
       /** @description The database is unreachable (`Retry-After`). */
       503: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Start a Login Flow
+   * @description No credentials; any body. The app opens `login` (`/index.php/login/v2/flow/<login id>`) in the browser and polls `poll.endpoint` with `poll.token`. The flow lasts 20 minutes; the app is named by its `User-Agent` (at most 100 characters; absent: `Unknown app`). At most 30 flows are started per minute per address (an IPv6 address by its /64).
+   */
+  nextcloudStartLoginFlow: {
+    responses: {
+      /** @description The flow started. */
+      200: {
+        content: {
+          "application/json": {
+            poll: {
+              /** @description 256 random bits. */
+              token: string;
+              /** Format: uri */
+              endpoint: string;
+            };
+            /**
+             * Format: uri
+             * @description The page where the person grants access.
+             */
+            login: string;
+          };
+        };
+      };
+      /** @description Another method. */
+      405: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description Too many flows started from this address. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description An unexpected failure. */
+      500: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description The database is unreachable; nothing was changed. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Poll a Login Flow
+   * @description The form body `token=<poll.token>`. `404` with `[]` until access is granted; then the credentials, exactly once; afterwards, and for a denied, expired or unknown flow, `404` with `[]`. Polling is not authentication (no failure is counted), but at most 60 polls per minute per token are answered.
+   */
+  nextcloudPollLoginFlow: {
+    requestBody: {
+      content: {
+        "application/x-www-form-urlencoded": {
+          token: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Access was granted: the app's own app password, handed out this once. */
+      200: {
+        content: {
+          "application/json": {
+            /**
+             * Format: uri
+             * @description The address to sync with from now on.
+             */
+            server: string;
+            /** @description The gpodder username. */
+            loginName: string;
+            appPassword: string;
+          };
+        };
+      };
+      /** @description Not granted (yet), or the flow was used, denied, expired or is unknown. */
+      404: {
+        content: {
+          "application/json": unknown[];
+        };
+      };
+      /** @description Another method. */
+      405: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description A body over 1 MiB. */
+      413: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description This token was polled more than 60 times in a minute. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description An unexpected failure. */
+      500: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description The database is unreachable; nothing was changed. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Subscription changes since a time
+   * @description Feeds added, and feeds no active subscription has any more, whose last change reached the server at or after `since` less the margin: the gpodder.net API's subscription changes, for the user's one list.
+   */
+  nextcloudSubscriptionChanges: {
+    parameters: {
+      query?: {
+        /** @description Unix seconds; absent: 0. The answer holds what reached the server at or after `since` minus 600 seconds: these apps send their own clock, which may run ahead. */
+        since?: number;
+      };
+    };
+    responses: {
+      /** @description The changes. */
+      200: {
+        content: {
+          "application/json": {
+            add: string[];
+            remove: string[];
+            /** @description The server's Unix second. */
+            timestamp: number;
+          };
+        };
+      };
+      /** @description `since` is not a non-negative integer. */
+      400: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description No or wrong credentials: `WWW-Authenticate: Basic realm="gpodder"`. */
+      401: {
+        headers: {
+          "WWW-Authenticate"?: string;
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description Another method. */
+      405: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description Over the per-user rate limit. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description An unexpected failure. */
+      500: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description The database is unreachable; nothing was changed. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Upload subscription changes
+   * @description Removes, then adds, as the gpodder.net API's upload does (either list may be absent).
+   */
+  nextcloudUploadSubscriptions: {
+    requestBody: {
+      content: {
+        "application/json": {
+          add?: string[];
+          remove?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Applied. */
+      200: {
+        content: {
+          "application/json": {
+            /** @description The server's Unix second. */
+            timestamp: number;
+          };
+        };
+      };
+      /** @description Not a JSON object of URL lists, or a URL both added and removed. */
+      400: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description No or wrong credentials: `WWW-Authenticate: Basic realm="gpodder"`. */
+      401: {
+        headers: {
+          "WWW-Authenticate"?: string;
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description Another method. */
+      405: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description More than 1000 URLs, or a body over 1 MiB. */
+      413: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description Over the per-user rate limit. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description An unexpected failure. */
+      500: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description The database is unreachable; nothing was changed. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Episode actions since a time
+   * @description One action per episode state changed at or after `since` less the margin: the latest state, as the gpodder.net API tells it.
+   */
+  nextcloudEpisodeActions: {
+    parameters: {
+      query?: {
+        /** @description Unix seconds; absent: 0. The answer holds what reached the server at or after `since` minus 600 seconds: these apps send their own clock, which may run ahead. */
+        since?: number;
+      };
+    };
+    responses: {
+      /** @description The actions. */
+      200: {
+        content: {
+          "application/json": {
+            actions: ({
+                podcast: string;
+                episode: string;
+                guid?: string;
+                /** @enum {unknown} */
+                action: "play" | "new" | "download" | "delete" | "flattr";
+                /** @description `YYYY-MM-DDTHH:MM:SS`, UTC. */
+                timestamp: string;
+                device?: string;
+                started?: number;
+                position?: number;
+                total?: number;
+              })[];
+            /** @description The server's Unix second. */
+            timestamp: number;
+          };
+        };
+      };
+      /** @description `since` is not a non-negative integer. */
+      400: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description No or wrong credentials: `WWW-Authenticate: Basic realm="gpodder"`. */
+      401: {
+        headers: {
+          "WWW-Authenticate"?: string;
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description Another method. */
+      405: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description Over the per-user rate limit. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description An unexpected failure. */
+      500: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description The database is unreachable; nothing was changed. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Upload episode actions
+   * @description Each valid action applies to its episode state (`play` with a position, `new`), as on the gpodder.net API; invalid ones are skipped.
+   */
+  nextcloudUploadEpisodeActions: {
+    requestBody: {
+      content: {
+        "application/json": ({
+            podcast: string;
+            episode: string;
+            guid?: string;
+            /** @enum {unknown} */
+            action: "play" | "new" | "download" | "delete" | "flattr";
+            /** @description `YYYY-MM-DDTHH:MM:SS`, UTC. */
+            timestamp: string;
+            device?: string;
+            started?: number;
+            position?: number;
+            total?: number;
+          })[];
+      };
+    };
+    responses: {
+      /** @description Applied. */
+      200: {
+        content: {
+          "application/json": {
+            /** @description The server's Unix second. */
+            timestamp: number;
+          };
+        };
+      };
+      /** @description Not a JSON array. */
+      400: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description No or wrong credentials: `WWW-Authenticate: Basic realm="gpodder"`. */
+      401: {
+        headers: {
+          "WWW-Authenticate"?: string;
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description Another method. */
+      405: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description More than 1000 actions, or a body over 1 MiB. */
+      413: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description Over the per-user rate limit. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description An unexpected failure. */
+      500: {
+        content: {
+          "application/json": {
+            error: string;
+          };
+        };
+      };
+      /** @description The database is unreachable; nothing was changed. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+        };
         content: {
           "application/json": {
             error: string;

@@ -226,7 +226,11 @@ export const loginFlows = sqliteTable(
     startedAt: integer("started_at").notNull(),
     startedFrom: text("started_from").notNull(),
     expiresAt: integer("expires_at").notNull(),
-    /** Set by `Grant access`: the user's gpodder username and the sealed app password. */
+    /**
+     * Set by `Grant access`: the user's gpodder username and the sealed app password. Before the grant,
+     * `sealedPassword` holds the key the password will be sealed with, itself sealed under a key derived from
+     * the login id (src/nextcloud/login-flow.ts): the grant knows the login id, the poll the token.
+     */
     loginName: text("login_name"),
     sealedPassword: text("sealed_password"),
   },

@@ -12,9 +12,12 @@ import { ShardConfigError } from "../shards";
 /** Statuses Hono's own middleware raise (body limit, JSON validator), as the same JSON:API errors as ours. */
 const httpExceptionProblems: Record<number, ProblemInit> = { 400: MALFORMED_JSON, 413: BODY_TOO_LARGE };
 
-/** The gpodder.net API's paths (docs/API.md §14): their errors are `{"error": <text>}`, not JSON:API documents. */
+/**
+ * The gpodder.net API's paths (docs/API.md §14) and the Nextcloud ones (§17): their errors are
+ * `{"error": <text>}`, not JSON:API documents.
+ */
 export function isGpodderPath(path: string): boolean {
-  return path.startsWith("/api/") || path.startsWith("/subscriptions/");
+  return path.startsWith("/api/") || path.startsWith("/subscriptions/") || path.startsWith("/index.php/");
 }
 
 /**

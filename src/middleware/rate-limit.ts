@@ -7,7 +7,7 @@ import { ApiError } from "../jsonapi";
 /** The longest window the Rate Limiting binding uses (its `period` is 10 or 60 s): a safe time to wait. */
 const RETRY_AFTER_SECONDS = 60;
 
-function tooManyRequests(detail: string): ApiError {
+export function tooManyRequests(detail: string): ApiError {
   return new ApiError({
     status: 429,
     title: "Too many requests",

@@ -7,6 +7,7 @@ import { appPasswordPaths } from "../routes/app-passwords.openapi";
 import { episodePaths } from "../routes/episodes.openapi";
 import { extensionPaths } from "../routes/extensions.openapi";
 import { gpodderPaths, gpodderSecuritySchemes, gpodderTag } from "../routes/gpodder.openapi";
+import { nextcloudPaths, nextcloudTag } from "../routes/nextcloud.openapi";
 import { operationPaths } from "../routes/operations.openapi";
 import { opmlPaths } from "../routes/opml.openapi";
 import { statusPaths } from "../routes/status.openapi";
@@ -29,6 +30,7 @@ const paths: Record<string, Json> = {
   ...accountPaths,
   ...extensionPaths,
   ...gpodderPaths,
+  ...nextcloudPaths,
   ...statusPaths,
 };
 
@@ -101,6 +103,7 @@ export function buildOpenApiDocument(): Json {
       { name: "Account", description: "Erasing everything stored for the user." },
       { name: "Extensions", description: "Documentation of the JSON:API extensions this server uses." },
       gpodderTag,
+      nextcloudTag,
       { name: "Operations", description: "What a worker reports to the people who run it." },
     ],
     paths: sortResponses(paths),

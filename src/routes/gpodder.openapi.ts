@@ -61,7 +61,7 @@ function operation(
 
 const empty = { description: "Done (empty body; exactly 200, never 201 or 204)." };
 const jsonBody = (schema: Json) => ({ required: true, content: jsonContent(schema) });
-const action = {
+export const action = {
   type: "object",
   required: ["podcast", "episode", "action", "timestamp"],
   properties: {
