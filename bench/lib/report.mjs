@@ -923,7 +923,7 @@ export function renderMarkdown({
         `The full syncs from zero again, every request of them (every page, every batch), through the instrumented worker with each D1 call made ${farEdge.delayMs} ms later, one request at a time, with credentials the worker had not verified:`,
         "",
         ...table(
-          ["client", "requests", "D1 round trips (in turn)", "D1 queries", "wall time"],
+          ["client", "requests", "D1 round trips (in turn)", "statements", "wall time"],
           ["l", "r", "r", "r", "r"],
           Object.entries(farEdge.clients).map(([client, f]) => [
             CLIENTS[client] ?? client,
