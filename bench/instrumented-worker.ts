@@ -1,29 +1,62 @@
-// The app, unchanged, with its D1 bindings wrapped so that every response tells how many rows the
-// request read and wrote (summed from D1's result `meta`). Used only for the sequential probes of
-// `npm run bench`, never for the load runs, so the wrapping costs nothing in the rps figures.
+// The app, unchanged, with its D1 bindings wrapped so that every response tells what the request asked of
+// D1 (D1Use in bench/recording.ts). Used only for the sequential probes and recordings of `npm run bench`,
+// never for the load runs, so the wrapping costs nothing in the rps figures.
 //
 // Response headers added:
 //   X-Bench-Rows-Read     sum of meta.rows_read of every D1 result of the request
 //   X-Bench-Rows-Written  sum of meta.rows_written
 //   X-Bench-D1-Calls      number of D1 round trips (one statement call or one batch each)
+//   X-Bench-D1-Queries    statements sent (each statement of a batch counts)
+//   X-Bench-D1-Sequential round trips that started while no other was under way (what the request waits for in turn)
+//   X-Bench-D1-Answer-Bytes, X-Bench-D1-Largest-Answer-Bytes  D1's answers as JSON text (UTF-8): all, and the largest
 //
 // With the request header X-Bench-Record, the answer is instead a JSON envelope (RecordingEnvelope in
-// bench/recording.ts): the app's status and body plus every D1 call of the request with what it
-// returned, the tape that the isolate-only worker (bench/isolate-worker.ts) replays.
+// bench/recording.ts): the app's status, headers and body plus every D1 call of the request with what it
+// returned, the tape that the isolate-only worker (bench/isolate-worker.ts) replays, and the counts above.
+// With X-Bench-D1-Delay: <ms>, every D1 call waits that long before it goes out (the far-edge scenario).
 //
 // Drizzle runs selects through `stmt.raw()`, whose result carries no meta: here raw() is served by
 // all() (which does) and each row object is turned back into an array with Object.values, which
 // keeps the column order of the SELECT (this assumes distinct, non-numeric column names, true of
 // every query the app issues). first() is served by all() too. batch() results carry meta as is.
 import app from "../src/index";
-import { type D1Operation, isD1Binding, RECORD_HEADER, type RecordedCall, type RecordingEnvelope } from "./recording";
+import {
+  D1_DELAY_HEADER,
+  type D1Operation,
+  type D1Use,
+  isD1Binding,
+  RECORD_HEADER,
+  type RecordedCall,
+  type RecordingEnvelope,
+} from "./recording";
 
-interface Counter {
-  rowsRead: number;
-  rowsWritten: number;
-  calls: number;
+interface Counter extends D1Use {
+  /** Round trips under way now (to tell the sequential ones). */
+  inFlight: number;
+  /** Milliseconds every call waits before it goes out. */
+  delayMs: number;
   /** Every D1 call with its result, when the request asked for a recording. */
   tape?: RecordedCall[];
+}
+
+const encoder = new TextEncoder();
+
+/** One round trip of `queries` statements: counted, delayed when asked, its answer measured. */
+async function roundTrip<T>(counter: Counter, queries: number, send: () => Promise<T>): Promise<T> {
+  counter.calls++;
+  counter.queries += queries;
+  if (counter.inFlight === 0) counter.sequential++;
+  counter.inFlight++;
+  try {
+    if (counter.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, counter.delayMs));
+    const result = await send();
+    const bytes = encoder.encode(JSON.stringify(result)).byteLength;
+    counter.answerBytes += bytes;
+    counter.largestAnswerBytes = Math.max(counter.largestAnswerBytes, bytes);
+    return result;
+  } finally {
+    counter.inFlight--;
+  }
 }
 
 interface Meta {
@@ -62,8 +95,7 @@ class CountingStatement {
   }
 
   private async allCounted<T>(): Promise<D1Result<T>> {
-    this.counter.calls++;
-    const result = await this.inner.all<T>();
+    const result = await roundTrip(this.counter, 1, () => this.inner.all<T>());
     count(this.counter, result.meta);
     return result;
   }
@@ -73,8 +105,7 @@ class CountingStatement {
   }
 
   async run<T>(): Promise<D1Result<T>> {
-    this.counter.calls++;
-    const result = await this.inner.run<T>();
+    const result = await roundTrip(this.counter, 1, () => this.inner.run<T>());
     count(this.counter, result.meta);
     return record(this.counter, "run", [this as unknown as D1PreparedStatement], result);
   }
@@ -120,8 +151,7 @@ function counting<T extends Batchable>(target: T, counter: Counter): T {
       }
       if (property === "batch") {
         return async (statements: D1PreparedStatement[]) => {
-          counter.calls++;
-          const results = await object.batch(statements.map(unwrap));
+          const results = await roundTrip(counter, statements.length, () => object.batch(statements.map(unwrap)));
           for (const result of results) count(counter, result.meta);
           return record(counter, "batch", statements, results);
         };
@@ -144,21 +174,56 @@ function countingEnv(env: Cloudflare.Env, counter: Counter): Cloudflare.Env {
   return wrapped as unknown as Cloudflare.Env;
 }
 
+/** The counts of a request, without the bookkeeping. */
+function useOf({ inFlight: _inFlight, delayMs: _delayMs, tape: _tape, ...use }: Counter): D1Use {
+  return use;
+}
+
+const USE_HEADERS: Record<keyof D1Use, string> = {
+  rowsRead: "X-Bench-Rows-Read",
+  rowsWritten: "X-Bench-Rows-Written",
+  calls: "X-Bench-D1-Calls",
+  queries: "X-Bench-D1-Queries",
+  sequential: "X-Bench-D1-Sequential",
+  answerBytes: "X-Bench-D1-Answer-Bytes",
+  largestAnswerBytes: "X-Bench-D1-Largest-Answer-Bytes",
+};
+
 export default {
   async fetch(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
     const recording = request.headers.has(RECORD_HEADER);
-    const counter: Counter = { rowsRead: 0, rowsWritten: 0, calls: 0, ...(recording ? { tape: [] } : {}) };
+    const counter: Counter = {
+      rowsRead: 0,
+      rowsWritten: 0,
+      calls: 0,
+      queries: 0,
+      sequential: 0,
+      answerBytes: 0,
+      largestAnswerBytes: 0,
+      inFlight: 0,
+      delayMs: Number(request.headers.get(D1_DELAY_HEADER) ?? 0) || 0,
+      ...(recording ? { tape: [] } : {}),
+    };
     const response = await app.fetch(request, countingEnv(env, counter), ctx);
     if (counter.tape) {
-      const envelope: RecordingEnvelope = { status: response.status, body: await response.text(), calls: counter.tape };
+      const headers: Record<string, string> = {};
+      const cookie = response.headers.get("set-cookie");
+      if (cookie !== null) headers["set-cookie"] = cookie;
+      const envelope: RecordingEnvelope = {
+        status: response.status,
+        headers,
+        body: await response.text(),
+        calls: counter.tape,
+        use: useOf(counter),
+      };
       return Response.json(envelope);
     }
     // A streamed answer (the OPML export, the gpodder GETs) makes its D1 calls while its body is read: read it
     // all before counting, so the headers report the whole request, not the part before the response started.
     const counted = new Response(await response.arrayBuffer(), response);
-    counted.headers.set("X-Bench-Rows-Read", String(counter.rowsRead));
-    counted.headers.set("X-Bench-Rows-Written", String(counter.rowsWritten));
-    counted.headers.set("X-Bench-D1-Calls", String(counter.calls));
+    for (const [name, value] of Object.entries(useOf(counter))) {
+      counted.headers.set(USE_HEADERS[name as keyof D1Use], String(value));
+    }
     return counted;
   },
 } satisfies ExportedHandler<Cloudflare.Env>;

@@ -44,11 +44,42 @@ export type FormatFloor = "request" | "answer";
 /** The request header that asks the instrumented worker for the recording envelope instead of the response. */
 export const RECORD_HEADER = "X-Bench-Record";
 
+/**
+ * The request header that makes the instrumented worker wait this many milliseconds before every D1 call it
+ * passes on: a database far from the isolate (the far-edge scenario, bench/README.md).
+ */
+export const D1_DELAY_HEADER = "X-Bench-D1-Delay";
+
+/**
+ * What the instrumented worker counts of one request's D1 use (response headers `X-Bench-<Name>`, and the
+ * envelope of a recorded request).
+ */
+export interface D1Use {
+  /** Sum of `meta.rows_read` / `meta.rows_written` of every D1 result. */
+  rowsRead: number;
+  rowsWritten: number;
+  /** Round trips: one statement call or one batch each. */
+  calls: number;
+  /** Statements sent, a batch counting each of its statements: the queries Cloudflare's plans limit per invocation. */
+  queries: number;
+  /**
+   * Round trips that started while no other was under way: the ones a request waits for one after the other
+   * (calls made together with `Promise.all` overlap and count once).
+   */
+  sequential: number;
+  /** Bytes of D1's answers as JSON text: all of them, and the largest one the request held at once. */
+  answerBytes: number;
+  largestAnswerBytes: number;
+}
+
 /** The instrumented worker's answer to a recorded request: the app's response plus the tape. */
 export interface RecordingEnvelope {
   status: number;
+  /** The response headers the harness needs again (`set-cookie`: a gpodder session the next requests send). */
+  headers: Record<string, string>;
   body: string;
   calls: RecordedCall[];
+  use: D1Use;
 }
 
 /** A binding that behaves as a D1 database (or session): the ones both bench workers wrap or stand in for. */

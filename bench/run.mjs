@@ -27,6 +27,7 @@ const { fileURLToPath } = await import("node:url");
 const { analyseBundle, buildWorker } = await import("./lib/build.mjs");
 const { countEpisodes, countRows, episodeFeedCount, seed } = await import("./lib/data.mjs");
 const { combine, cpuMs, percentile, runSample } = await import("./lib/load.mjs");
+const { heavyListener, heavyUsers } = await import("./lib/heavy-listener.mjs");
 const { machine, renderMarkdown, summarise } = await import("./lib/report.mjs");
 const scenario = await import("./lib/scenario.mjs");
 const { applyMigrations, startServer } = await import("./lib/server.mjs");
@@ -45,6 +46,11 @@ const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
 const RECORD_HEADER = "X-Bench-Record";
 const SCENARIO_HEADER = "X-Bench-Scenario";
 const FORMAT_FLOOR_HEADER = "X-Bench-Format-Floor";
+const D1_DELAY_HEADER = "X-Bench-D1-Delay";
+/** The far edge: what every D1 call waits in the far-edge run (bench/README.md). */
+const FAR_EDGE_DELAY_MS = 50;
+/** The isolate scenarios whose targets are ratios to the ceiling: each sample is paired with the ceiling's just before. */
+const CEILING_PAIRED = ["list", "get-one"];
 /** The recordings key of a scenario's warm-up calls (warmUpName in bench/recording.ts). */
 const warmUpName = (scenario) => `warm-up:${scenario}`;
 const { settings } = options;
@@ -157,7 +163,7 @@ async function sendExpecting(base, request, status) {
  * device, and (the uploaders) subscribe to the podcasts their actions name.
  */
 async function prepareGpodder(base, u, tokens) {
-  const { all, isolate, podcasts } = scenario.gpodderUsers(u);
+  const { all, isolate, podcasts } = scenario.gpodderUsers(u, { withWriters: !options.isolateOnly });
   const mint = async (user, label) => {
     const text = await sendExpecting(base, scenario.appPasswordRequest(tokens, user, label), 201);
     const { username, password } = JSON.parse(text).data.attributes;
@@ -179,6 +185,7 @@ async function probe(base, endpoint, times, workerdPid) {
   const reads = [];
   const writes = [];
   const calls = [];
+  const sequential = [];
   const latencies = [];
   const cpuBefore = cpuMs(workerdPid);
   for (let i = 0; i < times; i++) {
@@ -193,6 +200,7 @@ async function probe(base, endpoint, times, workerdPid) {
     reads.push(header("x-bench-rows-read"));
     writes.push(header("x-bench-rows-written"));
     calls.push(header("x-bench-d1-calls"));
+    sequential.push(header("x-bench-d1-sequential"));
     latencies.push(ms);
   }
   const cpuAfter = cpuMs(workerdPid);
@@ -200,25 +208,34 @@ async function probe(base, endpoint, times, workerdPid) {
     rowsRead: median(reads),
     rowsWritten: median(writes),
     d1Calls: median(calls),
+    d1Sequential: median(sequential),
     p50: percentile(latencies, 50),
     cpuUsPerRequest: cpuBefore !== undefined && cpuAfter !== undefined ? ((cpuAfter - cpuBefore) * 1000) / times : null,
     spread: { read: [Math.min(...reads), Math.max(...reads)], written: [Math.min(...writes), Math.max(...writes)] },
   };
 }
 
-/**
- * Records each isolate-only scenario once against the real local D1 (through the instrumented
- * worker), loads the tapes into the isolate-only worker, and checks that the replay answers exactly
- * what the real run answered (status and body). Returns the scenarios that this build serves.
- */
 /** RFC 3339 times in a response body, replaced by one placeholder (see the replay check). */
 function maskTimes(body) {
   return body.replace(/"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"/g, '"<time>"');
 }
 
-async function recordIsolateScenarios(urls, isolateEndpoints) {
+/** One request through the instrumented worker, recorded: its envelope (status, headers, body, tape, D1 use). */
+async function recordRequest(base, request) {
+  const text = await sendExpecting(base, { ...request, headers: { ...request.headers, [RECORD_HEADER]: "1" } }, 200);
+  return JSON.parse(text);
+}
+
+/**
+ * Records each isolate-only scenario once against the real local D1 (through the instrumented
+ * worker), then the heavy listener's requests (bench/lib/heavy-listener.mjs), loads the tapes into the
+ * isolate-only worker, and checks that the replay answers exactly what the real run answered (status and
+ * body). Returns the scenarios that this build serves, their tapes and what each asked of D1.
+ */
+async function recordIsolateScenarios(urls, isolateEndpoints, heavy) {
   const recordings = {};
   const answers = {};
+  const uses = {};
   const served = [];
   const absent = [];
   // Warm-up calls by credential: recorded the first time only (the worker verifies a credential once).
@@ -230,9 +247,7 @@ async function recordIsolateScenarios(urls, isolateEndpoints) {
       if (!warmUps.has(key)) {
         const calls = [];
         for (const request of requests) {
-          const envelope = JSON.parse(
-            await sendExpecting(urls.probe, { ...request, headers: { ...request.headers, [RECORD_HEADER]: "1" } }, 200),
-          );
+          const envelope = await recordRequest(urls.probe, request);
           if (envelope.status !== 200)
             throw new Error(
               `recording the warm-up of ${endpoint.name}: ${envelope.status} ${envelope.body.slice(0, 300)}`,
@@ -259,7 +274,36 @@ async function recordIsolateScenarios(urls, isolateEndpoints) {
     checkSummary(endpoint, envelope.body);
     recordings[endpoint.name] = envelope.calls;
     answers[endpoint.name] = envelope;
+    uses[endpoint.name] = { ...envelope.use, responseBytes: Buffer.byteLength(envelope.body) };
     served.push(endpoint);
+  }
+  if (heavy) {
+    const recorded = await heavy.record((request) => recordRequest(urls.probe, request), sendExpecting, urls.app);
+    for (const row of heavy.rows.filter((r) => !r.existing)) {
+      const envelope = recorded.envelopes[row.name];
+      const endpoint = { name: row.name, expected: row.expected, dynamic: false, next: () => row.recorded };
+      try {
+        checkStatus(
+          { ...endpoint, optional: row.optional },
+          envelope.status,
+          envelope.body,
+          row.recorded.method,
+          row.recorded.path,
+        );
+      } catch (err) {
+        // A build that does not take the request yet (the 10 000-URL upload: 413 until the defects branch).
+        if (err.absent || (row.optional && envelope.status === 413)) {
+          absent.push(row.name);
+          continue;
+        }
+        throw err;
+      }
+      if (recorded.warmUps[row.name]) recordings[warmUpName(row.name)] = recorded.warmUps[row.name];
+      recordings[row.name] = envelope.calls;
+      answers[row.name] = envelope;
+      uses[row.name] = { ...envelope.use, responseBytes: Buffer.byteLength(envelope.body) };
+      served.push(endpoint);
+    }
   }
   for (const base of [urls.isolate, urls["isolate-console"], urls.baseline].filter(Boolean)) {
     const load = await fetch(new URL("/__bench/recordings", base), {
@@ -267,7 +311,9 @@ async function recordIsolateScenarios(urls, isolateEndpoints) {
       body: JSON.stringify(recordings),
     });
     if (load.status !== 204) throw new Error(`loading the recordings answered ${load.status}: ${await load.text()}`);
-    for (const endpoint of served) {
+    // The baseline (another commit) replays only the scenarios both builds have.
+    const replayed = base === urls.baseline ? served.filter((endpoint) => !endpoint.name.startsWith("heavy:")) : served;
+    for (const endpoint of replayed) {
       const { response, text } = await send(base, endpoint, { [SCENARIO_HEADER]: endpoint.name });
       const recorded = answers[endpoint.name];
       // The workers listen on different ports: links built from the request's origin differ by it alone.
@@ -286,7 +332,29 @@ async function recordIsolateScenarios(urls, isolateEndpoints) {
     served,
     absent,
     recordings,
+    uses,
     calls: Object.fromEntries(Object.entries(recordings).map(([n, c]) => [n, c.length])),
+  };
+}
+
+/**
+ * One request of the far-edge run: through the instrumented worker, every D1 call delayed by `delayMs`. Returns
+ * the wall time, the response's text and cookie, and what the request asked of D1.
+ */
+async function farEdgeRequest(base, request, delayMs) {
+  const { response, text, ms } = await send(base, { next: () => request }, { [D1_DELAY_HEADER]: String(delayMs) });
+  if (response.status >= 500)
+    throw new Error(`far edge: ${request.method} ${request.path} answered ${response.status}`);
+  const header = (name) => Number(response.headers.get(name) ?? 0);
+  return {
+    ms,
+    text,
+    setCookie: response.headers.get("set-cookie"),
+    use: {
+      calls: header("x-bench-d1-calls"),
+      queries: header("x-bench-d1-queries"),
+      sequential: header("x-bench-d1-sequential"),
+    },
   };
 }
 
@@ -314,6 +382,40 @@ async function buildBaseline(ref) {
     entry: "bench/isolate-worker.ts",
     env: options.env,
   });
+}
+
+/**
+ * `--profile`: each named isolate scenario served under load for BENCH_PROFILE_SECONDS while V8's sampling
+ * profiler runs in the isolate-only worker's isolate (workerd's inspector); the profile is written as
+ * <name>.cpuprofile and its largest self times printed.
+ */
+async function profileScenarios(urls, served, inspectorUrl, load) {
+  const { connectInspector } = await import("./lib/inspector.mjs");
+  const { profileWhile, selfTimes } = await import("./lib/profile.mjs");
+  const byName = new Map(served.map((endpoint) => [endpoint.name, endpoint]));
+  const outDir = options.out ? resolve(options.out) : join(tmpdir(), "subscriptions-bench-profiles");
+  mkdirSync(outDir, { recursive: true });
+  const wake = () => fetch(urls.isolate).then((response) => response.text());
+  const inspector = await connectInspector(Number(inspectorUrl.port), wake, "/core:user:isolate");
+  try {
+    for (const name of options.profile) {
+      const endpoint = byName.get(name);
+      if (!endpoint) throw new Error(`--profile ${name}: no such isolate scenario (${[...byName.keys()].join(", ")})`);
+      await load(endpoint); // warm: the replay's first requests fill the caches and compile the code
+      let responses = 0;
+      const profile = await profileWhile(inspector, async () => {
+        responses = (await load(endpoint)).responses;
+      });
+      const file = join(outDir, `${name.replaceAll(":", "_")}.cpuprofile`);
+      writeFileSync(file, JSON.stringify(profile));
+      log(`\nbench: ${name}: ${responses} requests profiled, ${file}`);
+      for (const { name: fn, share } of selfTimes(profile).slice(0, 30)) {
+        log(`  ${(100 * share).toFixed(1).padStart(5)} %  ${fn}`);
+      }
+    }
+  } finally {
+    inspector.close();
+  }
 }
 
 function readPlainResults(dir) {
@@ -367,7 +469,14 @@ async function main() {
     await Promise.all(
       Object.entries(entries).map(async ([name, entry]) => [
         name,
-        await buildWorker({ root: ROOT, outdir: join(workDir, name), entry, env: options.env }),
+        await buildWorker({
+          root: ROOT,
+          outdir: join(workDir, name),
+          entry,
+          env: options.env,
+          // A profile names the app's own functions.
+          minify: !(options.profile && name === "isolate"),
+        }),
       ]),
     ),
   );
@@ -388,6 +497,7 @@ async function main() {
       "isolate-console": builds.isolate.script,
     },
     bindings: { "isolate-console": { BENCH_CONSOLE: "local" } },
+    inspector: options.profile !== undefined,
   });
   const { urls, databases, workerdPid, logs } = server;
   const sockets = Object.entries(urls).map(([name, url]) => `${name} ${url.host}`);
@@ -396,11 +506,18 @@ async function main() {
   // 3. Schema and data.
   const loadSeconds = settings.warmupSeconds + settings.rounds * settings.seconds + 1;
   const u = scenario.users(loadSeconds);
-  const userList = scenario.allUsers(u);
+  const withHeavy = !skip.has("heavy-listener");
+  const heavyUserSet = heavyUsers();
+  // An isolate-only run sends no load and no probes: their pools of writers are not seeded.
+  const userList = [
+    ...scenario.allUsers(u, { withWriters: !options.isolateOnly }),
+    ...(withHeavy ? Object.values(heavyUserSet) : []),
+  ];
   const { migrations, seeded } = await prepareData(databases, userList, [
     u.list,
     ...Object.values(u.scaling),
     u.episodeFeed,
+    ...(withHeavy ? [heavyUserSet.listener] : []),
   ]);
   log(
     `bench: ${Object.keys(databases).join(", ")}: migrations ${migrations.join(", ")}; seeded ${seeded} rows (incl. trigger writes)`,
@@ -408,6 +525,8 @@ async function main() {
   const tokens = await scenario.tokensFor(userList, secret);
   const gpodderUsers = await prepareGpodder(urls.app, u, tokens);
   log(`bench: ${gpodderUsers} gpodder users signed in with app passwords minted through the API`);
+  const heavy = withHeavy ? heavyListener({ users: heavyUserSet, tokens, startedAt: Date.now() }) : undefined;
+  if (heavy) await heavy.prepare(sendExpecting, urls.app);
 
   // 4. Rows per request: sequential probes through the instrumented worker (not under load).
   const rows = {};
@@ -452,6 +571,7 @@ async function main() {
   const isolate = await recordIsolateScenarios(
     urls,
     scenario.isolateEndpoints(u, tokens).filter((endpoint) => !skip.has(endpoint.name)),
+    heavy,
   );
   for (const name of isolate.absent) absent.add(name);
   // Kept with BENCH_KEEP_TMP=1: the tapes and their requests, to replay them elsewhere (a profiler).
@@ -466,6 +586,22 @@ async function main() {
   log(
     `bench: isolate-only scenarios recorded and replayed identically: ${isolate.served.map((e) => `${e.name} (${isolate.calls[e.name]} D1 calls)`).join(", ")}`,
   );
+
+  // The far edge: the heavy listener's full syncs from zero again, every D1 call FAR_EDGE_DELAY_MS later.
+  let farEdge;
+  if (heavy && !skip.has("far-edge") && !options.profile) {
+    log(`bench: far edge: the full syncs from zero with ${FAR_EDGE_DELAY_MS} ms before every D1 call ...`);
+    farEdge = {
+      delayMs: FAR_EDGE_DELAY_MS,
+      clients: await heavy.farEdge(
+        (request, delayMs) => farEdgeRequest(urls.probe, request, delayMs),
+        FAR_EDGE_DELAY_MS,
+      ),
+    };
+    for (const [client, f] of Object.entries(farEdge.clients)) {
+      log(`  far edge ${client}: ${f.requests} requests, ${f.sequential} sequential D1 round trips, ${f.ms} ms`);
+    }
+  }
 
   // The statement floor runs the read scenarios' own statements on the real D1.
   const statementScenarios = isolate.served.filter((endpoint) => STATEMENT_FLOOR_NAMES.includes(endpoint.name));
@@ -532,7 +668,9 @@ async function main() {
     ),
     ...(urls.baseline
       ? Object.fromEntries(
-          isolate.served.map((endpoint) => [`baseline:${endpoint.name}`, isolateTarget(endpoint, urls.baseline)]),
+          isolate.served
+            .filter((endpoint) => !endpoint.name.startsWith("heavy:"))
+            .map((endpoint) => [`baseline:${endpoint.name}`, isolateTarget(endpoint, urls.baseline)]),
         )
       : {}),
     ...formatFloors,
@@ -540,14 +678,29 @@ async function main() {
   const sample = ({ base, endpoint, seconds }, fallback) =>
     runSample({ base, endpoint, seconds: seconds ?? fallback, connections: settings.connections, workerdPid });
 
+  if (options.profile) {
+    await profileScenarios(urls, isolate.served, server.inspectorUrl, (endpoint) =>
+      sample(isolateTarget(endpoint), settings.profileSeconds),
+    );
+    return;
+  }
+
   log(`bench: warm-up (${settings.warmupSeconds} s each) ...`);
   for (const target of Object.values(targets)) await sample(target, settings.warmupSeconds);
 
   const has = (name) => targets[name] !== undefined;
-  // With --compare, each isolate-only sample is followed by the same scenario on the baseline.
-  const isolateNames = isolate.served.map((endpoint) =>
-    urls.baseline ? [`isolate:${endpoint.name}`, `baseline:${endpoint.name}`] : [`isolate:${endpoint.name}`],
-  );
+  // Each isolate scenario's samples sit beside what its targets divide it by: list and get-one right after a
+  // ceiling sample, a scenario with format floors right before them; with --compare, the baseline right after.
+  // Every target is then the median over the rounds of the ratio of a sample to its neighbour's (bench/README.md).
+  const isolateBlock = isolate.served.flatMap((endpoint) => [
+    ...(CEILING_PAIRED.includes(endpoint.name) ? ["ceiling"] : []),
+    `isolate:${endpoint.name}`,
+    ...(urls.baseline && !endpoint.name.startsWith("heavy:") ? [`baseline:${endpoint.name}`] : []),
+    ...(endpoint.name === "get-one" ? ["isolate-console:get-one"] : []),
+    ...(FORMAT_FLOOR_NAMES.includes(endpoint.name)
+      ? [`format-floor-answer:${endpoint.name}`, `format-floor-request:${endpoint.name}`]
+      : []),
+  ]);
   const schedule = [
     "ceiling",
     "d1-floor",
@@ -569,23 +722,23 @@ async function main() {
     "ceiling",
     ...GPODDER_NAMES,
     "ceiling",
-    ...isolateNames.slice(0, 5).flat(),
-    "isolate-console:get-one",
+    ...isolateBlock,
     "ceiling",
-    ...isolateNames.slice(5).flat(),
-    "ceiling",
-    ...Object.keys(formatFloors),
   ].filter(has);
   const samples = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
   const ceilingTimeline = [];
   for (let round = 1; round <= settings.rounds; round++) {
     const names = round === settings.rounds ? [...schedule, "ceiling"] : schedule;
+    let lastCeilingCpu = null;
     for (const name of names) {
       const result = await sample(targets[name], settings.seconds);
-      samples[name].push(result);
       const rps = result.responses / result.seconds;
-      if (name === "ceiling") ceilingTimeline.push(rps);
       const cpu = result.cpuMs !== undefined && result.responses > 0 ? (result.cpuMs * 1000) / result.responses : null;
+      samples[name].push({ ...result, round, ceilingCpu: lastCeilingCpu });
+      if (name === "ceiling") {
+        ceilingTimeline.push(rps);
+        lastCeilingCpu = cpu;
+      }
       const errors = result.errors > 0 ? `  errors ${result.errors} ${JSON.stringify(result.statuses)}` : "";
       log(
         `  round ${round}/${settings.rounds}  ${name.padEnd(24)} ${fmt(rps, 0).padStart(6)} req/s ${fmt(cpu, 0).padStart(6)} µs CPU${errors}`,
@@ -601,6 +754,8 @@ async function main() {
   if (pools.length > 0) log(`bench: WARNING the user pools of ${pools.join(", ")} ran dry (see README)`);
   const summary = summarise({
     figures,
+    samples,
+    heavy: heavy && { rows: heavy.rows, farEdge },
     rows,
     scalingRows,
     syncRows,
@@ -615,6 +770,10 @@ async function main() {
 
   log("");
   log(summary.table);
+  if (summary.heavyTable.length > 0) {
+    log("\nThe heavy listener (bench/README.md):");
+    for (const line of summary.heavyTable) log(line);
+  }
   for (const [name, f] of Object.entries(summary.results.details.format_floor_us)) {
     log(
       `  format floor of ${name}: request + response ${fmt(f.request_us, 0)} µs, + D1 answers ${fmt(f.answer_us, 0)} µs (the app: ${fmt(f.app_us, 0)} µs)`,

@@ -4,9 +4,9 @@ import { pageOf } from "../src/db/change-feed";
 import type { ChangedEpisode } from "../src/db/episodes";
 import { listEpisodeChanges } from "../src/db/episodes";
 import type { ChangedSubscription } from "../src/db/subscriptions";
-import { listChanges } from "../src/db/subscriptions";
+import { listChanges, listPageOf, listSubscriptions } from "../src/db/subscriptions";
 import { MAX_SECONDS, toEpisodeChangeResource } from "../src/resources/episode";
-import { toChangeResource } from "../src/resources/subscription";
+import { toChangeResource, toSubscriptionResource } from "../src/resources/subscription";
 import { databaseFor } from "./helpers";
 
 /** The last millisecond `toISOString` writes with a four-digit year. */
@@ -180,5 +180,51 @@ describe("change feed items written by SQLite", () => {
       last: 2,
       more: true,
     });
+  });
+
+  it("list pages equal the JS serialiser's text byte for byte: random subscriptions, unsubscribed ones among them, ties", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(subscriptionState, { maxLength: 30 }),
+        fc.integer({ min: 1, max: 12 }),
+        async (drawn, size) => {
+          const user = `list-items-${users++}`;
+          const states = distinct(drawn, (state) => state.guid);
+          const db = await databaseFor(user);
+          if (states.length > 0) {
+            await db.batch(
+              states.map((state, i) =>
+                db
+                  .prepare(
+                    `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq)
+                     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+                  )
+                  // Ties of subscribedAt (the same millisecond) are ordered by subscribedSeq.
+                  .bind(user, state.guid, state.feedUrl, state.subscribedAt % 7, state.unsubscribedAt, i + 1, i + 1),
+              ),
+            );
+          }
+          const active = states
+            .map((state, i) => ({ ...state, subscribedAt: state.subscribedAt % 7, seq: i + 1 }))
+            .filter((state) => state.unsubscribedAt === null)
+            .sort((a, b) => a.subscribedAt - b.subscribedAt || a.seq - b.seq);
+          const pages = Math.max(1, Math.ceil(active.length / size)) + 1;
+          for (let number = 1; number <= pages; number++) {
+            const page = await listSubscriptions(db, user, { number, size });
+            const rows = active.slice((number - 1) * size, number * size);
+            expect(page.data).toBe(JSON.stringify(rows.map((row) => toSubscriptionResource(row))));
+            expect(page.total).toBe(active.length);
+          }
+        },
+      ),
+      { seed: 20261126, numRuns: 40 },
+    );
+  });
+
+  it("a list page whose aggregate came out of list order is put in order (subscribedAt, then subscribedSeq)", () => {
+    const items = ["c", "a", "b"].map((id) => ({ type: "subscription", id, attributes: { note: ',{"type":"x' } }));
+    expect(listPageOf(`5:3,5:1,2:9 ${JSON.stringify(items)}`)).toBe(JSON.stringify([items[2], items[1], items[0]]));
+    expect(listPageOf(`1:1,1:2 ${JSON.stringify(items.slice(0, 2))}`)).toBe(JSON.stringify(items.slice(0, 2)));
+    expect(listPageOf(" []")).toBe("[]");
   });
 });

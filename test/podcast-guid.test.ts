@@ -1,5 +1,20 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { PODCAST_GUID_NAMESPACE, podcastGuid, podcastGuidName } from "../src/podcast-guid";
+import { PODCAST_GUID_NAMESPACE, podcastGuid, podcastGuidName, uuidV5, uuidV5Sync } from "../src/podcast-guid";
+
+/** A UUIDv5 by Web Crypto's SHA-1, byte by byte as RFC 9562 §5.5 defines it: what uuidV5 must equal. */
+async function webCryptoUuidV5(namespace: string, name: string): Promise<string> {
+  const namespaceBytes = Uint8Array.from(namespace.replaceAll("-", "").match(/../g) ?? [], (hex) =>
+    Number.parseInt(hex, 16),
+  );
+  const nameBytes = new TextEncoder().encode(name);
+  const input = new Uint8Array([...namespaceBytes, ...nameBytes]);
+  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-1", input)).slice(0, 16);
+  bytes[6] = (bytes[6] & 0x0f) | 0x50;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  const hex = Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
 
 /**
  * podcast:guid (Podcasting 2.0 namespace): UUIDv5 in the "podcast" namespace of the feed URL without
@@ -37,5 +52,25 @@ describe("podcastGuid", () => {
   it("is a lowercase version-5 UUID of the RFC 9562 variant", async () => {
     const guid = await podcastGuid(`https://feeds.example.com/${crypto.randomUUID()}.xml`);
     expect(guid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it("is Web Crypto's UUIDv5 for any namespace and name (2 000 names: URLs, non-ASCII, past 2 048 bytes)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uuid(),
+        fc.oneof(
+          fc.webUrl(),
+          fc.string({ unit: "grapheme", maxLength: 2048 }),
+          fc.string({ minLength: 2100, maxLength: 3000 }),
+        ),
+        async (namespace, name) => {
+          const expected = await webCryptoUuidV5(namespace, name);
+          expect(uuidV5Sync(namespace, name)).toBe(expected);
+          expect(await uuidV5(namespace, name)).toBe(expected);
+        },
+      ),
+      { seed: 20261126, numRuns: 2000 },
+    );
+    expect(uuidV5Sync("9b024349-ccf0-5f69-a609-6b82873eab3c", "ABC-123")).toBe("4ceaf82a-1820-5c0e-893a-a95e7bcfde33");
   });
 });

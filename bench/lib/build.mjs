@@ -12,11 +12,12 @@ const WRANGLER = join(dirname(require.resolve("wrangler/package.json")), "bin", 
 /**
  * Runs `wrangler deploy [entry] --dry-run --outdir <outdir> --minify --metafile` and returns the
  * path of the bundled module and wrangler's own size line ("Total Upload: ... / gzip: ..."). `env`
- * names a wrangler environment (`--env`).
- * @param {{ root: string, outdir: string, entry?: string, env?: string }} options
+ * names a wrangler environment (`--env`); `minify: false` keeps the names (a profile's functions readable).
+ * @param {{ root: string, outdir: string, entry?: string, env?: string, minify?: boolean }} options
  */
-export function buildWorker({ root, outdir, entry, env }) {
-  const args = [WRANGLER, "deploy", ...(entry ? [entry] : []), "--dry-run", "--outdir", outdir, "--minify"];
+export function buildWorker({ root, outdir, entry, env, minify = true }) {
+  const args = [WRANGLER, "deploy", ...(entry ? [entry] : []), "--dry-run", "--outdir", outdir];
+  if (minify) args.push("--minify");
   if (env) args.push("--env", env);
   args.push("--metafile", join(outdir, "bundle-meta.json"));
   return new Promise((resolve, reject) => {

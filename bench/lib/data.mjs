@@ -26,11 +26,29 @@ const EPISODE_POSITION = "(n * 37) % 3600";
 const mediaUrlSql = (user, n) =>
   `printf('https://media.podcast-host.example.com/%s/episodes/%08d/episode-%d-final-mix.mp3', ${user}, ${n}, ${n})`;
 
-/** Seeded episode state n of user `userNo` / `userId` (live): its id, feed guid, mediaUrl and position. */
-export function seededEpisode(userId, userNo, n) {
+/** A UUIDv5 (RFC 9562: SHA-1 of the namespace's bytes and the name's UTF-8), as src/podcast-guid.ts makes it. */
+export function uuidV5(namespace, name) {
+  const hash = createHash("sha1")
+    .update(Buffer.from(namespace.replaceAll("-", ""), "hex"))
+    .update(name)
+    .digest();
+  hash[6] = (hash[6] & 0x0f) | 0x50;
+  hash[8] = (hash[8] & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * Seeded episode state n of user `userNo` / `userId` (live): its id (`uuidV5Ids`: the one apps give it), feed
+ * guid, itemGuid, mediaUrl and position.
+ */
+export function seededEpisode(userId, userNo, n, uuidV5Ids = false) {
+  const feedGuid = seededGuid(userNo, Math.floor(n / 100)).replace("-4000-", "-5000-");
+  const itemGuid = `tag:podcast.example.com,2025:episode-${String(n).padStart(8, "0")}`;
   return {
-    id: seededGuid(userNo, n),
-    feedGuid: seededGuid(userNo, Math.floor(n / 100)).replace("-4000-", "-5000-"),
+    id: uuidV5Ids ? uuidV5(feedGuid, itemGuid) : seededGuid(userNo, n),
+    feedGuid,
+    itemGuid,
     mediaUrl: `https://media.podcast-host.example.com/${userId}/episodes/${String(n).padStart(8, "0")}/episode-${n}-final-mix.mp3`,
     position: (n * 37) % 3600,
   };
@@ -56,19 +74,30 @@ FROM seq`;
 // counts them against the quota and makes the last one the user's episode version. State n belongs to feed
 // n / 100, has a mediaUrl of about 105 bytes and an itemGuid of 45, a position and `played` set at
 // BASE_TIME on the device (a merge with a later changedAt applies; one at BASE_TIME changes nothing). Every
-// `goneEvery`-th state (none when 0) is a tombstone: no URL, no values, no times, as DELETE leaves one.
-const INSERT_EPISODES = `
-WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n + 1 < ?1),
-  states(n, gone) AS (SELECT n, ?5 > 0 AND n % ?5 = ?5 - 1 FROM seq)
+// `goneEvery`-th state (none when 0) is a tombstone: no URL, no values, no times, as DELETE leaves one. Every
+// `playedEvery`-th live state (none when 0) is played.
+// States named `uuidV5Ids` take the ids apps give them (UUIDv5 of the itemGuid in the feed's namespace, docs/API.md
+// §13), passed as a JSON array (?7): a gpodder upload of the same episode then merges into the seeded state.
+function insertEpisodes(named) {
+  const states = named
+    ? "states(n, gone, id) AS (SELECT key, ?5 > 0 AND key % ?5 = ?5 - 1, value FROM json_each(?7))"
+    : `seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n + 1 < ?1),
+  states(n, gone, id) AS (SELECT n, ?5 > 0 AND n % ?5 = ?5 - 1, printf('%08x-0000-4000-8000-%012x', ?3, n) FROM seq)`;
+  return `
+WITH RECURSIVE ${states}
 INSERT INTO episodes (user_id, id, feed_guid, media_url, item_guid, position, duration, played,
   position_changed_at, played_changed_at, change_seq, received_at, deleted_at)
-SELECT ?2, printf('%08x-0000-4000-8000-%012x', ?3, n), printf('%08x-0000-5000-8000-%012x', ?3, n / 100),
+SELECT ?2, id, printf('%08x-0000-5000-8000-%012x', ?3, n / 100),
   CASE WHEN gone THEN NULL ELSE ${mediaUrlSql("?2", "n")} END,
   CASE WHEN gone THEN NULL ELSE printf('tag:podcast.example.com,2025:episode-%08d', n) END,
-  CASE WHEN gone THEN 0 ELSE ${EPISODE_POSITION} END, CASE WHEN gone THEN NULL ELSE 3600 END, 0,
+  CASE WHEN gone THEN 0 ELSE ${EPISODE_POSITION} END, CASE WHEN gone THEN NULL ELSE 3600 END,
+  NOT gone AND ?6 > 0 AND n % ?6 = 0,
   CASE WHEN gone THEN NULL ELSE ?4 END, CASE WHEN gone THEN NULL ELSE ?4 END,
   n + 1, ?4 / 1000, CASE WHEN gone THEN ?4 + 1000 END
 FROM states`;
+}
+const INSERT_EPISODES = insertEpisodes(false);
+const INSERT_NAMED_EPISODES = insertEpisodes(true);
 
 // The feeds of a user's seeded episode states, subscribed (`feedsSubscribed`): feed k (states 100k..100k+99)
 // under the guid the states name, its URL `episode-feeds/k.xml`, changes after the user's other subscriptions.
@@ -80,14 +109,18 @@ SELECT ?2, printf('%08x-0000-5000-8000-%012x', ?3, k), printf('https://feeds.exa
        ?4 + k * ${SPACING_MS}, NULL, ?5 + k + 1
 FROM seq`;
 
-// The url_key of the seeded actives of users with `urlKeys` (as the API stores it, src/db/url-key.ts: the first
-// 48 bits of SHA-256 of the URL). Without it they are rows from before 0004, which every gpodder lookup of a URL
-// walks in full. ?2 is a JSON array of [guid, key].
+// The url_key of the seeded actives (and episode feeds) of users with `urlKeys` (as the API stores it,
+// src/db/url-key.ts: the first 48 bits of SHA-256 of the URL). Without it they are rows from before 0004, which
+// every gpodder lookup of a URL walks in full. ?2 is a JSON array of [guid, key].
 const SET_URL_KEYS = `
 UPDATE subscriptions SET url_key = keyed.value ->> 1
 FROM json_each(?2) AS keyed WHERE subscriptions.user_id = ?1 AND subscriptions.guid = keyed.value ->> 0`;
 
 const urlKeyOf = (url) => Number.parseInt(createHash("sha256").update(url).digest("hex").slice(0, 12), 16);
+
+/** The guid and URL of the feed of seeded episode states 100k..100k+99 (INSERT_EPISODE_FEEDS). */
+export const episodeFeedGuid = (userNo, k) => seededGuid(userNo, k).replace("-4000-", "-5000-");
+export const episodeFeedUrl = (userId, k) => `https://feeds.example.com/${userId}/episode-feeds/${k}.xml`;
 
 /** Subscriptions seeded for the feeds of a user's episode states (none unless `feedsSubscribed`). */
 export const episodeFeedCount = (user) => (user.feedsSubscribed ? Math.ceil((user.episodes ?? 0) / 100) : 0);
@@ -95,18 +128,27 @@ export const episodeFeedCount = (user) => (user.feedsSubscribed ? Math.ceil((use
 /**
  * @param {D1Database} db
  * @param {{ id: string, no: number, active: number, tombstones?: number, episodes?: number, goneEvery?: number,
- *   feedsSubscribed?: boolean }[]} users
+ *   playedEvery?: number, uuidV5Ids?: boolean, feedsSubscribed?: boolean, urlKeys?: boolean }[]} users
  */
 export async function seed(db, users) {
   const statements = [];
   for (const user of users) {
-    const { id, no, active, tombstones = 0, episodes = 0, goneEvery = 0 } = user;
+    const { id, no, active, tombstones = 0, episodes = 0, goneEvery = 0, playedEvery = 0 } = user;
     if (active > 0) statements.push(db.prepare(INSERT_ACTIVE).bind(active, id, no, BASE_TIME));
     if (tombstones > 0) {
       const stride = Math.max(1, Math.floor(active / tombstones));
       statements.push(db.prepare(INSERT_TOMBSTONES).bind(tombstones, id, no, BASE_TIME, active, stride));
     }
-    if (episodes > 0) statements.push(db.prepare(INSERT_EPISODES).bind(episodes, id, no, BASE_TIME, goneEvery));
+    if (episodes > 0 && user.uuidV5Ids) {
+      const ids = Array.from({ length: episodes }, (_, n) => seededEpisode(id, no, n, true).id);
+      statements.push(
+        db
+          .prepare(INSERT_NAMED_EPISODES)
+          .bind(episodes, id, no, BASE_TIME, goneEvery, playedEvery, JSON.stringify(ids)),
+      );
+    } else if (episodes > 0) {
+      statements.push(db.prepare(INSERT_EPISODES).bind(episodes, id, no, BASE_TIME, goneEvery, playedEvery));
+    }
     if (user.urlKeys && active > 0) {
       const keys = Array.from({ length: active }, (_, n) => [
         seededGuid(no, n),
@@ -117,6 +159,10 @@ export async function seed(db, users) {
     const feeds = episodeFeedCount(user);
     if (feeds > 0) {
       statements.push(db.prepare(INSERT_EPISODE_FEEDS).bind(feeds, id, no, BASE_TIME, active + tombstones));
+      if (user.urlKeys) {
+        const keys = Array.from({ length: feeds }, (_, k) => [episodeFeedGuid(no, k), urlKeyOf(episodeFeedUrl(id, k))]);
+        statements.push(db.prepare(SET_URL_KEYS).bind(id, JSON.stringify(keys)));
+      }
     }
   }
   const results = await db.batch(statements);

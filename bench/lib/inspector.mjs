@@ -17,11 +17,12 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * @param {number} port the inspector port given to `wrangler dev --inspector-port`
  * @param {() => Promise<unknown>} wake makes the isolate run (one request to the Worker): see `whileWaking`
+ * @param {string} path the session's path: `/ws` on wrangler's proxy, `/core:user:<worker>` on workerd's own inspector
  * @returns {Promise<Inspector>}
  */
-export async function connectInspector(port, wake) {
+export async function connectInspector(port, wake, path = "/ws") {
   // The proxy accepts local origins only, and Node's WebSocket sends no Origin header of its own.
-  const socket = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers: { Origin: "http://127.0.0.1" } });
+  const socket = new WebSocket(`ws://127.0.0.1:${port}${path}`, { headers: { Origin: "http://127.0.0.1" } });
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("inspector: no connection within 60 s")), CONNECT_TIMEOUT_MS);
     socket.addEventListener("open", () => {

@@ -97,7 +97,7 @@ export function percentile(values, p) {
   return values[rank - 1];
 }
 
-function median(values) {
+export function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
@@ -127,5 +127,11 @@ export function combine(samples) {
     statuses,
     cpuUsPerRequest: cpuKnown && perSample.length > 0 ? median(perSample) : null,
     samplesRps: samples.map((sample) => (sample.seconds > 0 ? sample.responses / sample.seconds : 0)),
+    // Each sample's CPU per request (null without responses) and the ceiling's sample just before it, in round
+    // order: what the paired ratios of the isolate targets are made of (report.mjs).
+    samplesCpuUs: samples.map((sample) =>
+      cpuKnown && sample.responses > 0 ? (sample.cpuMs * 1000) / sample.responses : null,
+    ),
+    samplesCeilingCpuUs: samples.map((sample) => sample.ceilingCpu ?? null),
   };
 }

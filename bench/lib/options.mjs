@@ -12,15 +12,24 @@ Options:
                       e.g. a two-shard configuration; results go to results-<name>.json / RESULTS-<name>.md
   --isolate-only      only the isolate-only CPU figures (app with D1 and rate limiters replayed in the
                       isolate) beside the ceiling; prints them and writes no file
-  --skip <names>      leave endpoints out, comma-separated (e.g. patch,sync,opml-import); their figures are null
+  --skip <names>      leave endpoints out, comma-separated (e.g. patch,sync,opml-import); their figures are null;
+                      heavy-listener leaves out the heavy listener's table, far-edge its run with delayed D1 calls
   --out <dir>         write the results to <dir> instead of bench/
   --compare <ref>     also build the app of git <ref> (a commit, branch or tag) as a second isolate-only
                       worker and interleave its samples with this tree's: isolate CPU before and after
+  --profile <names>   instead of measuring, profile the isolate (V8's sampling profiler, through workerd's
+                      inspector; the isolate-only app built without --minify) while it serves each named isolate
+                      scenario (comma-separated, e.g. bulk-100,heavy:gpodder-full-episodes) for
+                      BENCH_PROFILE_SECONDS (5); writes <out or the temporary directory>/<name>.cpuprofile and
+                      prints the functions that took the most time themselves
 
-Environment: BENCH_SECONDS (2) per load sample, BENCH_ROUNDS (4) samples per endpoint,
+Environment: BENCH_SECONDS (2) per load sample, BENCH_ROUNDS (4, at least 3) samples per endpoint,
 BENCH_WARMUP_SECONDS (1), BENCH_CONNECTIONS (10), BENCH_ISOLATE_SECONDS (1) per isolate-only sample,
 BENCH_ENV (as --env), BENCH_KEEP_TMP=1 keeps the temporary directory (bundles, D1 files).
 `;
+
+/** Rounds of samples at least: each isolate target is the median of one ratio per round. */
+export const MIN_ROUNDS = 3;
 
 const numberFrom = (env, name, fallback) => {
   const value = Number(env[name]);
@@ -36,6 +45,7 @@ export function parseOptions(argv, env) {
     env: env.BENCH_ENV?.trim() || undefined,
     out: undefined,
     compare: undefined,
+    profile: undefined,
     keepTmp: env.BENCH_KEEP_TMP === "1",
     settings: {
       seconds: numberFrom(env, "BENCH_SECONDS", 2),
@@ -43,6 +53,7 @@ export function parseOptions(argv, env) {
       warmupSeconds: numberFrom(env, "BENCH_WARMUP_SECONDS", 1),
       connections: Math.round(numberFrom(env, "BENCH_CONNECTIONS", 10)),
       isolateSeconds: numberFrom(env, "BENCH_ISOLATE_SECONDS", 1),
+      profileSeconds: numberFrom(env, "BENCH_PROFILE_SECONDS", 5),
       probes: 5,
     },
   };
@@ -51,6 +62,10 @@ export function parseOptions(argv, env) {
     if (next === undefined || next.startsWith("--")) throw new Error(`${name} needs a value`);
     return next;
   };
+  // Every isolate target is a median over the rounds: fewer than 3 would let one noisy sample decide it.
+  if (env.BENCH_ROUNDS !== undefined && Math.round(Number(env.BENCH_ROUNDS)) < MIN_ROUNDS) {
+    throw new Error(`BENCH_ROUNDS must be at least ${MIN_ROUNDS} (each target is the median over the rounds)`);
+  }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "-h" || arg === "--help") options.help = true;
@@ -58,7 +73,13 @@ export function parseOptions(argv, env) {
     else if (arg === "--env") options.env = value(i++, arg);
     else if (arg === "--out") options.out = value(i++, arg);
     else if (arg === "--compare") options.compare = value(i++, arg);
-    else if (arg === "--skip") {
+    else if (arg === "--profile") {
+      options.profile = value(i++, arg)
+        .split(",")
+        .map((name) => name.trim())
+        .filter(Boolean);
+      options.isolateOnly = true;
+    } else if (arg === "--skip") {
       for (const name of value(i++, arg).split(",")) if (name.trim()) options.skip.add(name.trim());
     } else throw new Error(`unknown option ${arg}`);
   }

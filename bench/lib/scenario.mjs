@@ -254,12 +254,12 @@ const writers = (set) => [
   ...set.gpodderSubscriptions.users,
 ];
 
-export function allUsers(u) {
+/** Every seeded user; `withWriters: false` leaves out the pools of the load and the probes (an isolate-only run). */
+export function allUsers(u, { withWriters = true } = {}) {
   return [
     u.list,
     ...Object.values(u.scaling),
-    ...writers(u.load),
-    ...writers(u.probe),
+    ...(withWriters ? [...writers(u.load), ...writers(u.probe)] : []),
     u.isolate.writer,
     u.isolate.opml,
     u.isolate.episodes,
@@ -274,13 +274,14 @@ export function allUsers(u) {
  * isolate-only scenarios sign in with a second one (`user.gpodderIsolate`), which the instrumented worker has
  * never verified when it records their warm-up. `podcasts`: the users whose uploads name the podcasts.
  */
-export function gpodderUsers(u) {
+export function gpodderUsers(u, { withWriters = true } = {}) {
+  const sets = withWriters ? [u.load, u.probe] : [];
   const writers = (set) => [...set.gpodderUpload.users, ...set.gpodderSubscriptions.users];
   const uploaders = (set) => set.gpodderUpload.users;
   return {
-    all: [u.gpodderEpisodes, u.scaling[10000], ...writers(u.load), ...writers(u.probe), u.isolate.gpodder],
+    all: [u.gpodderEpisodes, u.scaling[10000], ...sets.flatMap(writers), u.isolate.gpodder],
     isolate: [u.gpodderEpisodes, u.scaling[10000], u.isolate.gpodder],
-    podcasts: [...uploaders(u.load), ...uploaders(u.probe), u.isolate.gpodder],
+    podcasts: [...sets.flatMap(uploaders), u.isolate.gpodder],
   };
 }
 
@@ -338,7 +339,11 @@ export function opmlDocument(userId, count = OPML_FEEDS) {
  *   imports?: number, optional?: boolean, warmUp?: () => Request[] }} Endpoint
  */
 
-const auth = (tokens, user, extra = {}) => ({ authorization: `Bearer ${tokens[user.id]}`, accept: JSONAPI, ...extra });
+export const auth = (tokens, user, extra = {}) => ({
+  authorization: `Bearer ${tokens[user.id]}`,
+  accept: JSONAPI,
+  ...extra,
+});
 
 /** `POST /v1/operations` adding `n` resources made by `added(user)` (each a new one). */
 function bulkRequest(tokens, user, n, added = newSubscription) {
@@ -375,7 +380,7 @@ const EPISODE_FEED_GUID = "9b024349-ccf0-5f69-a609-6b82873eab3c";
 const NEW_EPISODE_CHANGED_AT = "2025-06-01T12:00:00.000Z";
 const SEEDED_AT_MS = Date.parse(EPISODE_SEEDED_AT);
 
-const episodeResource = (id, feedGuid, attributes) => ({
+export const episodeResource = (id, feedGuid, attributes) => ({
   type: "episode",
   id,
   attributes,
@@ -426,12 +431,12 @@ export function appPasswordRequest(tokens, user, label) {
 }
 
 /** HTTP Basic with an app password, as gPodder, AntennaPod and Kasts send it. */
-const basic = ({ username, password }, extra = {}) => ({
+export const basic = ({ username, password }, extra = {}) => ({
   authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`,
   ...extra,
 });
 
-const gpodderJson = (credential, method, path, body) => ({
+export const gpodderJson = (credential, method, path, body) => ({
   method,
   path,
   headers: basic(credential, body === undefined ? {} : { "content-type": "application/json" }),

@@ -28,9 +28,10 @@ const LOOPBACK = "127.0.0.1";
 
 /**
  * @param {{ root: string, stateDir: string, secret: string, env?: string, bundles: Record<string, string>,
- *   bindings?: Record<string, Record<string, string>> }} options `bindings`: extra vars of some workers, by name
+ *   bindings?: Record<string, Record<string, string>>, inspector?: boolean }} options `bindings`: extra vars of some
+ *   workers, by name; `inspector`: workerd's inspector on a free port (`--profile`), its URL returned
  */
-export async function startServer({ root, stateDir, secret, env, bundles, bindings = {} }) {
+export async function startServer({ root, stateDir, secret, env, bundles, bindings = {}, inspector = false }) {
   // modulesRules only matter to wrangler's own bundling (and cannot be converted to Miniflare 5's options).
   const {
     modulesRules: _rules,
@@ -73,6 +74,7 @@ export async function startServer({ root, stateDir, secret, env, bundles, bindin
         if (level === "error" && logs.lastErrors.length < 5) logs.lastErrors.push(message.slice(0, 500));
       },
       resourcePersistencePath: stateDir,
+      ...(inspector ? { inspectorPort: 0 } : {}),
       workers: Object.entries(bundles).map(([name, scriptPath]) => worker(name, scriptPath)),
     }),
   );
@@ -85,7 +87,8 @@ export async function startServer({ root, stateDir, secret, env, bundles, bindin
     for (const binding of Object.keys(workerOptions.d1Databases ?? {})) {
       databases[binding] = await mf.getD1Database(binding, "app");
     }
-    return { mf, urls, databases, logs, workerdPid: findChild("workerd") };
+    const inspectorUrl = inspector ? await mf.getInspectorURL() : undefined;
+    return { mf, urls, databases, logs, workerdPid: findChild("workerd"), inspectorUrl };
   } catch (err) {
     await mf.dispose().catch(() => {});
     throw err;

@@ -91,16 +91,26 @@ export function pageOf(text: string, since: number, size: number): ChangeTexts {
   const seqs = space === 0 ? [] : text.slice(0, space).split(",").map(Number);
   let data = text.slice(space + 1);
   if (seqs.some((seq, i) => seq < seqs[i - 1])) {
-    const items = data.slice(1, -1).split(ITEM_START);
-    const order = [...seqs.keys()].sort((i, j) => seqs[i] - seqs[j]);
-    // Splitting took the start of every item but the first.
-    data = `[${order.map((i) => (i ? `{"type":"${items[i]}` : items[0])).join(",")}]`;
+    data = itemsInOrder(
+      data,
+      [...seqs.keys()].sort((i, j) => seqs[i] - seqs[j]),
+    );
     seqs.sort((a, b) => a - b);
   }
   const more = seqs.length > size;
   // The one change read past the page only says that `next` exists.
   if (more) data = `${data.slice(0, data.lastIndexOf(ITEM_START))}]`;
   return { data, last: seqs[Math.min(size, seqs.length) - 1] ?? since, more };
+}
+
+/**
+ * A JSON array's text of resource objects (each an object whose first member is `type`, as SQLite writes them)
+ * with its items in `order` (`order[k]`: the position of the k-th item to send).
+ */
+export function itemsInOrder(data: string, order: readonly number[]): string {
+  const items = data.slice(1, -1).split(ITEM_START);
+  // Splitting took the start of every item but the first.
+  return `[${order.map((i) => (i ? `{"type":"${items[i]}` : items[0])).join(",")}]`;
 }
 
 export interface ChangeFeedReader {

@@ -1,6 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Row, WriteBatch } from "./batch";
-import { changeFeedReader, rfc3339 } from "./change-feed";
+import { changeFeedReader, itemsInOrder, rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
 import { subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -317,16 +317,16 @@ const unpack = ([guid, feedUrl, subscribedAt]: PackedSubscription): StoredSubscr
   subscribedAt,
 });
 
-/** A list row packed as `[guid, feedUrl, subscribedAt, subscribedSeq]`: the order's tie-break rides along. */
-type PackedListRow = [string, string, number, number];
-
 /**
- * The list order, applied again after SQLite packs the page: an aggregate does not promise to keep
- * its input order, and an ORDER BY inside it would sort in a temporary b-tree (twice the rows read).
+ * A subscription as the list reports it, written by SQLite member for member as `toSubscriptionResource` writes
+ * it (a property test holds them equal), so the isolate splices the page's text rather than parsing it and
+ * serialising it again, as the change feed does.
  */
-function listOrder(a: PackedListRow, b: PackedListRow): number {
-  return a[2] - b[2] || a[3] - b[3];
-}
+const listItem = (() => {
+  const self = sql`'/v1/subscriptions/'||${s.guid}`;
+  return sql`json_object('type','subscription','id',${s.guid},'attributes',json_object('feedUrl',${storedFeedUrl},
+'userSubscribedAt',${rfc3339(s.subscribedAt)}),'links',json_object('self',${self},'unsubscribe',json_object('href',${self},'method','DELETE')))`;
+})();
 
 /**
  * A page past the end is answered from the stats row alone (docs/API.md §12): it reads nothing else.
@@ -337,16 +337,19 @@ function listOrder(a: PackedListRow, b: PackedListRow): number {
  * join's seeks, not an index entry's lookup). SQLite seeks on the key's first column only (a row value from a
  * subquery), so entries sharing the first row's subscribedAt before it are stepped over: at most one
  * request's writes (capacity-account.ts measures an import of 1 000).
+ *
+ * The page is one text: each row's place in the list order (`subscribedAt:subscribedSeq`, comma-separated), a
+ * space, then the resource objects as a JSON array.
  */
 const listStatement = statement(sql`
   SELECT ${stats.activeCount} AS total, ${stats.version} AS version,
     CASE
       WHEN ${stats.version} IS ${knownVersion} THEN NULL
-      WHEN ${sql.placeholder("offset")} >= ${stats.activeCount} THEN '[]'
+      WHEN ${sql.placeholder("offset")} >= ${stats.activeCount} THEN ' []'
       ELSE (
-        SELECT json_group_array(json_array(guid, feed_url, subscribed_at, subscribed_seq)) FROM (
-          SELECT ${s.guid} AS guid, ${storedFeedUrl} AS feed_url, ${s.subscribedAt} AS subscribed_at,
-            ${s.subscribedSeq} AS subscribed_seq
+        SELECT coalesce(group_concat(subscribed_at || ':' || subscribed_seq, ','), '') || ' ['
+          || coalesce(group_concat(item, ','), '') || ']' FROM (
+          SELECT ${s.subscribedAt} AS subscribed_at, ${s.subscribedSeq} AS subscribed_seq, ${listItem} AS item
           FROM ${s}
           WHERE ${s.userId} = ${userId} AND ${s.unsubscribedAt} IS NULL
             AND (${s.subscribedAt}, ${s.subscribedSeq}, ${s.guid}) >= (
@@ -364,8 +367,31 @@ export interface SubscriptionPage {
   /** The user's latest change number. */
   version: number;
   total: number;
-  /** Undefined when `knownVersion` was current: the client's copy is fresh and nothing else was read. */
-  rows?: StoredSubscription[];
+  /**
+   * The page's resource objects as a JSON array's text, in list order; undefined when `knownVersion` was
+   * current: the client's copy is fresh and nothing else was read.
+   */
+  data?: string;
+}
+
+/**
+ * The list page from the statement's text. An aggregate does not promise to keep its input order, but both lists
+ * come from one pass over the same rows: a page that did not come in list order is put in order here.
+ */
+export function listPageOf(text: string): string {
+  const space = text.indexOf(" ");
+  const data = text.slice(space + 1);
+  if (space === 0) return data;
+  const keys = text
+    .slice(0, space)
+    .split(",")
+    .map((key) => key.split(":").map(Number));
+  const before = (a: number[], b: number[]) => a[0] - b[0] || a[1] - b[1];
+  if (keys.every((key, i) => i === 0 || before(keys[i - 1], key) < 0)) return data;
+  return itemsInOrder(
+    data,
+    [...keys.keys()].sort((i, j) => before(keys[i], keys[j])),
+  );
 }
 
 /** One page of the user's active subscriptions in list order, with the total and the version. */
@@ -377,22 +403,11 @@ export async function listSubscriptions(
 ): Promise<SubscriptionPage> {
   const values = { userId: user, knownVersion: known, limit: page.size, offset: (page.number - 1) * page.size };
   const row = await call(() =>
-    listStatement.bind(db, values).first<{ total: number; version: number; page: string }>(),
+    listStatement.bind(db, values).first<{ total: number; version: number; page: string | null }>(),
   );
   // No stats row: the user has never subscribed to anything.
-  if (!row) return { version: 0, total: 0, rows: known === 0 ? undefined : [] };
-  return {
-    version: row.version,
-    total: row.total,
-    rows:
-      row.page === null
-        ? undefined
-        : (JSON.parse(row.page) as PackedListRow[]).sort(listOrder).map(([guid, feedUrl, subscribedAt]) => ({
-            guid,
-            feedUrl,
-            subscribedAt,
-          })),
-  };
+  if (!row) return { version: 0, total: 0, data: known === 0 ? undefined : "[]" };
+  return { version: row.version, total: row.total, data: row.page === null ? undefined : listPageOf(row.page) };
 }
 
 const findOneStatement = statement(sql`

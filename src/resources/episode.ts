@@ -91,15 +91,17 @@ const isWholeSeconds = (value: unknown, min: number): value is number =>
  */
 function parseAttributes(
   attributes: Record<string, unknown>,
-  at: string,
+  base: string,
   mediaUrl: "required" | "optional",
   now: number,
 ): Validated<EpisodeAttributes> {
   const value: EpisodeAttributes = {};
-  const pointer = (name: string) => pointerTo(at, name);
+  // Pointers are built for a failure only.
+  const at = () => pointerTo(base, "attributes");
+  const pointer = (name: string) => pointerTo(base, "attributes", name);
   if (attributes.mediaUrl === undefined) {
     if (mediaUrl === "required")
-      return invalid(invalidAttribute(at, "mediaUrl is required to create an episode state."));
+      return invalid(invalidAttribute(at(), "mediaUrl is required to create an episode state."));
   } else if (typeof attributes.mediaUrl !== "string" || !isValidFeedUrl(attributes.mediaUrl)) {
     return invalid(invalidAttribute(pointer("mediaUrl"), urlRulesDetail("mediaUrl")));
   } else {
@@ -146,7 +148,10 @@ function parseAttributes(
   if (attributes.changedAt === undefined) {
     if (listening) {
       return invalid(
-        invalidAttribute(at, "changedAt is required with position or played: when the change happened on the device."),
+        invalidAttribute(
+          at(),
+          "changedAt is required with position or played: when the change happened on the device.",
+        ),
       );
     }
   } else {
@@ -199,26 +204,35 @@ function parseFrame(resource: unknown, base: string): Validated<string> {
   return { ok: true, value: guid };
 }
 
-/** `relationships.subscription.data` = `{type: "subscription", id: <feed guid>}`, each failure a 400 at its pointer. */
+/**
+ * `relationships.subscription.data` = `{type: "subscription", id: <feed guid>}`, each failure a 400 at its pointer
+ * (built only for a failure: a bulk request checks a hundred of these).
+ */
 function parseFeedRelationship(resource: Record<string, unknown>, base: string): Validated<string> {
-  const need = (pointer: string, detail: string) =>
-    invalid(toErrorObject({ status: 400, title: "Invalid relationship", detail, source: { pointer } }));
+  /** The failure at the member `path` names under the resource object, or at its parent when it is missing. */
+  const need = (path: string[], missing: boolean, detail: string) => {
+    const pointer = pointerTo(base, ...(missing ? path.slice(0, -1) : path));
+    return invalid(toErrorObject({ status: 400, title: "Invalid relationship", detail, source: { pointer } }));
+  };
   const shape = 'relationships.subscription.data must be {"type": "subscription", "id": <the feed\'s guid>}.';
   const relationships = resource.relationships;
-  if (!isObject(relationships))
-    return need(relationships === undefined ? base : pointerTo(base, "relationships"), shape);
-  const at = pointerTo(base, "relationships");
-  if (!isObject(relationships.subscription)) {
-    return need(relationships.subscription === undefined ? at : pointerTo(at, "subscription"), shape);
+  if (!isObject(relationships)) return need(["relationships"], relationships === undefined, shape);
+  const { subscription } = relationships;
+  if (!isObject(subscription)) {
+    return need(["relationships", "subscription"], subscription === undefined, shape);
   }
-  const subscription = pointerTo(at, "subscription");
-  const data = relationships.subscription.data;
-  if (!isObject(data)) return need(data === undefined ? subscription : pointerTo(subscription, "data"), shape);
-  const dataAt = pointerTo(subscription, "data");
-  if (data.type !== SUBSCRIPTION_TYPE) return need(data.type === undefined ? dataAt : pointerTo(dataAt, "type"), shape);
+  const { data } = subscription;
+  if (!isObject(data)) return need(["relationships", "subscription", "data"], data === undefined, shape);
+  if (data.type !== SUBSCRIPTION_TYPE) {
+    return need(["relationships", "subscription", "data", "type"], data.type === undefined, shape);
+  }
   const feed = parseGuid(data.id);
   if (feed === undefined) {
-    return need(data.id === undefined ? dataAt : pointerTo(dataAt, "id"), "The feed's guid must be a UUID.");
+    return need(
+      ["relationships", "subscription", "data", "id"],
+      data.id === undefined,
+      "The feed's guid must be a UUID.",
+    );
   }
   return { ok: true, value: feed };
 }
@@ -249,7 +263,7 @@ export function parseEpisodeResource(resource: unknown, base: string, now: numbe
   }
   const attributes = attributesOf(object, base);
   if (!attributes.ok) return attributes;
-  const parsed = parseAttributes(attributes.value, pointerTo(base, "attributes"), "required", now);
+  const parsed = parseAttributes(attributes.value, base, "required", now);
   if (!parsed.ok) return parsed;
   return {
     ok: true,
@@ -280,7 +294,7 @@ export function parseEpisodePatch(
   }
   const attributes = attributesOf(object, base);
   if (!attributes.ok) return attributes;
-  const parsed = parseAttributes(attributes.value, pointerTo(base, "attributes"), "optional", now);
+  const parsed = parseAttributes(attributes.value, base, "optional", now);
   if (!parsed.ok) return parsed;
   return { ok: true, value: { ...parsed.value, id: id.value, ...(feedGuid === undefined ? {} : { feedGuid }) } };
 }

@@ -33,9 +33,13 @@ const TYPES = KINDS.map((kind) => kind.type);
 const OPERATIONS = "atomic:operations";
 const OPERATIONS_POINTER = pointerTo("", OPERATIONS);
 
+/** Operation pointers built so far, by index: the same hundred are named in every bulk request, twice each. */
+const operationPointers: string[] = [];
+
 /** The JSON pointer of operation `index`. */
 function operationPointer(index: number): string {
-  return pointerTo(OPERATIONS_POINTER, index);
+  operationPointers[index] ??= pointerTo(OPERATIONS_POINTER, index);
+  return operationPointers[index];
 }
 
 /** The body of POST /v1/operations as the route validates it (exported for the OpenAPI document). */

@@ -17,7 +17,7 @@ import {
 } from "../db/subscriptions";
 import type { AppEnv } from "../env";
 import { entityTag, notModified, parseIfNoneMatch, REVALIDATE } from "../etag";
-import { ApiError, absoluteUrl, dataDocument, pointerTo, respond } from "../jsonapi";
+import { ApiError, absoluteUrl, dataDocument, dataDocumentText, pointerTo, respond, respondText } from "../jsonapi";
 import { guidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
@@ -51,18 +51,11 @@ async function listPage(c: Context<AppEnv>, page: PageParams): Promise<Response>
   const userId = c.get("userId");
   const key = pageLink(COLLECTION_PATH, page);
   const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
-  const { version, total, rows } = await listSubscriptions(c.get("db"), userId, page, precondition.version);
+  const { version, total, data } = await listSubscriptions(c.get("db"), userId, page, precondition.version);
   const etag = entityTag(userId, key, version);
-  if (!rows || precondition.any) return notModified(c, etag);
-  return respond(
-    c,
-    dataDocument(
-      rows.map((row) => toSubscriptionResource(row)),
-      { links: paginationLinks(COLLECTION_PATH, page, total), meta: { total } },
-    ),
-    200,
-    { ETag: etag, "Cache-Control": REVALIDATE },
-  );
+  if (data === undefined || precondition.any) return notModified(c, etag);
+  const document = dataDocumentText(data, { links: paginationLinks(COLLECTION_PATH, page, total), meta: { total } });
+  return respondText(c, document, 200, { ETag: etag, "Cache-Control": REVALIDATE });
 }
 
 /** The body of PATCH: a document whose data is the subscription with its new feedUrl (docs/API.md §9). */
