@@ -10,7 +10,6 @@
 // SHARD_MAP. Writes run the worker's own db functions (src/db/account.ts, src/db/app-passwords.ts) over
 // wrangler (scripts/shards/wrangler-d1.ts), print what they will do and ask first unless --yes.
 import { resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { gpodderUsername } from "../src/auth/gpodder-username";
 import { eraseAccount } from "../src/db/account";
@@ -23,6 +22,7 @@ import { MAX_STORED_SUBSCRIPTIONS } from "../src/db/subscriptions";
 import { formatBucketSet, parseShardMap } from "../src/shards";
 import { type Account, holdsContent, holdsCredentials, readAccount } from "./admin/account";
 import { type DatabaseUsage, readUsage } from "./admin/usage";
+import { ask } from "./command-line";
 import {
   DEFAULT_CONFIG,
   declaredDatabases,
@@ -162,22 +162,6 @@ function describeTarget(target: Target): string {
 const number = (value: number) => value.toLocaleString("en-US");
 const time = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : "never");
 const percent = (part: number, whole: number) => `${((100 * part) / whole).toFixed(2)} %`;
-
-/** Asks on stdin; undefined when there is no answer to read (stdin closed, as under CI or `< /dev/null`). */
-function ask(question: string): Promise<string | undefined> {
-  return new Promise((done) => {
-    const lines = createInterface({ input: process.stdin, output: process.stderr });
-    let answered = false;
-    lines.on("close", () => {
-      if (!answered) done(undefined);
-    });
-    lines.question(question, (answer) => {
-      answered = true;
-      lines.close();
-      done(answer.trim());
-    });
-  });
-}
 
 /** Goes on only when the operator gives `expected` (or --yes); Refused otherwise. */
 async function confirm(values: Values, question: string, expected: (answer: string) => boolean): Promise<void> {

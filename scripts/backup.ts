@@ -13,9 +13,9 @@ import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { unstable_readConfig } from "wrangler";
 import { formatBucketSet, parseShardMap } from "../src/shards";
+import { fail as failWith, parseOrFail } from "./command-line";
 import {
   DEFAULT_CONFIG,
   declaredDatabases,
@@ -49,27 +49,24 @@ export interface BackupManifest {
   }[];
 }
 
+const TOOL = "backup";
+
 function fail(message: string, status: number): never {
-  console.error(`backup: ${message}`);
-  process.exit(status);
+  return failWith(TOOL, message, status);
 }
 
 function parse() {
-  try {
-    return parseArgs({
-      options: {
-        out: { type: "string" },
-        remote: { type: "boolean", default: false },
-        local: { type: "boolean", default: false },
-        env: { type: "string" },
-        "persist-to": { type: "string" },
-        config: { type: "string", default: DEFAULT_CONFIG },
-        help: { type: "boolean", default: false },
-      },
-    });
-  } catch (err) {
-    return fail(`${(err as Error).message}\n${USAGE}`, 2);
-  }
+  return parseOrFail(TOOL, USAGE, {
+    options: {
+      out: { type: "string" },
+      remote: { type: "boolean", default: false },
+      local: { type: "boolean", default: false },
+      env: { type: "string" },
+      "persist-to": { type: "string" },
+      config: { type: "string", default: DEFAULT_CONFIG },
+      help: { type: "boolean", default: false },
+    },
+  });
 }
 
 type Config = ReturnType<typeof unstable_readConfig>;

@@ -9,8 +9,7 @@
 // and asks first unless --yes.
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { createInterface } from "node:readline";
-import { parseArgs } from "node:util";
+import { ask, fail as failWith, parseOrFail } from "./command-line";
 import { DEFAULT_CONFIG, localStateDir, type Target, targetFlags, wrangler } from "./shards/wrangler";
 import { wranglerD1 } from "./shards/wrangler-d1";
 
@@ -21,43 +20,25 @@ Restores one file of a backup (npm run backup) into an empty D1 database: remote
 in a fresh state directory. Refuses a database that holds any table. Asks first unless --yes.
 `;
 
+const TOOL = "restore";
+
 function fail(message: string, status: number): never {
-  console.error(`restore: ${message}`);
-  process.exit(status);
+  return failWith(TOOL, message, status);
 }
 
 function parse() {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: {
-        to: { type: "string" },
-        remote: { type: "boolean", default: false },
-        local: { type: "boolean", default: false },
-        env: { type: "string" },
-        "persist-to": { type: "string" },
-        config: { type: "string", default: DEFAULT_CONFIG },
-        yes: { type: "boolean", default: false },
-        help: { type: "boolean", default: false },
-      },
-    });
-  } catch (err) {
-    return fail(`${(err as Error).message}\n${USAGE}`, 2);
-  }
-}
-
-function ask(question: string): Promise<string | undefined> {
-  return new Promise((done) => {
-    const lines = createInterface({ input: process.stdin, output: process.stderr });
-    let answered = false;
-    lines.on("close", () => {
-      if (!answered) done(undefined);
-    });
-    lines.question(question, (answer) => {
-      answered = true;
-      lines.close();
-      done(answer.trim());
-    });
+  return parseOrFail(TOOL, USAGE, {
+    allowPositionals: true,
+    options: {
+      to: { type: "string" },
+      remote: { type: "boolean", default: false },
+      local: { type: "boolean", default: false },
+      env: { type: "string" },
+      "persist-to": { type: "string" },
+      config: { type: "string", default: DEFAULT_CONFIG },
+      yes: { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
   });
 }
 
