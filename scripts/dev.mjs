@@ -53,6 +53,9 @@ async function startIdentityProvider(port) {
   });
   setDevVar("OIDC_ISSUER", provider.issuer);
   setDevVar("OIDC_CLIENT_ID", DEV_CLIENT_ID);
+  // The development client is public (PKCE alone): no secret. The empty line still names the secret, so the
+  // bindings `wrangler dev` derives match the committed types (.env.types) and it does not warn they are stale.
+  setDevVar("OIDC_CLIENT_SECRET", "");
   return provider;
 }
 
