@@ -1,6 +1,6 @@
 // The git-ignored .dev.vars holds the local dev secret that `wrangler dev` loads. DEV_VARS_FILE names another
-// file instead (`npm run dev` then hands it to `wrangler dev --env-file`): the README test points `npm run
-// token` at the secret of the worker it serves, without touching the checkout's .dev.vars.
+// file instead (`npm run dev` then hands it to `wrangler dev --env-file`): the docs test (test-node/readme.test.ts)
+// points `npm run token` at the secret of the worker it serves, without touching the checkout's .dev.vars.
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";

@@ -68,7 +68,7 @@ async function main() {
   // Without network, wrangler's attempt to download the Request.cf sample prints stack traces; the worker
   // does not read request.cf, so the built-in placeholder is enough. An explicit setting wins.
   const env = { CLOUDFLARE_CF_FETCH_ENABLED: "false", ...process.env };
-  // Every local database of the environment's bucket map (DB alone without one; README, "Sharding").
+  // Every local database of the environment's bucket map (DB alone without one; docs/sharding.md).
   // DEV_STATE_DIR: another local state directory, as --persist-to (scripts/shards/wrangler.ts, localStateDir).
   const stateDir = optionValue(args, "--persist-to") === undefined ? process.env.DEV_STATE_DIR || undefined : undefined;
   if (stateDir) args.push("--persist-to", stateDir);

@@ -1,5 +1,5 @@
 // Applies the migrations in drizzle/ to every D1 database the bucket map of an environment names
-// (README, "Sharding"): DB alone without a map, every shard with one; and to the other databases the
+// (docs/sharding.md): DB alone without a map, every shard with one; and to the other databases the
 // environment declares (spare ones that bucket moves fill), so that every database has the same schema.
 //
 //   npm run db:migrate:local                       the top-level configuration, local state of `wrangler dev`

@@ -1,4 +1,4 @@
-// Moves buckets of users between D1 databases while the service runs (README, "Sharding").
+// Moves buckets of users between D1 databases while the service runs (docs/sharding.md).
 //
 //   npm run shards:move -- --env shards --buckets 512-767 --from DB_1 --to DB_2            local (wrangler dev's state)
 //   npm run shards:move -- --buckets 512-527 --from DB --to DB_2 --remote                  Cloudflare (top level)
@@ -16,8 +16,8 @@ import { wranglerExecutor } from "./shards/wrangler-executor";
 
 const USAGE = `Usage: npm run shards:move -- --buckets FIRST-LAST --from BINDING --to BINDING [options]
 
-Moves the users of the buckets from one D1 database to another while the service runs (README, "Moving
-buckets"): freeze, copy, verify, switch the map, unfreeze, delete the old rows.
+Moves the users of the buckets from one D1 database to another while the service runs (docs/sharding.md,
+"Moving buckets"): freeze, copy, verify, switch the map, unfreeze, delete the old rows.
 
   --buckets FIRST-LAST      the buckets to move (one bucket: N)
   --from BINDING, --to BINDING

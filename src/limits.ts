@@ -1,4 +1,4 @@
-/** Request limits, stated in the README. Page-size limits live with pagination. */
+/** Request limits, stated in docs/API.md §12 and docs/app-developers.md. Page-size limits live with pagination. */
 
 /** Larger request bodies answer 413. */
 export const MAX_BODY_BYTES = 1024 * 1024;

@@ -36,7 +36,7 @@ export default async function setup(project: TestProject) {
   const persist = mkdtempSync(join(tmpdir(), "podcast-subscriptions-node-suite-"));
   const devVarsFile = join(persist, "test.dev.vars");
   writeFileSync(devVarsFile, `AUTH_JWT_SECRET="${TEST_SECRET}"\n`, { mode: 0o600 });
-  // The README examples write subscriptions: the database gets the schema first, as `npm run dev` does.
+  // The docs' examples write subscriptions: the database gets the schema first, as `npm run dev` does.
   const migrate = spawnSync(
     process.execPath,
     [WRANGLER, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persist],

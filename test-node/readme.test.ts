@@ -95,6 +95,12 @@ async function runDocument(document: string, examples: ShellExample[]): Promise<
 const EFFECTS: Record<string, (runs: BlockRun[]) => void> = {
   "README.md": (runs) => {
     const output = runs.map((run) => run.stdout).join("\n");
+    // The demo data is there, and the first request lists it.
+    expect(output).toContain('Demo data for "dev-user" is in the local D1 database DB');
+    expect(output).toContain("https://feeds.npr.org/510289/podcast.xml");
+  },
+  "docs/app-developers.md": (runs) => {
+    const output = runs.map((run) => run.stdout).join("\n");
     // The subscribe answered a resource, the bulk add two successes.
     expect(output).toContain('"type":"subscription"');
     expect(output).toMatch(/"meta":\{"succeeded":2,"failed":0\}/);
@@ -102,8 +108,6 @@ const EFFECTS: Record<string, (runs: BlockRun[]) => void> = {
     const later = runs.find((run) => run.example.code.includes("filter[since]=$SINCE"));
     const feeds = jsonObjects(later?.stdout ?? "").filter((document) => "meta" in document);
     expect(JSON.stringify(feeds.at(-1))).toContain("https://new-host.example.com/show.xml");
-    // The demo data is there.
-    expect(output).toContain('Demo data for "dev-user" is in the local D1 database DB');
   },
   "docs/README-ops.md": (runs) => {
     const output = runs.map((run) => run.stdout).join("\n");
@@ -141,7 +145,7 @@ for (const document of DOCUMENTS) {
 describe("the documents' examples, all together", () => {
   it("the README has examples to run, curl among them, and each document with effects to check runs some", () => {
     const readme = shellExamples(readFileSync(join(ROOT, "README.md"), "utf8")).filter((e) => e.skip === undefined);
-    expect(readme.length).toBeGreaterThanOrEqual(2);
+    expect(readme.length).toBeGreaterThan(0);
     expect(readme.some((example) => example.code.includes("curl"))).toBe(true);
     for (const document of Object.keys(EFFECTS)) {
       const examples = shellExamples(readFileSync(join(ROOT, document), "utf8"));

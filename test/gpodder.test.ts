@@ -833,7 +833,7 @@ describe("gpodder subscriptions", () => {
     expect((await user.get(`/v1/subscriptions/${active.guid}`)).status).toBe(200);
   });
 
-  it("charges the changes since a time one request per 100 changes read, after the answer (README)", async () => {
+  it("charges the changes since a time one request per 100 changes read, after the answer (docs/storage.md)", async () => {
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
     await seedSubscriptions("gp-charged-changes", 450);
     const large = gpodder(await mint(await as("gp-charged-changes")), tight);

@@ -411,7 +411,7 @@ describe("POST /v1/subscriptions.opml (import)", () => {
     expect(limited.headers.get("Retry-After")).toMatch(/^\d+$/);
   });
 
-  it("charges an import as the bulk requests of 100 writing its feeds would be (README)", async () => {
+  it("charges an import as the bulk requests of 100 writing its feeds would be (docs/storage.md)", async () => {
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
     const large = uniqueUser("opml-charged");
     const feeds = Array.from({ length: 401 }, () => outline(newFeed().feedUrl)).join("");

@@ -323,7 +323,7 @@ describe("tombstones are recycled at the count quotas, never a lockout (docs/API
   });
 });
 
-describe("a purge's renumbering is charged to the user's rate limit (docs/API.md §15, README)", () => {
+describe("a purge's renumbering is charged to the user's rate limit (docs/API.md §15, docs/storage.md)", () => {
   it("one request per 100 renumbered rows, after the write that purged", async () => {
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
     const seed = async (userId: string) => {
@@ -350,7 +350,7 @@ describe("a purge's renumbering is charged to the user's rate limit (docs/API.md
   });
 });
 
-describe("an account's erasure is charged to the user's rate limit (README)", () => {
+describe("an account's erasure is charged to the user's rate limit (docs/storage.md)", () => {
   it("one request per 100 rows deleted, after the erasure", async () => {
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
     await seedSubscriptions("charged-erasure", 450);

@@ -44,7 +44,7 @@ export const WRITE_GUARD = "=";
  * each change closes its watcher and opens a new one. When the file is replaced by a rename (a new inode),
  * the closing watcher still re-watches the new inode after it was closed, in chokidar's shared watch table;
  * from the second replacement on, every later watcher joins that table entry, which watches a deleted inode:
- * wrangler never sees the file change again until it restarts (README, "Moving buckets").
+ * wrangler never sees the file change again until it restarts (docs/sharding.md, "Moving buckets").
  *
  * Why a guard: a plain rewrite (truncate, then write) can be read half-written; an empty or partial file
  * that parses can make `wrangler dev` exit or run a wrong map. So the first byte becomes WRITE_GUARD (one byte:

@@ -1,4 +1,4 @@
-// Moves buckets of users from one D1 database to another while the service runs (README, "Sharding").
+// Moves buckets of users from one D1 database to another while the service runs (docs/sharding.md).
 // The steps, each safe to repeat if the move stops half-way:
 //   1. freeze the buckets (SHARD_FROZEN): their users' writes answer 503, reads go on;
 //   2. copy every row of their users, table by table, with the columns read from the tables themselves;

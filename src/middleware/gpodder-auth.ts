@@ -106,7 +106,7 @@ function toCaller(entry: VerifiedCredential, basic: boolean, renew = false): Gpo
 }
 
 /**
- * The session ids a Basic sign-in may hand a client, in order (docs/API.md §14; README, "gpodder sessions"):
+ * The session ids a Basic sign-in may hand a client, in order (docs/API.md §14; docs/decisions.md, "gpodder sessions"):
  * derived from the app password (HMAC, keyed by the password, which is never stored: a database reader cannot
  * derive them) and the client (its User-Agent), the 30-day period and a generation, then one random id. The
  * same client gets the same session from any isolate, so repeated Basic requests write no row; the sign-in opens

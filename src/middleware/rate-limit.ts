@@ -18,7 +18,7 @@ export function tooManyRequests(detail: string): ApiError {
 
 /**
  * Live rows a purge may renumber for the price of one request: a bulk request of 100 writes 100 rows, so a purge
- * costs the user no more of the limit than writing the same rows itself would (docs/API.md §15, README).
+ * costs the user no more of the limit than writing the same rows itself would (docs/API.md §15; docs/storage.md, "What a purge costs").
  */
 export const RENUMBERED_ROWS_PER_REQUEST = 100;
 
@@ -37,7 +37,7 @@ async function charge(c: Context<AppEnv>, extra: number): Promise<void> {
  * Charges the user's limit for the rows the request's purges renumbered, after the fact: the request itself is
  * served, and the next ones wait once the limit is spent. With `rowsWritten` (an OPML import's subscribes), the
  * request's own writes are charged as the bulk requests of 100 writing them would be: an import of 1 000 holds
- * the database ~10 times as long as a bulk of 100 (README, "what holds a database longest").
+ * the database ~10 times as long as a bulk of 100 (docs/storage.md, "What a purge costs").
  */
 export async function chargeRenumbering(c: Context<AppEnv>, batch: WriteBatch, rowsWritten = 0): Promise<void> {
   await charge(c, Math.floor(renumberedRows(batch.all()) / RENUMBERED_ROWS_PER_REQUEST) + extraFor(rowsWritten));
