@@ -531,6 +531,26 @@ export function logStreamMeasure(
   );
 }
 
+/** SQLite's plan of a statement run with `params`: one line per step (`SCAN t`, `SEARCH t USING INDEX ...`). */
+export async function queryPlan(db: D1Database, sql: string, params: readonly unknown[] = []): Promise<string[]> {
+  const { results } = await db
+    .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+    .bind(...params)
+    .all<{ detail: string }>();
+  return results.map((row) => row.detail);
+}
+
+/**
+ * The steps of a plan that cost rows in proportion to a table rather than to the answer: a scan of one of
+ * `tables` or of a subquery (`[a-z]` aliases), and, for the user-scoped `userPrefixed` tables, a walk of all of a
+ * user's rows by the primary key's user prefix.
+ */
+export function walksOf(plan: readonly string[], tables: readonly string[], userPrefixed: readonly string[] = []) {
+  const scan = new RegExp(`^SCAN (${[...tables, "[a-z]"].join("|")})\\b`);
+  const prefix = new RegExp(`^SEARCH (${[...userPrefixed, "[a-z]"].join("|")}) USING PRIMARY KEY \\(user_id=\\?\\)`);
+  return plan.filter((step) => scan.test(step) || (userPrefixed.length > 0 && prefix.test(step)));
+}
+
 /** Runs the Worker's Cron Trigger as Cloudflare would at `scheduledTime`, with `bindings` over the test's. */
 export async function runCron(scheduledTime = Date.now(), bindings: Partial<Bindings> = {}) {
   const controller = createScheduledController({ scheduledTime, cron: "*/10 * * * *" });
