@@ -1,12 +1,15 @@
 import { env } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { failureKeyOfAddress, isOverFailureLimit } from "../src/middleware/auth-failures";
-import { ORIGIN, send, tokenFor } from "./helpers";
+import { ORIGIN, send, tokenFor, withinOneRateWindow } from "./helpers";
 
 // docs/API.md §15: failed authentications are counted per IPv4 address or IPv6 /64; they are always 401,
 // and an address over the limit has credentials that already failed answered without verifying them again.
 
 const tight = { AUTH_FAILURE_RATE_LIMITER: env.TIGHT_AUTH_FAILURE_RATE_LIMITER }; // 3 failures a minute
+
+// Every test here spends a tight limit: none may straddle the end of a limiter window.
+beforeEach(() => withinOneRateWindow());
 
 function attempt(ip: string, authorization: string) {
   return send(

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import {
   GPODDER_EPISODE_PAGE_ROWS,
   GPODDER_EPISODE_PAGES,
@@ -20,6 +20,7 @@ import {
   readChunks,
   seedSubscriptions,
   send,
+  withinOneRateWindow,
 } from "./helpers";
 
 // docs/API.md §14-15: the gpodder GETs that grow with the account (the simple API's lists, the episode
@@ -416,6 +417,7 @@ describe("gpodder GETs written page by page", () => {
 });
 
 describe("the large gpodder GETs are charged by what they read (docs/API.md §14)", () => {
+  beforeEach(() => withinOneRateWindow());
   const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
 
   /** One feed the user subscribed to, with `count` live episode states. */

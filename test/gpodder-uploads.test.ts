@@ -1,7 +1,16 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { MAX_URL_BYTES } from "../src/db/storage";
-import { as, countedDatabaseOf, databaseFor, newFeed, ORIGIN, seedSubscriptions, send } from "./helpers";
+import {
+  as,
+  countedDatabaseOf,
+  databaseFor,
+  newFeed,
+  ORIGIN,
+  seedSubscriptions,
+  send,
+  withinOneRateWindow,
+} from "./helpers";
 
 // docs/API.md §14: gPodder uploads every queued subscription change in one request and cannot split it, so a
 // subscription POST or PUT takes up to 10 000 URLs in a body of up to 16 MiB, answered within the account's
@@ -159,6 +168,7 @@ describe("gpodder subscription uploads of up to 10 000 URLs in up to 16 MiB (doc
   });
 
   it("an upload is charged to the user's limit as the requests of 100 URLs writing it would be", async () => {
+    await withinOneRateWindow();
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
     const { username, request } = await client("gp-upload-charged", tight);
     const add = Array.from({ length: 450 }, (_, i) => urlOf(i));

@@ -23,6 +23,7 @@ import {
   send,
   subscriptionDocument,
   walksOf,
+  withinOneRateWindow,
 } from "./helpers";
 
 /** An app password minted through the JSON:API for `userId`. */
@@ -246,6 +247,7 @@ describe("gpodder authentication", () => {
   });
 
   it("counts wrong credentials per address, never requests without any; the per-user limit answers 429", async () => {
+    await withinOneRateWindow();
     const tight = {
       USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER,
       AUTH_FAILURE_RATE_LIMITER: env.TIGHT_AUTH_FAILURE_RATE_LIMITER,
@@ -836,6 +838,7 @@ describe("gpodder subscriptions", () => {
   });
 
   it("charges the changes since a time one request per 100 changes read, after the answer (docs/storage.md)", async () => {
+    await withinOneRateWindow();
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
     await seedSubscriptions("gp-charged-changes", 450);
     const large = gpodder(await mint(await as("gp-charged-changes")), tight);

@@ -1,11 +1,14 @@
 import { env } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { as, JSONAPI, newFeed, ORIGIN, send, subscriptionDocument, tokenFor } from "./helpers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { as, JSONAPI, newFeed, ORIGIN, send, subscriptionDocument, tokenFor, withinOneRateWindow } from "./helpers";
 
 const tight = {
   USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER,
   AUTH_FAILURE_RATE_LIMITER: env.TIGHT_AUTH_FAILURE_RATE_LIMITER,
 };
+
+// Every test here spends a tight limit: none may straddle the end of a limiter window.
+beforeEach(() => withinOneRateWindow());
 
 describe("rate limits", () => {
   it("answers 429 with Retry-After once a user is over the limit, without affecting other users", async () => {

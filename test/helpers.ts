@@ -531,6 +531,16 @@ export function logStreamMeasure(
   );
 }
 
+/**
+ * Rate limiters count in fixed windows aligned to the clock (Cloudflare's, and miniflare's in these tests): a test
+ * that spends a tight limit and expects the refusal fails when a window ends between the two. Called first in such
+ * a test: when less than `seconds` are left of the current minute, waits for the next one to start.
+ */
+export async function withinOneRateWindow(seconds = 15): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < seconds * 1000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+}
+
 /** SQLite's plan of a statement run with `params`: one line per step (`SCAN t`, `SEARCH t USING INDEX ...`). */
 export async function queryPlan(db: D1Database, sql: string, params: readonly unknown[] = []): Promise<string[]> {
   const { results } = await db

@@ -3,7 +3,7 @@ import { sign } from "hono/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { failureKeyOfAddress, isOverFailureLimit } from "../src/middleware/auth-failures";
-import { announceInjectedFailures, JSONAPI, keyPair, ORIGIN, send, tokenFor } from "./helpers";
+import { announceInjectedFailures, JSONAPI, keyPair, ORIGIN, send, tokenFor, withinOneRateWindow } from "./helpers";
 
 /**
  * The identity provider's key set (AUTH_JWKS_URL) against a fake provider played by the test: `fetch` is
@@ -162,6 +162,7 @@ describe("JWKS from the identity provider", () => {
     const provider = fakeProvider("limiter");
     const { privateJwk } = await keyPair("RS256", "k1");
     provider.answer(html);
+    await withinOneRateWindow();
     const tight = {
       ...bindings(provider),
       AUTH_FAILURE_RATE_LIMITER: env.TIGHT_AUTH_FAILURE_RATE_LIMITER, // 3 failures per minute

@@ -18,6 +18,7 @@ import {
   shardFor,
   subscriptionDocument,
   tokenFor,
+  withinOneRateWindow,
   wrapDatabaseOf,
 } from "./helpers";
 
@@ -69,6 +70,7 @@ describe("log events", () => {
   });
 
   it("429: the request line alone, status 429", async () => {
+    await withinOneRateWindow();
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 a minute
     const user = await as(`log-429-${crypto.randomUUID()}`, tight);
     let response = await user.get("/v1/subscriptions");
@@ -183,6 +185,7 @@ describe("log events", () => {
 
   it("auth failures: auth_failed once per failed credential, with the scheme and the reason, never the credential", async () => {
     const ip = `198.51.100.${Math.floor(Math.random() * 250)}`;
+    await withinOneRateWindow();
     const tight = { AUTH_FAILURE_RATE_LIMITER: env.TIGHT_AUTH_FAILURE_RATE_LIMITER }; // 3 failures a minute
     const attempts: [string, Record<string, string>, string][] = [
       ["/v1/subscriptions", { Authorization: "Bearer secret-token-1" }, "bearer"],

@@ -5,7 +5,7 @@ import { LOGIN_FLOW_LIFETIME_MS, pendingLoginFlow } from "../src/nextcloud/login
 import { dateTime } from "../src/pages/format";
 import { bucketOf, shardRouting } from "../src/shards";
 import { Browser, SESSION_COOKIE, signInBindings } from "./account-browser";
-import { as, databaseFor, ORIGIN } from "./helpers";
+import { as, databaseFor, ORIGIN, withinOneRateWindow } from "./helpers";
 import {
   ANTENNAPOD,
   age,
@@ -347,6 +347,7 @@ describe("the grant page: signed in", () => {
   });
 
   it("counts toward the per-user rate limit, as the other pages do (429 page)", async () => {
+    await withinOneRateWindow();
     const tight = signInBindings({ USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }); // 5 requests per 60 s
     const { browser } = await signedIn("rate", tight);
     const flow = await startFlow();

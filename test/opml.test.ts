@@ -15,6 +15,7 @@ import {
   send,
   subscriptionDocument,
   tokenFor,
+  withinOneRateWindow,
   wrapDatabaseOf,
 } from "./helpers";
 
@@ -392,6 +393,7 @@ describe("POST /v1/subscriptions.opml (import)", () => {
   });
 
   it("is rate limited per user like every /v1 route (429 with Retry-After), for export and import", async () => {
+    await withinOneRateWindow();
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER };
     const userId = uniqueUser("opml-limit");
     const token = await tokenFor(userId);
@@ -412,6 +414,7 @@ describe("POST /v1/subscriptions.opml (import)", () => {
   });
 
   it("charges an import as the bulk requests of 100 writing its feeds would be (docs/storage.md)", async () => {
+    await withinOneRateWindow();
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
     const large = uniqueUser("opml-charged");
     const feeds = Array.from({ length: 401 }, () => outline(newFeed().feedUrl)).join("");

@@ -18,6 +18,7 @@ import {
   send,
   subscriptionDocument,
   syncFrom,
+  withinOneRateWindow,
 } from "./helpers";
 
 /** docs/API.md §15: the storage budget, tombstones recycled at a quota or the budget and after 180 days, erasure. */
@@ -325,6 +326,7 @@ describe("tombstones are recycled at the count quotas, never a lockout (docs/API
 
 describe("a purge's renumbering is charged to the user's rate limit (docs/API.md §15, docs/storage.md)", () => {
   it("one request per 100 renumbered rows, after the write that purged", async () => {
+    await withinOneRateWindow();
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
     const seed = async (userId: string) => {
       // 600 live subscriptions below the only tombstone, at the quota.
@@ -352,6 +354,7 @@ describe("a purge's renumbering is charged to the user's rate limit (docs/API.md
 
 describe("an account's erasure is charged to the user's rate limit (docs/storage.md)", () => {
   it("one request per 100 rows deleted, after the erasure", async () => {
+    await withinOneRateWindow();
     const tight = { USER_RATE_LIMITER: env.TIGHT_USER_RATE_LIMITER }; // 5 requests per 60 s
     await seedSubscriptions("charged-erasure", 450);
     const large = await as("charged-erasure", tight);
