@@ -13,5 +13,8 @@ export default defineConfig({
     globalSetup: ["./test-node/global-setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // Three files at a time on 2 cores (vitest's default is cores - 1: one at a time here): most of these tests
+    // wait on processes they start (wrangler, Chromium, Python) or on the worker's 60 s credential trust.
+    maxWorkers: 3,
   },
 });

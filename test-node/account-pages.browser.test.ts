@@ -59,8 +59,9 @@ describe.skipIf(skipReason !== undefined)("the account pages in Chromium, JavaSc
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
-  // The node suite's worker starts with an empty database each run: "alice" is new here.
-  const userName = "alice";
+  // The node suite's worker starts with an empty database each run, and the files run side by side: a name no
+  // other file uses ("alice" is the docs' examples' user, which the docs test runs against the same worker).
+  const userName = "maria";
   let credentials: { server: string; username: string; password: string };
 
   beforeAll(async () => {

@@ -77,7 +77,7 @@ describe.skipIf(skipReason !== undefined)("AntennaPod's Nextcloud option: Login 
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
-  // A name of its own: the account pages' test signs in as alice against the same worker.
+  // A name of its own: the files run side by side against the same worker.
   const userName = "antennapod-listener";
   const phone = new AntennaPod(CLOCK_AHEAD_MS);
   let flow: { login: string; token: string; endpoint: string };
