@@ -40,3 +40,14 @@ export function storedUrl(url: UrlColumn, row: string): SQL {
 export function storedUrlBytes(url: UrlColumn, row: string): SQL {
   return sql`coalesce(length(CAST(${storedUrl(url, row)} AS BLOB)), 0)`;
 }
+
+/**
+ * An upper bound of the UTF-8 bytes of the stored text's JSON string (`json_quote`), from the row's head alone (no
+ * piece read): a head that was cut stands for the longest text, `maxQuoted`; a whole one is at most doubled by JSON's
+ * escapes, and its quotes. 0 for NULL. What a page cut by its text size counts (db/text-pages.ts).
+ */
+export function quotedBytesAtMost(url: UrlColumn, row: string, maxQuoted: number): SQL {
+  const head = sql.raw(`"${row}"."${url.column}"`);
+  return sql`(CASE WHEN ${head} IS NULL THEN 0 WHEN length(CAST(${head} AS BLOB)) >= ${sql.raw(String(url.headBytes - 3))}
+    THEN ${sql.raw(String(maxQuoted))} ELSE 2 * length(CAST(${head} AS BLOB)) + 2 END)`;
+}
