@@ -61,22 +61,23 @@ function withSameUrl(where: SQL, whereUnkeyed = where): SQL {
 }
 
 /**
- * The subscription changes GET's pages: a whole account's rows (at most 10 000 stored) in one walk, cut at 2 MiB of
- * URL text escaped for JSON. A URL is at most 2 KB (4 KB escaped): an account of long URLs is read in pages of about
- * 500, one of short URLs in one call. D1's answer escapes the text again (at most twice its size), and the first call
- * carries both lists' first pages: it answers at most 8 MiB, and the isolate holds one page of each list beside it.
+ * The subscription changes GET's pages: a whole account's rows (at most 10 000 stored) in one walk, cut at 1.75 MiB
+ * of URL text escaped for JSON. A URL is at most 2 KB (4 KB escaped): an account of long URLs is read in pages of
+ * about 450, one of short URLs in one call. The first call carries both lists' first pages, and holds at most 14 MiB:
+ * D1's answer escapes the text again (at most twice its bytes), and the text parsed from it takes at most twice its
+ * bytes (UTF-16); a later call holds one page, beside the first `remove` page.
  */
 export const GPODDER_SUBSCRIPTION_PAGES: TextPageSize = {
   rows: MAX_STORED_SUBSCRIPTIONS + 1,
   min: 100,
-  bytes: 2 * 1024 * 1024,
+  bytes: 1.75 * 1024 * 1024,
 };
 
 /**
  * While the user's bucket is frozen for a move, its rows from before migration 0004 cannot be given their url_key:
  * each such row is then compared by text with the other unkeyed rows, so pages stay at 100 rows.
  */
-export const GPODDER_FROZEN_SUBSCRIPTION_PAGES: TextPageSize = { rows: 100, min: 100, bytes: 2 * 1024 * 1024 };
+export const GPODDER_FROZEN_SUBSCRIPTION_PAGES: TextPageSize = { rows: 100, min: 100, bytes: 1.75 * 1024 * 1024 };
 
 /**
  * The change number the changes since `since` start after: `floor` once the first page found it (`since` 0 is
@@ -546,12 +547,13 @@ export async function writeGpodderSubscriptions(
 }
 
 /**
- * The episode actions GET's pages: up to a quarter of the episode quota's rows (12 500) in one walk, cut at 3 MiB of
- * action text. An action is its feed's URL, its media URL and its guid escaped for JSON (up to ~10 KB) and ~120
- * bytes more: an account of long URLs is read in pages of about 300, one of 10 000 short ones in one call. D1's
- * answer escapes the text again (at most twice its size, 6 MiB), and the isolate holds that and the page's text.
+ * The episode actions GET's pages: up to a quarter of the episode quota's rows (12 500) in one walk, cut at 3.75 MiB
+ * of action text. An action is its feed's URL, its media URL and its guid escaped for JSON (up to ~10 KB) and at most
+ * 144 bytes more: an account of long URLs is read in pages of about 400, one of 10 000 short ones (about 3.3 MB) in
+ * one call. What a page holds is at most 15 MiB: D1's answer escapes the text again (at most twice its bytes), and
+ * the text parsed from it takes at most twice its bytes (UTF-16).
  */
-export const GPODDER_EPISODE_PAGES: TextPageSize = { rows: 12_500, min: 100, bytes: 3 * 1024 * 1024 };
+export const GPODDER_EPISODE_PAGES: TextPageSize = { rows: 12_500, min: 100, bytes: 3.75 * 1024 * 1024 };
 
 /** An episode state as the gpodder API tells it (no ids: gpodder names episodes by URL). */
 export type EpisodeState = Omit<StoredEpisode, "id" | "feedGuid">;
@@ -585,8 +587,11 @@ const actionText = (podcast: SQL) => {
 };
 
 const MAX_QUOTED_GUID = 2 * 1024 + 2;
-/** An action's members beyond its feed's URL, media URL and guid: names, the time, the numbers, a comma. */
-const ACTION_REST_BYTES = 200;
+/**
+ * An action's members beyond its feed's URL, media URL and guid: names, the time, the action and its three numbers
+ * (of up to 10 digits), a comma: at most 144 bytes.
+ */
+const ACTION_REST_BYTES = 150;
 
 /**
  * A page of the user's episode states (rows `t` of `from` where `where`) in change order after change number
@@ -660,7 +665,7 @@ export interface EpisodeActions {
 /**
  * The latest state of each episode changed at or after Unix second `since`, oldest change first, as gpodder
  * actions, each naming its feed's URL; with `podcast`, only the states of the feed that URL names. The first page
- * is read here (one D1 call: an account whose actions fit 3 MiB is one round trip), the next ones, one call each,
+ * is read here (one D1 call: an account whose actions fit 3.75 MiB is one round trip), the next ones, one call each,
  * as they are asked for. `now`: the database's clock at the first page. Taken before any state is read, it is a
  * `since` that misses nothing received while the pages are: such a change is received at or after it, and a state
  * changed during the read moves past the pages read. `size`: other pages than the API's (tests of the pages' seams).

@@ -13,7 +13,7 @@ import { type SQL, sql } from "drizzle-orm";
  * A page statement, in one pass over the rows walked: `sized` is a SELECT of them in key order (`seq`; `size`, an
  * upper bound of the bytes of the row's item, 0 when it has none; and any other columns), a row is kept while the
  * items before it hold less than `bytes`, and `item` (an expression of the row, `cut`) is evaluated for the kept rows
- * with a size alone: a walk of 12 500 rows of 2 KB URLs would otherwise write 150 MB of text for SQLite to cut 3 MiB
+ * with a size alone: a walk of 12 500 rows of 2 KB URLs would otherwise write 150 MB of text for SQLite to cut 4 MiB
  * from. It answers `columns` (expressions of no row) and the page's own: the rows walked and kept, the last key
  * kept, and the items with their keys. The rows reach the aggregate in key order (`itemsText` checks it). D1 counts
  * a row read for the walk, and two for the running sum (its sort and its frame).

@@ -42,12 +42,15 @@ export function storedUrlBytes(url: UrlColumn, row: string): SQL {
 }
 
 /**
- * An upper bound of the UTF-8 bytes of the stored text's JSON string (`json_quote`), from the row's head alone (no
- * piece read): a head that was cut stands for the longest text, `maxQuoted`; a whole one is at most doubled by JSON's
- * escapes, and its quotes. 0 for NULL. What a page cut by its text size counts (db/text-pages.ts).
+ * The UTF-8 bytes of the stored text's JSON string (`json_quote`), from the row's head alone (no piece read): a whole
+ * head's exactly (its bytes, its quotes, and a byte more for each character JSON escapes: a quote, a backslash; the
+ * code points that would take more are refused in this text, §15); for a head that was cut, an upper bound,
+ * `maxQuoted`. 0 for NULL. What a page cut by its text size counts (db/text-pages.ts).
  */
 export function quotedBytesAtMost(url: UrlColumn, row: string, maxQuoted: number): SQL {
   const head = sql.raw(`"${row}"."${url.column}"`);
-  return sql`(CASE WHEN ${head} IS NULL THEN 0 WHEN length(CAST(${head} AS BLOB)) >= ${sql.raw(String(url.headBytes - 3))}
-    THEN ${sql.raw(String(maxQuoted))} ELSE 2 * length(CAST(${head} AS BLOB)) + 2 END)`;
+  const bytes = sql`length(CAST(${head} AS BLOB))`;
+  const escaped = sql`(length(${head}) - length(replace(replace(${head}, '"', ''), '\\', '')))`;
+  return sql`(CASE WHEN ${head} IS NULL THEN 0 WHEN ${bytes} >= ${sql.raw(String(url.headBytes - 3))}
+    THEN ${sql.raw(String(maxQuoted))} ELSE ${bytes} + ${escaped} + 2 END)`;
 }

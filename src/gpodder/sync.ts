@@ -272,7 +272,7 @@ async function* chargedChanges(
  * feeds no active subscription has any more, each once, streamed page by page (since 0: the whole account, up
  * to 8 MiB of URL text escaped for JSON). The timestamp is the clock at the first pages, written last. `deviceId`:
  * the device the path names, created or kept in the same round trip as the first pages (past the device limit:
- * 400). An account whose URLs fit a page per list (2 MiB) is answered in that one round trip.
+ * 400). An account whose URLs fit a page per list (1.75 MiB) is answered in that one round trip.
  */
 export async function subscriptionChangesSince(
   c: Context<AppEnv>,
