@@ -96,7 +96,9 @@ const TARGETS = [
   ["list_page1_rows_read_difference_1000_10000", "<=", 0],
   ["list_past_end_rows_read", "<=", 2],
   ["sync_page_100_rows_read", "<=", SYNC_PAGE_SIZE + 2],
-  ["bundle_gzip_kib", "<=", 100],
+  // 100 KiB until the account pages (issue 28): they and their OpenID Connect client add about 26 KiB of gzip
+  // alone (bench/README.md, "The bundle"); restated with the pages in.
+  ["bundle_gzip_kib", "<=", 135],
   // Episode states (docs/API.md §13).
   ["episode_create_rows_written", "<=", 4],
   ["episode_merge_rows_written", "<=", 4],
@@ -130,7 +132,7 @@ const TARGETS = [
 const STRETCH = [
   ["isolate_list_vs_ceiling", "<=", 2],
   ["isolate_get_one_vs_ceiling", "<=", 2],
-  ["bundle_gzip_kib", "<=", 64],
+  ["bundle_gzip_kib", "<=", 100],
 ];
 
 const ratio = (a, b, digits = 3) => (a === null || a === undefined || !b ? null : round(a / b, digits));
