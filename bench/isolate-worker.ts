@@ -23,15 +23,21 @@
 //   app's whole access log. The stand-in serialises the arguments as the trace does and keeps the
 //   last lines in memory. A worker bound with BENCH_CONSOLE=local keeps the real console: the
 //   harness serves the same bundle that way too and reports the difference (bench/README.md).
+// - Held batches (header X-Bench-Hold-D1): a D1 batch waits, with what the deployed binding would hold for it (the
+//   statements' values and the JSON request made of them), until the harness releases it: what the request holds
+//   then is read from the isolate's heap through the inspector (bench/README.md, "What an upload holds").
 // - Format floor (header X-Bench-Format-Floor): instead of the app, only the JSON a scenario cannot avoid:
 //   parse the request body and send the app's own response text (captured from one app request), and with
 //   `answer` parse the recorded D1 answers too. What a bulk or feed row costs beyond that is the
 //   app's; a target below the floor is out of reach whatever the app does (bench/README.md).
+import { appPasswordStatements } from "../src/db/app-passwords";
+import { deviceStatements } from "../src/db/devices";
 import app from "../src/index";
 import {
   type D1Operation,
   FORMAT_FLOOR_HEADER,
   type FormatFloor,
+  HOLD_HEADER,
   isD1Binding,
   isRateLimitBinding,
   type RecordedCall,
@@ -53,6 +59,8 @@ class Tape {
     private readonly calls: RecordedCall[],
     private readonly scenario: string,
     private readonly warmUp: RecordedCall[] = [],
+    /** Batches are held until released (HOLD_HEADER). */
+    readonly holding = false,
   ) {}
 
   play<T>(op: D1Operation, sql: string[]): Promise<T> {
@@ -60,6 +68,14 @@ class Tape {
     if (call === undefined || call.op !== op || !sameStatements(call.sql, sql)) {
       const warming = this.warmUp.find((candidate) => candidate.op === op && sameStatements(candidate.sql, sql));
       if (warming) return Promise.resolve(JSON.parse(warming.result) as T);
+      const withDevice =
+        op === "batch" && call?.op === "batch"
+          ? namingDevice(sql, call.sql, () => JSON.parse(call.result) as unknown[])
+          : undefined;
+      if (withDevice) {
+        this.next++;
+        return Promise.resolve(withDevice as T);
+      }
     }
     this.next++;
     if (call === undefined || call.op !== op || !sameStatements(call.sql, sql)) {
@@ -71,6 +87,38 @@ class Tape {
     }
     return Promise.resolve(JSON.parse(call.result) as T);
   }
+}
+
+/**
+ * A batch that creates the device its path names besides the recorded statements: what a request makes in an
+ * isolate that does not know the device yet (once per 10 minutes; the tape is the steady state). The device's upsert
+ * and guard come after the credential's guard (a read's batch has one only for them); they are answered as they are
+ * when the device exists (the guards pass, the upsert stores), the rest from the recording. Undefined for any other
+ * batch.
+ */
+const SYNTHESIZED = (row: Record<string, unknown>) => ({
+  success: true,
+  results: [row],
+  meta: { duration: 0, rows_read: 1, rows_written: 0, changes: 0, last_row_id: 0, changed_db: false, size_after: 0 },
+});
+
+function namingDevice(sql: string[], recorded: string[], answers: () => unknown[]): unknown[] | undefined {
+  const at = sql.findIndex(
+    (text, i) => text === deviceStatements.upsert.sql && sql[i + 1] === deviceStatements.guard.sql,
+  );
+  if (at < 0) return undefined;
+  const withGuard =
+    at > 0 && sql[at - 1] === appPasswordStatements.credentialGuard.sql && sql.length === recorded.length + 3;
+  const from = withGuard && recorded[at - 1] !== sql[at - 1] ? at - 1 : at;
+  const rest = [...sql.slice(0, from), ...sql.slice(at + 2)];
+  if (!sameStatements(recorded, rest)) return undefined;
+  const added = [
+    ...(from < at ? [SYNTHESIZED({ ended: null })] : []),
+    SYNTHESIZED({ stored: 1 }),
+    SYNTHESIZED({ refused: null }),
+  ];
+  const recordedAnswers = answers();
+  return [...recordedAnswers.slice(0, from), ...added, ...recordedAnswers.slice(from)];
 }
 
 /**
@@ -88,14 +136,20 @@ function sameStatements(recorded: string[], sql: string[]): boolean {
 }
 
 class ReplayStatement {
+  /** Kept only while batches are held: what the deployed binding would send. */
+  values: unknown[] = [];
+
   constructor(
     private readonly tape: Tape,
     readonly sql: string,
   ) {}
 
   // The replayed answer already holds what these values selected.
-  bind(..._values: unknown[]): ReplayStatement {
-    return this;
+  bind(...values: unknown[]): ReplayStatement {
+    if (!this.tape.holding) return this;
+    const bound = new ReplayStatement(this.tape, this.sql);
+    bound.values = values;
+    return bound;
   }
 
   all<T>(): Promise<D1Result<T>> {
@@ -123,7 +177,14 @@ class ReplayDatabase {
     return new ReplayStatement(this.tape, sql);
   }
 
-  batch<T>(statements: ReplayStatement[]): Promise<D1Result<T>[]> {
+  async batch<T>(statements: ReplayStatement[]): Promise<D1Result<T>[]> {
+    if (this.tape.holding) {
+      // The request the deployed binding makes of a batch: every statement's SQL and values as one JSON text.
+      const sent = JSON.stringify(statements.map((statement) => ({ sql: statement.sql, params: statement.values })));
+      await new Promise<void>((release) => {
+        held = { release, bytes: sent.length };
+      });
+    }
     return this.tape.play(
       "batch",
       statements.map((statement) => statement.sql),
@@ -138,6 +199,9 @@ class ReplayDatabase {
     return BOOKMARK;
   }
 }
+
+/** The batch held now (HOLD_HEADER), and the length of the request text made for it. */
+let held: { release: () => void; bytes: number } | undefined;
 
 const allow: RateLimit = { limit: () => Promise.resolve({ success: true }) };
 
@@ -208,7 +272,8 @@ export default {
       const calls = recordings.get(scenario);
       if (calls === undefined) return new Response(`no recording for ${scenario}`, { status: 500 });
       const replay = async (forApp: Request): Promise<Response> => {
-        const tape = new Tape(calls, scenario, recordings.get(warmUpName(scenario)));
+        const holding = request.headers.has(HOLD_HEADER);
+        const tape = new Tape(calls, scenario, recordings.get(warmUpName(scenario)), holding);
         return app.fetch(forApp, replayEnv(env, tape), ctx);
       };
       const floor = request.headers.get(FORMAT_FLOOR_HEADER);
@@ -217,7 +282,17 @@ export default {
       }
       return replay(request);
     }
-    if (request.method === "POST" && new URL(request.url).pathname === "/__bench/recordings") {
+    const path = new URL(request.url).pathname;
+    if (path === "/__bench/held") {
+      // Whether a batch is held now, and its request's length; POST releases it.
+      const now = held;
+      if (request.method === "POST" && now) {
+        held = undefined;
+        now.release();
+      }
+      return Response.json(now ? { bytes: now.bytes } : null);
+    }
+    if (request.method === "POST" && path === "/__bench/recordings") {
       recordings = new Map(Object.entries((await request.json()) as Recordings));
       return new Response(null, { status: 204 });
     }

@@ -51,6 +51,13 @@ export const RECORD_HEADER = "X-Bench-Record";
 export const D1_DELAY_HEADER = "X-Bench-D1-Delay";
 
 /**
+ * On a request to the isolate-only worker: each D1 batch of the replay is held (its statements with their values,
+ * and the JSON text the D1 binding sends for them, kept alive) until the harness sends `POST /__bench/release`, so
+ * the harness can read the isolate's heap while the request holds what it holds when its batch goes out.
+ */
+export const HOLD_HEADER = "X-Bench-Hold-D1";
+
+/**
  * What the instrumented worker counts of one request's D1 use (response headers `X-Bench-<Name>`, and the
  * envelope of a recorded request).
  */

@@ -47,6 +47,9 @@ const RECORD_HEADER = "X-Bench-Record";
 const SCENARIO_HEADER = "X-Bench-Scenario";
 const FORMAT_FLOOR_HEADER = "X-Bench-Format-Floor";
 const D1_DELAY_HEADER = "X-Bench-D1-Delay";
+const HOLD_HEADER = "X-Bench-Hold-D1";
+/** Runs of the heap measure per request (the median is reported). */
+const HEAP_RUNS = 3;
 /** The far edge: what every D1 call waits in the far-edge run (bench/README.md). */
 const FAR_EDGE_DELAY_MS = 50;
 /** The isolate scenarios whose targets are ratios to the ceiling: each sample is paired with the ceiling's just before. */
@@ -232,7 +235,7 @@ async function recordRequest(base, request) {
  * isolate-only worker, and checks that the replay answers exactly what the real run answered (status and
  * body). Returns the scenarios that this build serves, their tapes and what each asked of D1.
  */
-async function recordIsolateScenarios(urls, isolateEndpoints, heavy) {
+async function recordIsolateScenarios(urls, isolateEndpoints, heavy, databases) {
   const recordings = {};
   const answers = {};
   const uses = {};
@@ -278,10 +281,35 @@ async function recordIsolateScenarios(urls, isolateEndpoints, heavy) {
     served.push(endpoint);
   }
   if (heavy) {
-    const recorded = await heavy.record((request) => recordRequest(urls.probe, request), sendExpecting, urls.app);
+    // What the account page shows (its rows read are held to that plus a constant): the stats row, the app
+    // passwords and the devices, counted where the instrumented worker reads them.
+    const shownRows = async (userId) => {
+      const db = Object.values(databases)[0];
+      const row = await db
+        .prepare(
+          "SELECT 1 + (SELECT count(*) FROM app_passwords WHERE user_id = ?1) + (SELECT count(*) FROM devices WHERE user_id = ?1) AS shown",
+        )
+        .bind(userId)
+        .first();
+      return row.shown;
+    };
+    const recorded = await heavy.record(
+      (request) => recordRequest(urls.probe, request),
+      sendExpecting,
+      urls.app,
+      shownRows,
+    );
     for (const row of heavy.rows.filter((r) => !r.existing)) {
       const envelope = recorded.envelopes[row.name];
-      const endpoint = { name: row.name, expected: row.expected, dynamic: false, next: () => row.recorded };
+      const endpoint = {
+        name: row.name,
+        expected: row.expected,
+        dynamic: false,
+        next: () => row.recorded,
+        mask: row.mask,
+        // The rare uploads of up to 16 MiB, one at a time (ten at once would hold ten times their memory).
+        ...(row.exempt ? { connections: 1 } : {}),
+      };
       try {
         checkStatus(
           { ...endpoint, optional: row.optional },
@@ -313,13 +341,20 @@ async function recordIsolateScenarios(urls, isolateEndpoints, heavy) {
     if (load.status !== 204) throw new Error(`loading the recordings answered ${load.status}: ${await load.text()}`);
     // The baseline (another commit) replays only the scenarios both builds have.
     const replayed = base === urls.baseline ? served.filter((endpoint) => !endpoint.name.startsWith("heavy:")) : served;
+    // An upload naming feeds subscribed under other guids than their URLs' (heavy rows) is recorded once the
+    // instrumented isolate knows their guids: this isolate learns them from one replay first (its guesses were
+    // wrong, so it asked for a second batch the tape does not have: answered 503, not checked).
+    for (const endpoint of replayed.filter((e) => heavy?.rows.find((row) => row.name === e.name)?.feedGuesses)) {
+      await send(base, endpoint, { [SCENARIO_HEADER]: endpoint.name });
+    }
     for (const endpoint of replayed) {
       const { response, text } = await send(base, endpoint, { [SCENARIO_HEADER]: endpoint.name });
       const recorded = answers[endpoint.name];
       // The workers listen on different ports: links built from the request's origin differ by it alone.
       // A write's time is the clock's when the request ran (the row holds the same), so times are masked.
-      const same =
-        maskTimes(text.replaceAll(base.origin, "")) === maskTimes(recorded.body.replaceAll(urls.probe.origin, ""));
+      // A body with secrets made anew each time (a Login Flow's tokens) is compared without them.
+      const masked = (body, origin) => (endpoint.mask ?? ((t) => t))(maskTimes(body.replaceAll(origin, "")));
+      const same = masked(text, base.origin) === masked(recorded.body, urls.probe.origin);
       if (response.status !== recorded.status || !same) {
         const which = base === urls.baseline ? `baseline ${options.compare}` : "isolate";
         throw new Error(
@@ -418,6 +453,59 @@ async function profileScenarios(urls, served, inspectorUrl, load) {
   }
 }
 
+/**
+ * The isolate's heap a request holds while its D1 batch is under way (bench/README.md, "What an upload holds"): the
+ * isolate-only worker replays it with its batch held (HOLD_HEADER) until released; meanwhile the inspector collects
+ * garbage and reads the heap (V8's heap and the array buffers' backing stores), the idle isolate's, read just
+ * before, subtracted. The median of HEAP_RUNS runs, in MiB.
+ */
+async function measureHeapHeld(urls, inspectorUrl, endpoints) {
+  if (endpoints.length === 0 || !inspectorUrl) return {};
+  const { connectInspector } = await import("./lib/inspector.mjs");
+  const wake = () => fetch(new URL("/__bench/held", urls.isolate)).then((response) => response.text());
+  const inspector = await connectInspector(Number(inspectorUrl.port), wake, "/core:user:isolate");
+  const heldNow = async (method = "GET") => (await fetch(new URL("/__bench/held", urls.isolate), { method })).json();
+  const usage = async () => {
+    const { used } = await inspector.heapUsage();
+    const raw = await inspector.send("Runtime.getHeapUsage");
+    return used + (raw.backingStorageSize ?? 0);
+  };
+  const measured = {};
+  try {
+    for (const endpoint of endpoints) {
+      const runs = [];
+      let body = 0;
+      for (let run = 0; run < HEAP_RUNS; run++) {
+        const idle = await usage();
+        const request = endpoint.next();
+        body = Buffer.byteLength(request.body ?? "");
+        const answered = fetch(new URL(request.path, urls.isolate), {
+          method: request.method,
+          headers: { ...request.headers, [SCENARIO_HEADER]: endpoint.name, [HOLD_HEADER]: "1" },
+          body: request.body,
+        }).then((response) => response.text());
+        const deadline = Date.now() + 60_000;
+        while ((await heldNow()) === null) {
+          if (Date.now() > deadline) throw new Error(`${endpoint.name}: its batch was never held`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        const during = await usage();
+        await heldNow("POST");
+        await answered;
+        runs.push((during - idle) / 1024 ** 2);
+      }
+      measured[endpoint.name] = {
+        body_mib: Math.round((body / 1024 ** 2) * 100) / 100,
+        held_mib: Math.round(median(runs) * 10) / 10,
+        runs_mib: runs.map((v) => Math.round(v * 10) / 10),
+      };
+    }
+  } finally {
+    inspector.close();
+  }
+  return measured;
+}
+
 function readPlainResults(dir) {
   try {
     return JSON.parse(readFileSync(join(dir, "results.json"), "utf8"));
@@ -497,7 +585,8 @@ async function main() {
       "isolate-console": builds.isolate.script,
     },
     bindings: { "isolate-console": { BENCH_CONSOLE: "local" } },
-    inspector: options.profile !== undefined,
+    // workerd's inspector: the profiles (--profile), and the heap an upload holds (measureHeapHeld).
+    inspector: true,
   });
   const { urls, databases, workerdPid, logs } = server;
   const sockets = Object.entries(urls).map(([name, url]) => `${name} ${url.host}`);
@@ -526,7 +615,7 @@ async function main() {
   const gpodderUsers = await prepareGpodder(urls.app, u, tokens);
   log(`bench: ${gpodderUsers} gpodder users signed in with app passwords minted through the API`);
   const heavy = withHeavy ? heavyListener({ users: heavyUserSet, tokens, startedAt: Date.now() }) : undefined;
-  if (heavy) await heavy.prepare(sendExpecting, urls.app);
+  if (heavy) await heavy.prepare(sendExpecting, urls.app, Object.values(databases));
 
   // 4. Rows per request: sequential probes through the instrumented worker (not under load).
   const rows = {};
@@ -572,6 +661,7 @@ async function main() {
     urls,
     scenario.isolateEndpoints(u, tokens).filter((endpoint) => !skip.has(endpoint.name)),
     heavy,
+    databases,
   );
   for (const name of isolate.absent) absent.add(name);
   // Kept with BENCH_KEEP_TMP=1: the tapes and their requests, to replay them elsewhere (a profiler).
@@ -676,7 +766,13 @@ async function main() {
     ...formatFloors,
   };
   const sample = ({ base, endpoint, seconds }, fallback) =>
-    runSample({ base, endpoint, seconds: seconds ?? fallback, connections: settings.connections, workerdPid });
+    runSample({
+      base,
+      endpoint,
+      seconds: seconds ?? fallback,
+      connections: endpoint.connections ?? settings.connections,
+      workerdPid,
+    });
 
   if (options.profile) {
     await profileScenarios(urls, isolate.served, server.inspectorUrl, (endpoint) =>
@@ -746,6 +842,21 @@ async function main() {
     }
   }
 
+  // What the uploads hold in the isolate's heap while their batch goes out (after the load: the inspector's
+  // collections would weigh on its samples).
+  if (heavy) {
+    heavy.heapHeld = await measureHeapHeld(
+      urls,
+      server.inspectorUrl,
+      isolate.served.filter((endpoint) => heavy.rows.find((row) => row.name === endpoint.name)?.holdHeap),
+    );
+    for (const [name, h] of Object.entries(heavy.heapHeld)) {
+      log(
+        `bench: ${name} holds ${fmt(h.held_mib, 1)} MiB of heap while its batch goes out (body ${fmt(h.body_mib, 1)} MiB)`,
+      );
+    }
+  }
+
   // 7. Results.
   const figures = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, combine(list)]));
   const pools = Object.entries(scenario.pools(u))
@@ -755,7 +866,7 @@ async function main() {
   const summary = summarise({
     figures,
     samples,
-    heavy: heavy && { rows: heavy.rows, farEdge },
+    heavy: heavy && { rows: heavy.rows, farEdge, heapHeld: heavy.heapHeld },
     rows,
     scalingRows,
     syncRows,

@@ -45,7 +45,10 @@ export function uuidV5(namespace: string, name: string): Promise<string> {
 /**
  * `uuidV5`, answered at once. SHA-1 is computed here rather than by `crypto.subtle.digest`: the promise of a
  * Web Crypto call per name cost more than the hash (an OPML import of 1 000 feeds spent about 40 % of its
- * isolate CPU naming them). A property test holds this to Web Crypto's SHA-1 (test/podcast-guid.test.ts).
+ * isolate CPU naming them). Nor by @noble/hashes (the team prefers a maintained library for crypto): with its
+ * `sha1` and `sha256` (url-key.ts) the OPML import of 1 000 feeds took 43 % more isolate CPU (12.9 to 18.5 ms, the
+ * bench's A/B, bench/README.md) and the bundle 1.9 KiB more. A property test holds this to Web Crypto's SHA-1
+ * (test/podcast-guid.test.ts).
  */
 export function uuidV5Sync(namespace: string, name: string): string {
   const namespaceBytes =

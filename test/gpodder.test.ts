@@ -619,6 +619,47 @@ describe("gpodder devices", () => {
     ]);
   });
 
+  it("a path naming a 101st device is 400 and writes nothing; the request's own batch creates a new one", async () => {
+    const userId = "gp-device-limit";
+    const user = await as(userId);
+    const credentials = await mint(user);
+    const counter = await countedDatabaseOf(userId);
+    const client = gpodder(credentials, counter.bindings);
+    const u = credentials.username;
+    const db = await databaseFor(userId);
+    await db.batch(
+      Array.from({ length: 99 }, (_, i) =>
+        db
+          .prepare("INSERT INTO devices (user_id, device_id, caption, type, created_at) VALUES (?, ?, '', 'other', ?)")
+          .bind(userId, `seeded-${i}`, i),
+      ),
+    );
+    // The 100th device, named first by a path: created by the GET's own round trip (its one D1 call, signed in).
+    expect((await client.post(`/api/2/auth/${u}/login.json`)).status).toBe(200);
+    counter.reset();
+    const hundredth = await client.get(`/api/2/subscriptions/${u}/hundredth.json?since=0`);
+    expect(hundredth.status).toBe(200);
+    expect(counter.calls()).toBe(1);
+    const deviceCount = async () =>
+      (await db.prepare("SELECT count(*) AS n FROM devices WHERE user_id = ?").bind(userId).first<{ n: number }>())?.n;
+    expect(await deviceCount()).toBe(100);
+    // A 101st: every path that names a device refuses it, and writes nothing.
+    const add = { add: ["https://device-limit.example.com/feed"] };
+    for (const response of [
+      await client.get(`/api/2/subscriptions/${u}/one-too-many.json?since=0`),
+      await client.post(`/api/2/subscriptions/${u}/one-too-many.json`, add),
+      await client.put(`/subscriptions/${u}/one-too-many.json`, add.add),
+    ]) {
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({ error: "A user may have at most 100 devices." });
+    }
+    expect(await deviceCount()).toBe(100);
+    expect(await (await client.get(`/subscriptions/${u}.json`)).json()).toEqual([]);
+    // A device it has still takes the upload.
+    expect((await client.post(`/api/2/subscriptions/${u}/hundredth.json`, add)).status).toBe(200);
+    expect(await (await client.get(`/subscriptions/${u}.json`)).json()).toEqual(add.add);
+  });
+
   it("sync-devices reads the device ids only, never their captions", async () => {
     const credentials = await mint(await as("gp-sync-devices-ids"));
     const { bindings, totals, reset } = await meteredDatabaseOf("gp-sync-devices-ids");
@@ -968,7 +1009,7 @@ describe("gpodder uploads: one D1 round trip each", () => {
     ]);
   });
 
-  it("an episode upload of 1000 actions; a feed under another guid costs the lookup once per isolate", async () => {
+  it("an episode upload of 1000 actions; a feed under another guid costs one more round trip once per isolate", async () => {
     const { user, client, u, measure } = await counted("gp-trips-episodes");
     const podcasts = Array.from({ length: 10 }, (_, i) => `https://trips.example.com/podcast/${i}`);
     await client.post(`/api/2/subscriptions/${u}/dev.json`, { add: podcasts.slice(0, 5) });
@@ -992,9 +1033,14 @@ describe("gpodder uploads: one D1 round trip each", () => {
       episode: `https://cdn.trips.example.com/f${n}.mp3`,
       action: "new",
     });
-    // The guess (the podcast:guid) is refused and writes nothing; the lookup, then the write.
-    expect((await measure(() => client.post(`/api/2/episodes/${u}.json`, [play(1), actions[0]]))).calls).toBe(3);
+    // The guess (the podcast:guid) is wrong: its write writes nothing, the batch reads the feed's guid and writes the
+    // rest; a second batch writes that feed's action.
+    const other = { ...actions[0], episode: "https://cdn.trips.example.com/other.mp3" };
+    expect((await measure(() => client.post(`/api/2/episodes/${u}.json`, [play(1), other]))).calls).toBe(2);
     expect((await user.get(`/v1/episodes/${await uuidV5(feed.guid, play(1).episode)}`)).status).toBe(200);
+    expect(
+      (await user.get(`/v1/episodes/${await uuidV5(await podcastGuid(other.podcast), other.episode)}`)).status,
+    ).toBe(200);
     const wrong = await uuidV5(await podcastGuid(feed.feedUrl), play(1).episode);
     expect((await user.get(`/v1/episodes/${wrong}`)).status).toBe(404);
     // The isolate now knows the feed's guid.
@@ -1023,8 +1069,10 @@ describe("gpodder statements", () => {
       add: ["https://plans.example.com/a"],
       remove: [feed.feedUrl],
     });
-    // Read to its end: the `remove` walk's pages are read as the body is.
+    // Read to its end: the `remove` walk's pages are read as the body is. A device the path names first is created
+    // in the same batch (its guard).
     await (await client.get(`/api/2/subscriptions/${u}/dev.json?since=0`)).text();
+    await (await client.get(`/api/2/subscriptions/${u}/fresh.json?since=0`)).text();
     await client.put(`/subscriptions/${u}/dev.json`, ["https://plans.example.com/b"]);
     await client.get(`/subscriptions/${u}.json`);
     await client.post(`/api/2/episodes/${u}.json`, [

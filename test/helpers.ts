@@ -288,6 +288,14 @@ export function meteredD1(real: D1Database) {
     sqlMs: [] as number[],
     /** The rows each statement read (`meta.rows_read`): how long it held the database, as the host cannot change. */
     rowsReadPerStatement: [] as number[],
+    /** D1 calls (round trips: a batch is one). */
+    calls: 0,
+    /** Each call's results as JSON text (UTF-8 bytes): what D1's answer holds, as the binding parses it. */
+    answerBytes: [] as number[],
+  };
+  const answered = (results: unknown) => {
+    totals.calls++;
+    totals.answerBytes.push(new TextEncoder().encode(JSON.stringify(results)).byteLength);
   };
   const account = (meta: D1Meta | undefined) => {
     totals.rowsRead += meta?.rows_read ?? 0;
@@ -305,6 +313,7 @@ export function meteredD1(real: D1Database) {
             totals.statements.push({ sql, params });
             const result = await target.all();
             account(result.meta);
+            answered(result.results);
             return result;
           };
         }
@@ -313,6 +322,7 @@ export function meteredD1(real: D1Database) {
             totals.statements.push({ sql, params });
             const result = await target.all<Record<string, unknown>>();
             account(result.meta);
+            answered(result.results);
             const row = result.results[0] ?? null;
             return column && row ? row[column] : row;
           };
@@ -322,6 +332,7 @@ export function meteredD1(real: D1Database) {
             totals.statements.push({ sql, params });
             const result = await target.all<Record<string, unknown>>();
             account(result.meta);
+            answered(result.results);
             return result.results.map((row) => Object.values(row));
           };
         }
@@ -350,6 +361,7 @@ export function meteredD1(real: D1Database) {
               statements.map((statement) => realStatement.get(statement) ?? statement),
             );
             for (const result of results) account(result.meta);
+            answered(results.map((result) => result.results));
             return results;
           };
         }
@@ -366,6 +378,8 @@ export function meteredD1(real: D1Database) {
       totals.statements.length = 0;
       totals.sqlMs.length = 0;
       totals.rowsReadPerStatement.length = 0;
+      totals.calls = 0;
+      totals.answerBytes.length = 0;
     },
   };
 }

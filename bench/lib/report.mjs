@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import { dirname, join } from "node:path";
-import { CLIENTS, HEAVY, NEXTCLOUD_ROWS } from "./heavy-listener.mjs";
+import { CLIENTS, HEAVY } from "./heavy-listener.mjs";
 import { median } from "./load.mjs";
 import { MIN_ROUNDS } from "./options.mjs";
 import {
@@ -96,7 +96,9 @@ const TARGETS = [
   ["list_page1_rows_read_difference_1000_10000", "<=", 0],
   ["list_past_end_rows_read", "<=", 2],
   ["sync_page_100_rows_read", "<=", SYNC_PAGE_SIZE + 2],
-  ["bundle_gzip_kib", "<=", 100],
+  // 100 KiB until the account pages (issue 28): they and their OpenID Connect client add about 26 KiB of gzip
+  // alone (bench/README.md, "The bundle"); restated with the pages in.
+  ["bundle_gzip_kib", "<=", 135],
   // Episode states (docs/API.md §13).
   ["episode_create_rows_written", "<=", 4],
   ["episode_merge_rows_written", "<=", 4],
@@ -114,12 +116,23 @@ const TARGETS = [
   ["heavy_listener_d1_queries", "<=", 50],
   ["heavy_listener_sequential_round_trips", "<=", 3],
   ["heavy_listener_answer_held_mib", "<=", 16],
+  // The account page (docs/API.md §16, issue 28): the session, then one batch; the rows it shows and a few more; its
+  // isolate CPU against get-one's, the median over the rounds of each round's ratio.
+  ["account_page_d1_round_trips", "<=", 2],
+  ["account_page_rows_read_above_shown", "<=", 3],
+  ["isolate_account_page_vs_get_one", "<=", 3],
+  // AntennaPod's Nextcloud option (docs/API.md §17, issue 29): an upload of 30 actions and a `since` read over 10 000
+  // states, one D1 round trip each (steady state).
+  ["nextcloud_d1_round_trips", "<=", 1],
+  // The 16 MiB subscription upload (issue 30): the isolate's heap it holds while its batch is sent, against the 128
+  // MB an isolate has (Workers limits: memory per isolate).
+  ["upload_16mib_heap_held_mib", "<=", 128],
 ];
 /** Stretch goals of the same measures: reported beside the targets, never a miss. */
 const STRETCH = [
   ["isolate_list_vs_ceiling", "<=", 2],
   ["isolate_get_one_vs_ceiling", "<=", 2],
-  ["bundle_gzip_kib", "<=", 64],
+  ["bundle_gzip_kib", "<=", 100],
 ];
 
 const ratio = (a, b, digits = 3) => (a === null || a === undefined || !b ? null : round(a / b, digits));
@@ -151,11 +164,12 @@ const medianOfRounds = (ratios) => (ratios.length >= MIN_ROUNDS ? round(median(r
 function heavyRow(row, use, cpu, samples) {
   if (use === undefined)
     return { id: row.id, client: row.client, phase: row.phase, request: row.request, measured: false };
-  // A cold isolate first checks the credential (one round trip, one query) and, when the path names a device it
-  // does not know, the device (one more): measured in the warm-up recordings, once per 60 s and 10 min. An
-  // episode upload naming a feed the isolate has not met, subscribed under another guid than its URL's, tries
-  // the guess, then reads the feeds' guids and writes again (two more, once per feed and isolate).
-  const coldExtra = (row.gpodder ? 1 : 0) + (row.device ? 1 : 0) + (row.feedGuesses ? 2 : 0);
+  // A cold isolate first checks the credential (one round trip, one query, once per 60 s). A device the path names
+  // that the isolate does not know is created in the request's own batch (no round trip more). An episode upload
+  // naming a feed the isolate has not met, subscribed under another guid than its URL's, writes the other feeds'
+  // actions and reads that feed's guid in its batch, then writes that feed's actions (one more, once per feed and
+  // isolate).
+  const coldExtra = (row.gpodder ? 1 : 0) + (row.feedGuesses ? 1 : 0);
   const held = row.streamed ? use.largestAnswerBytes : Math.max(use.largestAnswerBytes, use.responseBytes ?? 0);
   const figures = {
     isolate_cpu_us: cpu,
@@ -170,6 +184,7 @@ function heavyRow(row, use, cpu, samples) {
     d1_answer_bytes: use.answerBytes,
     largest_d1_answer_bytes: use.largestAnswerBytes,
     answer_held_bytes: held,
+    ...(row.shownRows === undefined ? {} : { rows_shown: row.shownRows }),
   };
   const verdicts = {
     cpu: row.exempt ? null : cpu !== null && cpu <= 10000,
@@ -298,6 +313,7 @@ export function summarise({
     isolate_bulk_100_vs_format_floor: pairedRatios(figures, ...floorOf("bulk-100")),
     isolate_episode_bulk_100_vs_format_floor: pairedRatios(figures, ...floorOf("episode-bulk-100")),
     isolate_episode_feed_vs_format_floor: pairedRatios(figures, ...floorOf("episode-feed")),
+    isolate_account_page_vs_get_one: pairedRatios(figures, "isolate:heavy:account-page", "isolate:get-one"),
   };
   const heavyRows = (heavy?.rows ?? []).map((row) => {
     const cpuSamples = (figures[`isolate:${row.name}`]?.samplesCpuUs ?? []).filter((v) => v !== null);
@@ -309,7 +325,23 @@ export function summarise({
     const values = rowsOf.map(pick).filter((v) => v !== null && v !== undefined);
     return values.length === 0 ? null : Math.max(...values);
   };
+  const heavyRowOf = (id) => measuredHeavy.find((row) => row.id === id);
+  const accountPage = heavyRowOf("account-page");
+  const nextcloudReads = [
+    "nextcloud-full-episodes",
+    "nextcloud-full-played",
+    "nextcloud-incremental-episodes",
+    "nextcloud-incremental-upload",
+  ]
+    .map(heavyRowOf)
+    .filter(Boolean);
   const heavyTargets = {
+    account_page_d1_round_trips: accountPage?.d1_round_trips ?? null,
+    account_page_rows_read_above_shown: accountPage ? accountPage.rows_read - accountPage.rows_shown : null,
+    isolate_account_page_vs_get_one: medianOfRounds(ratioRounds.isolate_account_page_vs_get_one),
+    nextcloud_d1_round_trips:
+      nextcloudReads.length === 0 ? null : Math.max(...nextcloudReads.map((row) => row.d1_round_trips)),
+    upload_16mib_heap_held_mib: heavy?.heapHeld?.["heavy:gpodder-upload-16mib"]?.held_mib ?? null,
     heavy_listener_isolate_cpu_us: measuredHeavy.some((row) => !row.exempt && row.isolate_cpu_us === null)
       ? null
       : worst(
@@ -410,7 +442,7 @@ export function summarise({
           },
           requests: heavyRows,
           far_edge: heavy.farEdge ?? null,
-          joining_with_the_nextcloud_paths: NEXTCLOUD_ROWS,
+          heap_held: heavy.heapHeld ?? null,
         }
       : null,
     // Beyond the fixed shape above: the reserved rows and everything that explains the figures.
@@ -556,11 +588,12 @@ function heavyTableLines(heavy) {
       "statements",
       "+ cold",
       "rows read",
+      "rows written",
       "answer",
       "largest D1 answer",
       "verdict",
     ],
-    ["l", "l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
+    ["l", "l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
     heavy.requests.map((row) => [
       CLIENTS[row.client] ?? row.client,
       row.phase,
@@ -571,6 +604,7 @@ function heavyTableLines(heavy) {
       row.measured ? row.d1_statements : "–",
       row.measured ? `+${row.cold_extra_round_trips}` : "–",
       row.measured ? row.rows_read : "–",
+      row.measured ? row.rows_written : "–",
       row.measured ? bytesCell(row.response_bytes) : "–",
       row.measured ? bytesCell(row.largest_d1_answer_bytes) : "–",
       verdict(row),
@@ -906,16 +940,35 @@ export function renderMarkdown({
         " isolate scenarios; D1 calls (round trips, each a subrequest; those made one after the other in brackets)," +
         " the statements they carried, rows read and bytes: of the recorded request, in an isolate that knows the" +
         " credential, the device and the feeds; `+ cold`: the round trips a cold isolate adds, once per 60 s (the" +
-        " credential), 10 min (the device) and feed (an upload's guessed feed guids). Targets: at most 10 ms of" +
+        " credential) and feed (an upload naming a feed whose guid it guessed wrong); a device the isolate does not" +
+        " know is created in the request's own batch. Targets: at most 10 ms of" +
         " isolate CPU and 50 D1 queries (Cloudflare's Workers Free plan; its D1 limit counts subrequests, a batch" +
         " being one), at most 3 round trips in turn, both cold, and at most 16 MiB of answer held (a streamed answer" +
         " holds one D1 answer at a time).",
       "",
       ...summary.heavyTable,
       "",
-      `Joining with the Nextcloud paths (AntennaPod's "Nextcloud" option): ${heavy.joining_with_the_nextcloud_paths.join("; ")}.`,
-      "",
     );
+    const held = Object.entries(heavy.heap_held ?? {});
+    if (held.length > 0) {
+      push(
+        "What a request holds in the isolate's heap while its D1 batch is under way (the isolate-only worker, the batch's",
+        "statements and the JSON request the D1 binding sends for them kept alive, the answer held back; garbage collected",
+        "first; above the idle isolate's heap; the median of the runs). An isolate has 128 MB (Workers limits).",
+        "",
+        ...table(
+          ["request", "request body", "heap held", "runs (MiB)"],
+          ["l", "r", "r", "l"],
+          held.map(([name, h]) => [
+            name.replace(/^heavy:/, ""),
+            `${cell(h.body_mib)} MiB`,
+            `${cell(h.held_mib)} MiB`,
+            h.runs_mib.map((v) => cell(v)).join(", "),
+          ]),
+        ),
+        "",
+      );
+    }
     if (farEdge) {
       push(
         `### A far edge: ${farEdge.delayMs} ms before every D1 call`,

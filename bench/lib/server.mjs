@@ -49,7 +49,14 @@ export async function startServer({ root, stateDir, secret, env, bundles, bindin
     ...workerOptions,
     ratelimits,
     rootPath: root,
-    bindings: { ...workerOptions.bindings, AUTH_JWT_SECRET: secret },
+    // The account pages and the Login Flow's grant page answer only where sign-in is configured: an issuer that is
+    // never asked (the bench seeds the listener's session as a sign-in stores it; nobody signs in).
+    bindings: {
+      ...workerOptions.bindings,
+      AUTH_JWT_SECRET: secret,
+      OIDC_ISSUER: "https://issuer.bench.invalid",
+      OIDC_CLIENT_ID: "bench",
+    },
     modules: true,
   };
   const worker = (name, scriptPath) => ({

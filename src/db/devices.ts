@@ -3,7 +3,7 @@ import { credentialGuard, runGuarded, type WriteCredential } from "./app-passwor
 import { WriteBatch } from "./batch";
 import { call, type Database } from "./database";
 import { devices as d, userStats as stats } from "./schema";
-import { type Statement, statement } from "./statements";
+import { failedWith, failure, type Statement, statement } from "./statements";
 
 /** gpodder devices per user (docs/API.md §14). */
 export const MAX_DEVICES = 100;
@@ -59,6 +59,41 @@ export function deviceStatement(
   return upsertStatement.bind(db, values);
 }
 
+/** What names the device guard's failure in D1's error (statements.ts, `failure`). */
+const DEVICE_LIMIT_REACHED = "gpodder-device-limit-reached";
+
+/** Fails the batch (nothing written) unless the device exists: after its upsert, which past the limit writes nothing. */
+const deviceGuardStatement = statement(sql`
+  SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM ${d} WHERE ${d.userId} = ${userId} AND ${d.deviceId} = ${deviceId})
+    THEN ${failure(DEVICE_LIMIT_REACHED)} END AS refused`);
+
+/** A request named a new device while its user had the most: its batch wrote nothing. */
+export class DeviceLimitError extends Error {
+  constructor() {
+    super("the user has the most devices");
+    this.name = "DeviceLimitError";
+  }
+}
+
+/**
+ * The device a request's path names, created or kept by the request's own batch (docs/API.md §14: a path naming an
+ * unknown device creates it), after the caller's credential guard: past the device limit the batch fails and writes
+ * nothing. Run the batch with `runNamingDevice`.
+ */
+export function pathDeviceStatements(db: Database, user: string, id: string, at: number): D1PreparedStatement[] {
+  return [deviceStatement(db, user, { id }, at), deviceGuardStatement.bind(db, { userId: user, deviceId: id })];
+}
+
+/** Runs a batch holding `pathDeviceStatements`: the device guard's failure becomes DeviceLimitError. */
+export async function runNamingDevice(run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    if (failedWith(err, DEVICE_LIMIT_REACHED)) throw new DeviceLimitError();
+    throw err;
+  }
+}
+
 /**
  * Creates or updates a device, guarded by the caller's credential (one batch: a credential that no longer exists
  * writes nothing, CredentialEndedError); false when it is new and the user already has the most devices.
@@ -92,4 +127,5 @@ export const deviceStatements: Record<string, Statement> = {
   upsert: upsertStatement,
   list: listStatement,
   ids: idsStatement,
+  guard: deviceGuardStatement,
 };

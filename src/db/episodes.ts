@@ -205,48 +205,60 @@ function growth(creates: boolean): SQL {
     FROM ${e} WHERE ${isThisEpisode}), ${fresh})`;
 }
 
-/** What a create-or-merge must free first: an episode slot when the id is not stored, and URL bytes. */
-const upsertNeed: RoomNeed = {
-  count: rowsNeeded(
-    sql`NOT EXISTS (SELECT 1 FROM ${e} WHERE ${isThisEpisode})`,
-    stats.episodeCount,
-    MAX_STORED_EPISODES,
-  ),
-  bytes: bytesNeeded(growth(true)),
-  exclude: id,
-};
 const mergeBytesNeed = bytesNeeded(growth(false));
 
-/**
- * The room a create-or-merge makes before it, one statement for both kinds: episode tombstones for the count quota
- * (its refusal wins), subscription tombstones (the only ones with URL text) for the bytes.
- */
-const upsertRoomStatements = [
-  roomsStatement([
-    { table: episodeTombstones, need: { count: upsertNeed.count, bytes: sql`0`, exclude: id } },
-    { table: subscriptionTombstones, need: { count: sql`0`, bytes: upsertNeed.bytes, exclude: sql`NULL` } },
-  ]),
-];
-const mergeRoomStatements = [
-  roomStatement(subscriptionTombstones, { count: sql`0`, bytes: mergeBytesNeed, exclude: sql`NULL` }),
-];
+/** A create-or-merge's statements: the room it makes first, then the write. */
+export interface AddStatements {
+  room: Statement;
+  upsert: Statement;
+}
 
 /**
- * Creates the state, writes a tombstone's id afresh, or merges into the live state of the same feed; returns
- * the row only when it wrote one (a merge that changes nothing, or a state of another feed, writes nothing).
- * It writes only within the quota and the storage budget, checked inside the statement (the rooms before it
+ * The statements of a create-or-merge that writes only where `applies` holds (a condition on the write's own
+ * values, `true` for every write of the API's): where it does not, the room needs nothing and the write writes
+ * nothing. A gpodder upload's writes apply only while the guid their episode id was computed from is the one their
+ * feed's URL resolves to (db/gpodder.ts).
+ *
+ * The room is made before the write, one statement for both kinds of tombstones: episode tombstones for the count
+ * quota (its refusal wins) when the id is not stored, subscription tombstones (the only ones with URL text) for the
+ * bytes. The write creates the state, writes a tombstone's id afresh, or merges into the live state of the same
+ * feed; it returns the row only when it wrote one (a merge that changes nothing, or a state of another feed, writes
+ * nothing). It writes only within the quota and the storage budget, checked inside the statement (the room before it
  * purged tombstones when there were enough).
  */
-const upsertStatement = statement(sql`
+export function addStatements(applies: SQL): AddStatements {
+  const need: RoomNeed = {
+    count: rowsNeeded(
+      sql`${applies} AND NOT EXISTS (SELECT 1 FROM ${e} WHERE ${isThisEpisode})`,
+      stats.episodeCount,
+      MAX_STORED_EPISODES,
+    ),
+    bytes: sql`(CASE WHEN ${applies} THEN ${bytesNeeded(growth(true))} ELSE 0 END)`,
+    exclude: id,
+  };
+  return {
+    room: roomsStatement([
+      { table: episodeTombstones, need: { count: need.count, bytes: sql`0`, exclude: id } },
+      { table: subscriptionTombstones, need: { count: sql`0`, bytes: need.bytes, exclude: sql`NULL` } },
+    ]),
+    upsert: statement(sql`
   INSERT INTO ${e} (user_id, id, feed_guid, media_url, item_guid, position, duration, played,
     position_changed_at, played_changed_at, change_seq, received_at, deleted_at)
   SELECT ${userId}, ${id}, ${feedGuid}, ${mediaUrl}, ${itemGuid}, coalesce(${position}, 0), ${duration},
     coalesce(${played}, 0), CASE WHEN ${position} IS NOT NULL THEN ${changedAt} END,
     CASE WHEN ${played} IS NOT NULL THEN ${changedAt} END, ${nextChange}, unixepoch(), NULL
-  WHERE ${upsertNeed.count} <= 0 AND ${upsertNeed.bytes} <= 0
+  WHERE ${applies} AND ${need.count} <= 0 AND ${need.bytes} <= 0
   ON CONFLICT (user_id, id) DO UPDATE SET feed_guid = excluded.feed_guid, ${writtenColumns(isTombstone)}
   WHERE ${isTombstone} OR (${e.feedGuid} = ${feedGuid} AND ${anyApplies})
-  RETURNING ${packedWritten} AS row`);
+  RETURNING ${packedWritten} AS row`),
+  };
+}
+
+/** The API's create-or-merge: every write applies. */
+const apiAdds = addStatements(sql`1`);
+const mergeRoomStatements = [
+  roomStatement(subscriptionTombstones, { count: sql`0`, bytes: mergeBytesNeed, exclude: sql`NULL` }),
+];
 
 /** Merges into a live state (PATCH, bulk update); with a feed guid, only a state of that feed. */
 const mergeStatement = statement(sql`
@@ -320,8 +332,12 @@ class StoredRows {
  * between (a purge may delete a tombstone or renumber a live row meanwhile, which changes neither whether the
  * state is live nor its values); an id written again starts the next such read, just before its write. With them, the
  * write's result tells a new state from a merge, a write that changed nothing from a state of another feed.
+ * `adds`: the create-or-merge statements (`addStatements`); `values` beside an operation: what their condition binds.
  */
-export function episodeWriter(context: WriteContext): (operation: EpisodeOperation) => () => EpisodeWriteResult {
+export function episodeWriter(
+  context: WriteContext,
+  adds: AddStatements = apiAdds,
+): (operation: EpisodeOperation, values?: Record<string, unknown>) => () => EpisodeWriteResult {
   const { batch, db, user, at } = context;
   let stored: StoredRows | undefined;
   /** The ids written since `stored` was placed. */
@@ -338,15 +354,14 @@ export function episodeWriter(context: WriteContext): (operation: EpisodeOperati
     rows.ids.add(values.id);
     return () => rows.get(values.id);
   };
-  return (operation) => {
+  return (operation, extra) => {
     if (operation.op === "remove") {
       if (stored) written.add(operation.id);
       const slot = batch.push(forgetStatement.bind(db, { userId: user, id: operation.id, now: at }));
       return () => (slot.results()[0].results.length > 0 ? { kind: "removed" } : { kind: "not-found" });
     }
-    const values = writeValues(user, operation);
-    const [write, rooms] =
-      operation.op === "add" ? [upsertStatement, upsertRoomStatements] : [mergeStatement, mergeRoomStatements];
+    const values = { ...writeValues(user, operation), ...extra };
+    const [write, rooms] = operation.op === "add" ? [adds.upsert, [adds.room]] : [mergeStatement, mergeRoomStatements];
     const readBefore = storedBefore(values);
     written.add(values.id);
     const slot = batch.push(...rooms.map((room) => room.bind(db, values)), write.bind(db, values));
@@ -418,11 +433,11 @@ export const listEpisodeChanges = changeFeedReader({
 
 /** Every statement this module runs, for the test that proves none scans a table. */
 export const episodeStatements: Record<string, Statement> = {
-  upsert: upsertStatement,
+  upsert: apiAdds.upsert,
   merge: mergeStatement,
   forget: forgetStatement,
   storedRows: storedRowsStatement,
-  upsertRoom: upsertRoomStatements[0],
+  upsertRoom: apiAdds.room,
   mergeRoom: mergeRoomStatements[0],
   findOne: findOneStatement,
   changes: listEpisodeChanges.statement,

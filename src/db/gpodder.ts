@@ -2,15 +2,21 @@ import { type SQL, sql } from "drizzle-orm";
 import { credentialGuard, runGuarded, type WriteCredential } from "./app-passwords";
 import { type Row, WriteBatch } from "./batch";
 import { call, type Database } from "./database";
-import { deviceStatement } from "./devices";
-import { type EpisodeOperation, type EpisodeWriteResult, episodeWriter, type StoredEpisode } from "./episodes";
-import { type GrowingPages, keysetPages } from "./keyset-pages";
+import { deviceStatement, pathDeviceStatements, runNamingDevice } from "./devices";
+import {
+  addStatements,
+  type EpisodeOperation,
+  type EpisodeWriteResult,
+  episodeWriter,
+  type StoredEpisode,
+} from "./episodes";
 import { episodes as e, subscriptions as s, userStats as stats } from "./schema";
-import { failedWith, failure, type Statement, statement } from "./statements";
+import { type Statement, statement } from "./statements";
 import { MAX_URL_BYTES, roomsStatement, statOf, subscriptionTombstones } from "./storage";
 import { MAX_STORED_SUBSCRIPTIONS, unsubscribeSql } from "./subscriptions";
+import { type TextPage, type TextPageRow, type TextPageSize, textPageSelect, textPages } from "./text-pages";
 import { urlKey } from "./url-key";
-import { FEED_URL, ITEM_GUID, MEDIA_URL, storedUrl, storedUrlBytes } from "./url-pieces";
+import { FEED_URL, ITEM_GUID, MEDIA_URL, quotedBytesAtMost, storedUrl, storedUrlBytes } from "./url-pieces";
 
 /**
  * What the gpodder.net API needs beyond the JSON:API's reads: changes since a Unix second (by `received_at`,
@@ -35,6 +41,12 @@ function sinceBoundary(table: typeof s | typeof e) {
 const urlOf = (row: string) => storedUrl(FEED_URL, row);
 
 /**
+ * A feed or media URL as a JSON string is at most twice its 2 048 bytes (JSON escapes an ASCII character in two),
+ * and its quotes; an item guid twice its 1 024 bytes.
+ */
+const MAX_QUOTED_URL = 2 * 2048 + 2;
+
+/**
  * A subscription `a` of the user with exactly row `t`'s URL and matching `where` (`whereUnkeyed` for rows from
  * before 0004, which have no url_key: each is walked, its stored head compared first, since the whole text
  * is read from its pieces). `INDEXED BY`: left to itself, SQLite walks the user's primary key instead (every
@@ -48,25 +60,24 @@ function withSameUrl(where: SQL, whereUnkeyed = where): SQL {
     AND a.feed_url = t.feed_url AND ${urlOf("a")} = ${urlOf("t")} AND ${whereUnkeyed}))`;
 }
 
-/** A change the subscription changes GET walks: its change number, and its URL when it names one. */
-type WalkedChange = [number, string | null];
-
-/** Subscription changes per page of the gpodder subscription changes GET, first (see GPODDER_SUBSCRIPTION_PAGES). */
-export const GPODDER_SUBSCRIPTION_PAGE_ROWS = 100;
+/**
+ * The subscription changes GET's pages: a whole account's rows (at most 10 000 stored) in one walk, cut at 1.75 MiB
+ * of URL text escaped for JSON. A URL is at most 2 KB (4 KB escaped): an account of long URLs is read in pages of
+ * about 450, one of short URLs in one call. The first call carries both lists' first pages, and holds at most 14 MiB:
+ * D1's answer escapes the text again (at most twice its bytes), and the text parsed from it takes at most twice its
+ * bytes (UTF-16); a later call holds one page, beside the first `remove` page.
+ */
+export const GPODDER_SUBSCRIPTION_PAGES: TextPageSize = {
+  rows: MAX_STORED_SUBSCRIPTIONS + 1,
+  min: 100,
+  bytes: 1.75 * 1024 * 1024,
+};
 
 /**
- * The pages of the gpodder subscription changes GET grow while their URLs are short (keyset-pages.ts): 100
- * changes, then up to 500 while a page's URLs stay under 64 Ki characters. A URL is at most 2 KB, escaped for
- * JSON at most twice that: a page of long URLs stays at 100 rows (under ~1 MB of text), one that follows short
- * URLs holds at most 500 (~4 MB). Each read walks a page of change index entries however many changes the
- * account has.
+ * While the user's bucket is frozen for a move, its rows from before migration 0004 cannot be given their url_key:
+ * each such row is then compared by text with the other unkeyed rows, so pages stay at 100 rows.
  */
-export const GPODDER_SUBSCRIPTION_PAGES: GrowingPages<WalkedChange> = {
-  first: GPODDER_SUBSCRIPTION_PAGE_ROWS,
-  max: 5 * GPODDER_SUBSCRIPTION_PAGE_ROWS,
-  text: 64 * 1024,
-  textOf: (rows) => rows.reduce((sum, [, url]) => sum + (url?.length ?? 0), 0),
-};
+export const GPODDER_FROZEN_SUBSCRIPTION_PAGES: TextPageSize = { rows: 100, min: 100, bytes: 1.75 * 1024 * 1024 };
 
 /**
  * The change number the changes since `since` start after: `floor` once the first page found it (`since` 0 is
@@ -75,6 +86,14 @@ export const GPODDER_SUBSCRIPTION_PAGES: GrowingPages<WalkedChange> = {
 const changesFloor = sql`coalesce(${sql.placeholder("floor")},
   CASE WHEN ${sql.placeholder("since")} = 0 THEN 0 ELSE ${sinceBoundary(s)} END)`;
 const inRange = sql`a.change_seq > ${changesFloor}`;
+
+/**
+ * Whether the user has rows from before migration 0004 (no url_key) left. While they have, a walk that is not
+ * `frozen` reads nothing: such a row is compared by its text with every other one (an account of 10 000 read 100
+ * million rows), so they are keyed first (retention.ts, `keyUserUrls`) and the walk read again.
+ */
+const unkeyedLeft = sql`EXISTS (SELECT 1 FROM ${s} AS u INDEXED BY subscriptions_url_key_missing
+  WHERE u.user_id = ${userId} AND u.url_key IS NULL)`;
 
 /**
  * A row of the same kind (`kind`) and URL as `t` that names the URL instead of `t`: the first changed in the
@@ -89,21 +108,25 @@ function namedBefore(kind: SQL): SQL {
 }
 
 /**
- * One page of the user's changes after change number `after` (null: from the start of `since`), every row
- * walked with its URL when the list it is read for names it there (null otherwise), so a URL is named by one
- * row only: the first changed in the range of its kind. With the database's clock and the change number the
- * range starts after.
+ * One page of the user's changes after change number `after` (null: from the start of `since`), each row that
+ * names its URL in the list it is read for (`named`: a URL is named by one row only, the first changed in the range
+ * of its kind) written as the URL's JSON string. The walk reads the rows' heads and the lookups `named` makes; the
+ * text is built for the rows kept, each read again by its key. With the database's clock, the change number the
+ * range starts after, and whether unkeyed rows stopped the walk (`unkeyedLeft`).
  */
 function changesPageStatement(named: SQL): Statement {
-  return statement(sql`
-  SELECT unixepoch() AS now, ${changesFloor} AS floor, (
-    SELECT json_group_array(json_array(change_seq, feed_url)) FROM (
-      SELECT t.change_seq AS change_seq, CASE WHEN ${named} THEN ${urlOf("t")} END AS feed_url
-      FROM ${s} AS t INDEXED BY subscriptions_changes
-      WHERE t.user_id = ${userId} AND t.change_seq > coalesce(${sql.placeholder("after")}, ${changesFloor})
-      ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}
-    )
-  ) AS changes`);
+  return statement(
+    textPageSelect(
+      sql`unixepoch() AS now, ${changesFloor} AS floor, ${unkeyedLeft} AS unkeyed`,
+      sql`SELECT t.change_seq AS seq, t.guid AS guid,
+      CASE WHEN ${named} THEN ${quotedBytesAtMost(FEED_URL, "t", MAX_QUOTED_URL)} + 1 ELSE 0 END AS size
+    FROM ${s} AS t INDEXED BY subscriptions_changes
+    WHERE t.user_id = ${userId} AND t.change_seq > coalesce(${sql.placeholder("after")}, ${changesFloor})
+      AND (${sql.placeholder("frozen")} OR NOT ${unkeyedLeft})
+    ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}`,
+      sql`(SELECT json_quote(${urlOf("t")}) FROM ${s} AS t WHERE t.user_id = ${userId} AND t.guid = cut.guid)`,
+    ),
+  );
 }
 
 /** `add`: active rows, each URL once. */
@@ -121,54 +144,75 @@ const removedPageStatement = changesPageStatement(
     AND NOT ${namedBefore(sql`a.unsubscribed_at IS NOT NULL`)}`,
 );
 
-/** A page of one list of the changes: the URLs it names, and the rows walked for them. */
-export interface SubscriptionChangePage {
-  list: "add" | "remove";
-  urls: string[];
-  rows: number;
+type ChangesPageRow = TextPageRow & { now: number; floor: number; unkeyed: number };
+
+/** The subscription changes since a time (`readSubscriptionChanges`). */
+export interface SubscriptionChanges {
+  /** The database's clock at the first pages. */
+  now: number;
+  /** Rows without url_key stopped the walks (nothing was read): key them, then read again. */
+  unkeyed: boolean;
+  /** The two lists' pages: each page's URLs as JSON strings, comma-separated. */
+  add: AsyncGenerator<TextPage, void, undefined>;
+  remove: AsyncGenerator<TextPage, void, undefined>;
+}
+
+/** The device a request's path names, for its own batch to create or keep (db/devices.ts, `pathDeviceStatements`). */
+export interface NamedDevice {
+  id: string;
+  at: number;
 }
 
 /**
- * Subscriptions whose last change reached the database at or after Unix second `since`, a page per D1 call
- * (keyset-pages.ts): the changes are walked twice, for `add` then for `remove`, each in change order, so both
- * lists keep the order of their URLs' first changes. `now()`: the database's clock at the first page (a
- * `since` that misses nothing received while the pages are read, as the episode changes' is).
+ * Subscriptions whose last change reached the database at or after Unix second `since`: URLs added, and URLs no
+ * active subscription has any more, each in the order of its first change in the range. One batch reads both
+ * lists' first pages (with `device`, after the caller's credential guard, the device is created or kept first:
+ * DeviceLimitError past the limit): for an account whose URLs fit a page each, that is the whole answer in one round
+ * trip. The later pages, one D1 call each, are read as they are asked for. `now`: the database's clock at the first
+ * pages (a `since` that misses nothing received while the pages are read, as the episode changes' is). `size`: other
+ * pages than the API's (tests of the pages' seams).
  */
-export function subscriptionChangePages(
+export async function readSubscriptionChanges(
   db: Database,
-  user: string,
+  caller: WriteCredential,
   since: number,
-  pageSize: number | GrowingPages<WalkedChange> = GPODDER_SUBSCRIPTION_PAGES,
-): { pages: AsyncGenerator<SubscriptionChangePage, void, undefined>; now: () => number } {
-  let now: number | undefined;
-  // Both walks start after the same change number, found by the first page.
-  let floor: number | null = null;
-  const walk = (pageStatement: Statement) =>
-    keysetPages<WalkedChange, number | null>(
-      async (after, limit) => {
-        const row = (await call(() =>
-          pageStatement.bind(db, { userId: user, since, floor, after, limit }).first(),
-        )) as { now: number; floor: number; changes: string };
-        now ??= row.now;
-        floor ??= row.floor;
-        // An aggregate does not promise its input order: the page's order is applied again.
-        return (JSON.parse(row.changes) as WalkedChange[]).sort((a, b) => a[0] - b[0]);
-      },
-      null,
-      (last) => last[0],
-      pageSize,
+  options: { frozen: boolean; device?: NamedDevice; size?: TextPageSize },
+): Promise<SubscriptionChanges> {
+  const user = caller.userId;
+  const size = options.size ?? (options.frozen ? GPODDER_FROZEN_SUBSCRIPTION_PAGES : GPODDER_SUBSCRIPTION_PAGES);
+  const values = {
+    userId: user,
+    since,
+    floor: null,
+    after: null,
+    limit: size.rows,
+    bytes: size.bytes,
+    frozen: options.frozen ? 1 : 0,
+  };
+  const batch = new WriteBatch();
+  const { device } = options;
+  if (device) batch.push(credentialGuard(db, caller), ...pathDeviceStatements(db, user, device.id, device.at));
+  const firsts = batch.push(addedPageStatement.bind(db, values), removedPageStatement.bind(db, values));
+  await (device ? runGuarded(() => runNamingDevice(() => batch.run(db)), caller) : batch.run(db));
+  const [added, removed] = firsts.results().map((result) => result.results[0] as unknown as ChangesPageRow);
+  const floor = added.floor;
+  const walk = (pageStatement: Statement, first: ChangesPageRow) =>
+    textPages(
+      first,
+      size.rows,
+      async (after, limit) =>
+        (await call(() =>
+          pageStatement.bind(db, { ...values, floor, after, limit }).first(),
+        )) as unknown as ChangesPageRow,
+      size,
+      '"',
     );
-  async function* pages(): AsyncGenerator<SubscriptionChangePage, void, undefined> {
-    for (const [list, pageStatement] of [
-      ["add", addedPageStatement],
-      ["remove", removedPageStatement],
-    ] as const) {
-      for await (const page of walk(pageStatement)) {
-        yield { list, urls: page.flatMap(([, url]) => (url === null ? [] : [url])), rows: page.length };
-      }
-    }
-  }
-  return { pages: pages(), now: () => now as number };
+  return {
+    now: added.now,
+    unkeyed: !options.frozen && added.unkeyed === 1,
+    add: walk(addedPageStatement, added),
+    remove: walk(removedPageStatement, removed),
+  };
 }
 
 const clockStatement = statement(sql`SELECT unixepoch() AS now`);
@@ -208,9 +252,12 @@ function feedGuidOf(url: SQL, key: SQL, podcastGuid: SQL): SQL {
     SELECT guid, max((unsubscribed_at IS NULL) * 9007199254740992 + change_seq) FROM (${withUrl(url, key)}))), ${podcastGuid})`;
 }
 
-/** The feeds of a request bound as one JSON array of `[url, urlKey, podcastGuid, guess?]`, read by `sent`. */
-const sentUrl = sql`(sent.value ->> 0)`;
-const sentGuid = feedGuidOf(sentUrl, sql`(sent.value ->> 1)`, sql`(sent.value ->> 2)`);
+/**
+ * Whether an episode write of a gpodder upload applies: the guid its episode id was computed from (`feedGuid`, a
+ * guess: gpodder names the feed by its URL, `podcastUrl`) is the one that URL resolves to as the write runs.
+ */
+const guessedRight = sql`${feedGuidOf(sql`${sql.placeholder("podcastUrl")}`, sql`${sql.placeholder("podcastKey")}`, sql`${sql.placeholder("podcastGuid")}`)} = ${sql.placeholder("feedGuid")}`;
+const guessedAdds = addStatements(guessedRight);
 
 // ---------------------------------------------------------------------------------------------
 // Subscription uploads of up to 10 000 URLs (docs/API.md §14: gPodder sends every queued change in one request
@@ -380,17 +427,6 @@ const resolvedStatement = statement(sql`
     (SELECT ${urlOf("x")} FROM ${s} AS x WHERE x.user_id = ${userId} AND x.guid = r.guid AND x.unsubscribed_at IS NULL) AS activeUrl
   FROM resolved AS r`);
 
-/** What names the guess guard's failure in D1's error (statements.ts, `failure`). */
-const GUESS_REFUSED = "gpodder-feed-guid-guess-refused";
-
-/**
- * The guard an episode upload's batch starts with (after the credential's): a SQL error unless every guessed
- * guid is the one its URL resolves to. The batch is one transaction, so a wrong guess writes nothing.
- */
-const guessGuardStatement = statement(sql`
-  SELECT CASE WHEN EXISTS (SELECT 1 FROM json_each(${feeds}) AS sent WHERE ${sentGuid} IS NOT (sent.value ->> 3))
-    THEN ${failure(GUESS_REFUSED)} END AS refused`);
-
 /** A feed a gpodder request names: its URL as stored, and the URL's podcast:guid. */
 export interface NamedFeed {
   url: string;
@@ -403,15 +439,8 @@ export interface ResolvedFeed {
   activeUrl: string | null;
 }
 
-function feedsValue(named: readonly NamedFeed[], guesses: readonly string[] = []): string {
-  return JSON.stringify(
-    named.map((feed, index) => [
-      feed.url,
-      urlKey(feed.url),
-      feed.podcastGuid,
-      ...(guesses[index] ? [guesses[index]] : []),
-    ]),
-  );
+function feedsValue(named: readonly NamedFeed[], keys: readonly number[]): string {
+  return JSON.stringify(named.map((feed, i) => [feed.url, keys[i], feed.podcastGuid]));
 }
 
 function readResolved(rows: readonly Row[], count: number): ResolvedFeed[] {
@@ -420,14 +449,6 @@ function readResolved(rows: readonly Row[], count: number): ResolvedFeed[] {
     resolved[row.i as number] = { guid: row.guid as string, activeUrl: row.activeUrl as string | null };
   }
   return resolved;
-}
-
-/** The guid each named feed resolves to (one statement): what the episode actions naming it apply to. */
-export async function resolveFeeds(db: Database, user: string, named: readonly NamedFeed[]): Promise<ResolvedFeed[]> {
-  if (named.length === 0) return [];
-  const value = feedsValue(named);
-  const { results } = await call(() => resolvedStatement.bind(db, { userId: user, feeds: value }).all<Row>());
-  return readResolved(results, named.length);
 }
 
 /** The most UTF-8 bytes of JSON text one statement binds (D1 takes strings of at most 2 MB). */
@@ -481,7 +502,8 @@ function chunked(items: readonly { url: string; podcastGuid?: string }[]): FeedC
 
 /**
  * A gpodder subscription upload of up to 10 000 URLs in one batch (one round trip, one transaction), after the
- * caller's credential guard: the removes, or with `replaceAll` (the simple API's PUT) every active subscription
+ * caller's credential guard and, with `device`, the device the path names (created or kept: DeviceLimitError, nothing
+ * written, past the limit): the removes, or with `replaceAll` (the simple API's PUT) every active subscription
  * whose URL is not among the adds; then the adds in order, chunk by chunk (each chunk's room, then its adds);
  * then what each add's URL resolves to, and the database's clock. `add` holds each URL once. The batch may be
  * the caller's (it then reads the purges' renumbering from it).
@@ -489,12 +511,13 @@ function chunked(items: readonly { url: string; podcastGuid?: string }[]): FeedC
 export async function writeGpodderSubscriptions(
   db: Database,
   caller: WriteCredential,
-  changes: { remove: readonly string[]; add: readonly NamedFeed[]; replaceAll?: boolean },
+  changes: { remove: readonly string[]; add: readonly NamedFeed[]; replaceAll?: boolean; device?: string },
   at: number,
   batch = new WriteBatch(),
 ): Promise<{ now: number; added: ResolvedFeed[] }> {
   const user = caller.userId;
   batch.push(credentialGuard(db, caller));
+  if (changes.device !== undefined) batch.push(...pathDeviceStatements(db, user, changes.device, at));
   const bound = (statement: Statement, values: Record<string, unknown>) =>
     statement.bind(db, { userId: user, now: at, ...values });
   for (const chunk of chunked(changes.remove.map((url) => ({ url })))) {
@@ -513,7 +536,7 @@ export async function writeGpodderSubscriptions(
   }
   const resolved = adds.map((chunk) => ({ chunk, slot: batch.push(bound(resolvedStatement, { feeds: chunk.feeds })) }));
   const clock = batch.push(clockStatement.bind(db, {}));
-  await runGuarded(() => batch.run(db), caller);
+  await runGuarded(() => runNamingDevice(() => batch.run(db)), caller);
   const added: ResolvedFeed[] = new Array(changes.add.length);
   for (const { chunk, slot } of resolved) {
     for (const row of slot.results()[0].results) {
@@ -523,42 +546,88 @@ export async function writeGpodderSubscriptions(
   return { now: clock.results()[0].results[0].now as number, added };
 }
 
-/** Episode states per page of the gpodder episode GET, first (see GPODDER_EPISODE_PAGES). */
-export const GPODDER_EPISODE_PAGE_ROWS = 100;
+/**
+ * The episode actions GET's pages: up to a quarter of the episode quota's rows (12 500) in one walk, cut at 3.75 MiB
+ * of action text. An action is its feed's URL, its media URL and its guid escaped for JSON (up to ~10 KB) and at most
+ * 144 bytes more: an account of long URLs is read in pages of about 400, one of 10 000 short ones (about 3.3 MB) in
+ * one call. What a page holds is at most 15 MiB: D1's answer escapes the text again (at most twice its bytes), and
+ * the text parsed from it takes at most twice its bytes (UTF-16).
+ */
+export const GPODDER_EPISODE_PAGES: TextPageSize = { rows: 12_500, min: 100, bytes: 3.75 * 1024 * 1024 };
+
+/** An episode state as the gpodder API tells it (no ids: gpodder names episodes by URL). */
+export type EpisodeState = Omit<StoredEpisode, "id" | "feedGuid">;
+
+/** Whether a live state of row `t` has anything to tell (`actionText` is not NULL for it, its feed subscribed). */
+const tellsSomething = sql`(t.played OR (t.position > 0 AND t.duration IS NOT NULL) OR t.played_changed_at IS NOT NULL)`;
 
 /**
- * A page's rows packed as JSON arrays: the change number, the state's feed guid (null for a tombstone: not
- * told), and the state; and, once per feed of the page, the URL of the user's subscription (active or not) of
- * that feed (null for a feed the user never subscribed to: its states are not told). Every row the page walks is
- * in the answer, so a page reads what it returns and nothing more, however many tombstones or unsubscribed
- * feeds' states lie in between. A feed's URL (up to 2 KB) comes once per page, not once per state: 50 000
- * states of one feed sent D1 its URL 50 000 times, escaped twice over (SQLite's JSON, then D1's answer).
+ * The action that tells a gpodder client the state of episode row `t`, as `toEpisodeAction` (gpodder/episode-actions.ts)
+ * writes it, member for member (docs/API.md §14, the replay mapping included), after `podcast`, its feed's URL as a
+ * JSON string; NULL when there is nothing to tell (a feed the user never subscribed to, a state with neither a
+ * position nor a played mark).
  */
-const packedStates = (from: SQL, where: SQL) => sql`
-  WITH page AS MATERIALIZED (
-    SELECT t.change_seq AS change_seq, CASE WHEN t.deleted_at IS NULL THEN t.feed_guid END AS feed_guid,
-      ${storedUrl(MEDIA_URL, "t")} AS media_url, ${storedUrl(ITEM_GUID, "t")} AS item_guid,
-      t.position AS position, t.duration AS duration, t.played AS played,
-      t.position_changed_at AS position_changed_at, t.played_changed_at AS played_changed_at
+const actionText = (podcast: SQL) => {
+  const time = sql`strftime('%Y-%m-%dT%H:%M:%S', max(coalesce(t.position_changed_at, 0), coalesce(t.played_changed_at, 0)) / 1000, 'unixepoch')`;
+  const itemGuid = storedUrl(ITEM_GUID, "t");
+  const head = sql`'{"podcast":' || ${podcast} || ',"episode":' || json_quote(${storedUrl(MEDIA_URL, "t")})
+    || CASE WHEN t.item_guid IS NULL THEN '' ELSE ',"guid":' || json_quote(${itemGuid}) END
+    || ',"timestamp":"' || ${time} || '"'`;
+  const play = (started: SQL, position: SQL) =>
+    sql`',"action":"play","started":' || ${started} || ',"position":' || ${position} || ',"total":' || t.duration || '}'`;
+  const replaying = sql`t.position_changed_at IS NOT NULL
+    AND (t.played_changed_at IS NULL OR t.position_changed_at > t.played_changed_at) AND t.position < t.duration`;
+  return sql`${head} || CASE
+    WHEN t.played AND t.duration IS NULL THEN ',"action":"play"}'
+    WHEN t.played AND ${replaying} THEN ${play(sql`0`, sql`t.position`)}
+    WHEN t.played THEN ${play(sql`t.duration`, sql`t.duration`)}
+    WHEN t.position > 0 AND t.duration IS NOT NULL THEN ${play(sql`0`, sql`t.position`)}
+    WHEN t.played_changed_at IS NOT NULL THEN ',"action":"new"}'
+  END`;
+};
+
+const MAX_QUOTED_GUID = 2 * 1024 + 2;
+/**
+ * An action's members beyond its feed's URL, media URL and guid: names, the time, the action and its three numbers
+ * (of up to 10 digits), a comma: at most 144 bytes.
+ */
+const ACTION_REST_BYTES = 150;
+
+/**
+ * A page of the user's episode states (rows `t` of `from` where `where`) in change order after change number
+ * `after`, each written as its action's text (`actionText`). The walk reads the rows and their feeds' heads only
+ * (tombstones, and states of feeds the user never subscribed to, are walked and told nothing: a page reads what it
+ * walks, however many of them lie in between); the text is built for the rows kept, each read again by its key with
+ * its feed. With the database's clock.
+ */
+function actionsPageStatement(from: SQL, where: SQL): Statement {
+  const feedUrlOf = (value: SQL) =>
+    sql`(SELECT ${value} FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = t.feed_guid)`;
+  const own = sql`${quotedBytesAtMost(MEDIA_URL, "t", MAX_QUOTED_URL)} + ${quotedBytesAtMost(ITEM_GUID, "t", MAX_QUOTED_GUID)}
+    + ${sql.raw(String(ACTION_REST_BYTES))}`;
+  return statement(
+    textPageSelect(
+      sql`unixepoch() AS now`,
+      sql`SELECT t.change_seq AS seq, t.id AS id,
+      CASE WHEN t.deleted_at IS NULL AND ${tellsSomething}
+        THEN coalesce(${own} + ${feedUrlOf(quotedBytesAtMost(FEED_URL, "f", MAX_QUOTED_URL))}, 0) ELSE 0 END AS size
     FROM ${from} WHERE ${where}
-    ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")})
-  SELECT unixepoch() AS now,
-    (SELECT json_group_array(json_array(change_seq, feed_guid, media_url, item_guid, position, duration, played,
-      position_changed_at, played_changed_at)) FROM page) AS states,
-    (SELECT json_group_object(guid, (SELECT ${urlOf("f")} FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = feeds.guid))
-      FROM (SELECT DISTINCT feed_guid AS guid FROM page WHERE feed_guid IS NOT NULL) AS feeds) AS feeds`;
+    ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}`,
+      sql`(SELECT ${actionText(feedUrlOf(sql`json_quote(${urlOf("f")})`))} FROM ${e} AS t
+        WHERE t.user_id = ${userId} AND t.id = cut.id)`,
+    ),
+  );
+}
 
 /**
  * One page of the user's episode changes received at or after `since`, after change number `after` (null: the
- * first page, which finds the change number `since` starts after), with the database's clock. `since` 0 is every
- * change (no received_at is below 0): no walk.
+ * first page, which finds the change number `since` starts after). `since` 0 is every change (no received_at is
+ * below 0): no walk.
  */
-const episodeChangesPageStatement = statement(
-  packedStates(
-    sql`${e} AS t`,
-    sql`t.user_id = ${userId} AND t.change_seq > coalesce(${sql.placeholder("after")},
+const episodeChangesPageStatement = actionsPageStatement(
+  sql`${e} AS t`,
+  sql`t.user_id = ${userId} AND t.change_seq > coalesce(${sql.placeholder("after")},
       CASE WHEN ${sql.placeholder("since")} = 0 THEN 0 ELSE ${sinceBoundary(e)} END)`,
-  ),
 );
 
 /**
@@ -572,152 +641,115 @@ const namedFeed = feedGuidOf(feedUrl, feedUrlKey, sql`NULL`);
  * that feed's states alone (index episodes_feed, whose condition the query repeats); the boundary of `since` is
  * found among them too, walking from the feed's newest change down.
  */
-const feedChangesPageStatement = statement(
-  packedStates(
-    sql`${e} AS t INDEXED BY episodes_feed`,
-    sql`t.user_id = ${userId} AND t.feed_guid = ${namedFeed} AND t.deleted_at IS NULL
+const feedChangesPageStatement = actionsPageStatement(
+  sql`${e} AS t INDEXED BY episodes_feed`,
+  sql`t.user_id = ${userId} AND t.feed_guid = ${namedFeed} AND t.deleted_at IS NULL
       AND t.change_seq > coalesce(${sql.placeholder("after")}, CASE WHEN ${sql.placeholder("since")} = 0 THEN 0 ELSE coalesce((
         SELECT b.change_seq FROM ${e} AS b INDEXED BY episodes_feed
         WHERE b.user_id = ${userId} AND b.feed_guid = ${namedFeed} AND b.deleted_at IS NULL
           AND b.received_at < ${sql.placeholder("since")}
         ORDER BY b.change_seq DESC LIMIT 1), 0) END)`,
-  ),
 );
 
-/** An episode state as the gpodder API tells it (no ids: gpodder names episodes by URL). */
-export type EpisodeState = Omit<StoredEpisode, "id" | "feedGuid">;
+/** Where each action of a page's text starts (`itemsText`). */
+const ACTION_START = '{"podcast":';
 
-type PackedState = [
-  number,
-  string | null,
-  string | null,
-  string | null,
-  number,
-  number | null,
-  number,
-  number | null,
-  number | null,
-];
-
-/**
- * The pages of the gpodder episode GET grow while their text is short (keyset-pages.ts): 100 states, then up to
- * 500 while a page's URLs and guids stay under 192 Ki characters. A state's text in D1's answer is at most a
- * 2 KB URL and a 1 KB guid, escaped for JSON (its feed's URL comes once per page): a page of long ones stays at
- * 100 rows (under ~1 MB of text), one that follows short ones holds at most 500. Each read holds the database
- * for a page of index entries however many states the account has.
- */
-export const GPODDER_EPISODE_PAGES: GrowingPages<PackedState> = {
-  first: GPODDER_EPISODE_PAGE_ROWS,
-  max: 5 * GPODDER_EPISODE_PAGE_ROWS,
-  text: 192 * 1024,
-  textOf: (rows) =>
-    rows.reduce((sum, row) => sum + (row[1]?.length ?? 0) + (row[2]?.length ?? 0) + (row[3]?.length ?? 0), 0),
-};
-
-/** The states of a page that are told, each with its feed's URL: live ones of feeds the user subscribed to. */
-function toldStates(
-  page: readonly PackedState[],
-  feeds: Record<string, string | null>,
-): { podcast: string; episode: EpisodeState }[] {
-  const told: { podcast: string; episode: EpisodeState }[] = [];
-  for (const [, feedGuid, mediaUrl, itemGuid, position, duration, played, positionAt, playedAt] of page) {
-    const podcast = feedGuid === null ? null : feeds[feedGuid];
-    if (podcast === null || podcast === undefined || mediaUrl === null) continue;
-    told.push({
-      podcast,
-      episode: {
-        mediaUrl,
-        itemGuid,
-        position,
-        duration,
-        played: played === 1,
-        positionChangedAt: positionAt,
-        playedChangedAt: playedAt,
-      } satisfies EpisodeState,
-    });
-  }
-  return told;
-}
-
-/** A page of the gpodder episode GET: the states it tells, and the rows it walked (what it is charged for). */
-export interface EpisodeChangePage {
-  states: { podcast: string; episode: EpisodeState }[];
-  walked: number;
+/** The episode actions since a time (`readEpisodeActions`). */
+export interface EpisodeActions {
+  /** The database's clock at the first page. */
+  now: number;
+  /** Each page's actions (JSON objects, comma-separated), and the rows it walked (what it is charged for). */
+  pages: AsyncGenerator<TextPage, void, undefined>;
 }
 
 /**
- * Episode states changed at or after Unix second `since`, oldest change first, each with its feed's URL, a
- * page per D1 call (keyset-pages.ts); with `podcast`, only the states of the feed that URL names. `now()`: the
- * database's clock at the first page, known once it is read. Taken before any state is read, it is a `since` that
- * misses nothing received while the pages are: such a change is received at or after it, and a state changed
- * during the read moves past the pages read.
+ * The latest state of each episode changed at or after Unix second `since`, oldest change first, as gpodder
+ * actions, each naming its feed's URL; with `podcast`, only the states of the feed that URL names. The first page
+ * is read here (one D1 call: an account whose actions fit 3.75 MiB is one round trip), the next ones, one call each,
+ * as they are asked for. `now`: the database's clock at the first page. Taken before any state is read, it is a
+ * `since` that misses nothing received while the pages are: such a change is received at or after it, and a state
+ * changed during the read moves past the pages read. `size`: other pages than the API's (tests of the pages' seams).
  */
-export function episodeChangePages(
+export async function readEpisodeActions(
   db: Database,
   user: string,
   since: number,
-  options: { podcast?: string; pageSize?: number | GrowingPages<PackedState> } = {},
-): { pages: AsyncGenerator<EpisodeChangePage, void, undefined>; now: () => number } {
-  let now: number | undefined;
-  const { podcast, pageSize = GPODDER_EPISODE_PAGES } = options;
+  options: { podcast?: string; size?: TextPageSize } = {},
+): Promise<EpisodeActions> {
+  const { podcast, size = GPODDER_EPISODE_PAGES } = options;
   const [pageStatement, feed] =
     podcast === undefined
       ? [episodeChangesPageStatement, {}]
       : [feedChangesPageStatement, { feedUrl: podcast, urlKey: urlKey(podcast) }];
-  // The feeds' URLs of the page last read, by guid (keysetPages wants the rows alone).
-  let feeds: Record<string, string | null> = {};
-  const packedPages = keysetPages<PackedState, number | null>(
-    async (after, limit) => {
-      const row = (await call(() =>
-        pageStatement.bind(db, { userId: user, since, after, limit, ...feed }).first(),
-      )) as { now: number; states: string; feeds: string | null };
-      now ??= row.now;
-      feeds = row.feeds === null ? {} : (JSON.parse(row.feeds) as Record<string, string | null>);
-      // An aggregate does not promise its input order: the page's order is applied again.
-      return (JSON.parse(row.states) as PackedState[]).sort((a, b) => a[0] - b[0]);
-    },
-    null,
-    (last) => last[0],
-    pageSize,
-  );
-  async function* pages() {
-    for await (const page of packedPages) yield { states: toldStates(page, feeds), walked: page.length };
-  }
-  return { pages: pages(), now: () => now as number };
+  const read = async (after: number | null, limit: number) =>
+    (await call(() =>
+      pageStatement.bind(db, { userId: user, since, after, limit, bytes: size.bytes, ...feed }).first(),
+    )) as unknown as TextPageRow & { now: number };
+  const first = await read(null, size.rows);
+  return { now: first.now, pages: textPages(first, size.rows, read, size, ACTION_START) };
+}
+
+/** An episode write of a gpodder upload: computed for the guid guessed for its feed (the index of `feeds`). */
+export interface GuessedWrite {
+  operation: EpisodeOperation;
+  feed: number;
+}
+
+/** What an episode upload's batch did (`writeEpisodes`). */
+export interface EpisodeUploadWritten {
+  /** The database's clock after the writes. */
+  now: number;
+  /** Each write's result: only those of settled feeds say what happened. */
+  results: EpisodeWriteResult[];
+  /** Per feed: what its URL resolved to, the same at the start and the end of the batch and equal to its guess. */
+  settled: boolean[];
+  /** Per feed: what its URL resolves to after the batch (the next guess for the writes of an unsettled feed). */
+  resolved: ResolvedFeed[];
 }
 
 /**
- * Applies episode writes in order in one batch (one round trip), creating the devices the actions name
- * (past the device limit they are ignored), with the database's clock read after them. The batch starts with
- * the caller's credential guard (CredentialEndedError, nothing written). With `guessed`, the writes were
- * computed from guessed feed guids: the guess guard follows, and the answer is undefined, nothing written, when
- * a guess is not what its URL resolves to.
+ * Applies an upload's episode writes in order in one batch (one round trip), creating the devices the actions name
+ * (past the device limit they are ignored), with the database's clock read after them. The batch starts with the
+ * caller's credential guard (CredentialEndedError, nothing written). Each write's episode id was computed from the
+ * guid guessed for its feed (an id is a UUIDv5 in the feed's namespace, and SQLite has no SHA-1), and applies only
+ * while that guess is what the feed's URL resolves to; what each URL resolves to is read before the writes and after
+ * them. A feed is settled when both are its guess: every write of it applied. A purge of the writes' rooms may
+ * change what a URL resolves to, at most once per batch (the URL's newest tombstone purged, its rows all
+ * tombstones: it then resolves to its podcast:guid, and never back), so the writes of an unsettled feed are sent
+ * again for what it resolves to after: a write that applied already changes nothing the second time.
  */
 export async function writeEpisodes(
   db: Database,
   caller: WriteCredential,
-  operations: readonly EpisodeOperation[],
+  feeds: readonly NamedFeed[],
+  guesses: readonly string[],
+  writes: readonly GuessedWrite[],
   devices: readonly string[],
   at: number,
-  guessed?: { feeds: readonly NamedFeed[]; guids: readonly string[] },
-): Promise<{ now: number; results: EpisodeWriteResult[] } | undefined> {
+): Promise<EpisodeUploadWritten> {
   const user = caller.userId;
   const batch = new WriteBatch();
   batch.push(credentialGuard(db, caller));
-  if (guessed && guessed.feeds.length > 0) {
-    batch.push(guessGuardStatement.bind(db, { userId: user, feeds: feedsValue(guessed.feeds, guessed.guids) }));
-  }
-  const plan = episodeWriter({ batch, db, user, at });
-  const readers = operations.map((operation) => plan(operation));
+  const keys = feeds.map((feed) => urlKey(feed.url));
+  const value = feedsValue(feeds, keys);
+  const resolve = () => batch.push(resolvedStatement.bind(db, { userId: user, feeds: value }));
+  const before = feeds.length > 0 ? resolve() : undefined;
+  const plan = episodeWriter({ batch, db, user, at }, guessedAdds);
+  const readers = writes.map(({ operation, feed }) =>
+    plan(operation, { podcastUrl: feeds[feed].url, podcastKey: keys[feed], podcastGuid: feeds[feed].podcastGuid }),
+  );
   batch.push(...devices.map((device) => deviceStatement(db, user, { id: device }, at)));
+  const after = feeds.length > 0 ? resolve() : undefined;
   const clock = batch.push(clockStatement.bind(db, {}));
-  try {
-    await runGuarded(() => batch.run(db), caller);
-  } catch (err) {
-    if (guessed && failedWith(err, GUESS_REFUSED)) return undefined;
-    throw err;
-  }
-  return { now: clock.results()[0].results[0].now as number, results: readers.map((read) => read()) };
+  await runGuarded(() => batch.run(db), caller);
+  const resolvedBefore = before ? readResolved(before.results()[0].results, feeds.length) : [];
+  const resolved = after ? readResolved(after.results()[0].results, feeds.length) : [];
+  return {
+    now: clock.results()[0].results[0].now as number,
+    results: readers.map((read) => read()),
+    settled: feeds.map((_, i) => resolvedBefore[i].guid === guesses[i] && resolved[i].guid === guesses[i]),
+    resolved,
+  };
 }
 
 export const gpodderStatements: Record<string, Statement> = {
@@ -728,7 +760,8 @@ export const gpodderStatements: Record<string, Statement> = {
   removeUrls: removeUrlsStatement,
   removeUnlisted: removeUnlistedStatement(1),
   resolved: resolvedStatement,
-  guessGuard: guessGuardStatement,
+  guessedUpsert: guessedAdds.upsert,
+  guessedRoom: guessedAdds.room,
   clock: clockStatement,
   episodeChangesPage: episodeChangesPageStatement,
   feedChangesPage: feedChangesPageStatement,

@@ -8,8 +8,9 @@ const encoder = new TextEncoder();
  *
  * Computed here, synchronously, rather than by `crypto.subtle.digest`: every subscription write computes one,
  * and the promise of a Web Crypto call per bulk operation cost more than the hash (isolate CPU of 100 adds
- * went from 2.4 to 6 times one add); a general-purpose library took 17 µs a key. A property test holds this to
- * Web Crypto's SHA-256 (test/url-key.test.ts).
+ * went from 2.4 to 6 times one add); a general-purpose library took 17 µs a key, and @noble/hashes' `sha256` (with
+ * its `sha1` for podcast-guid.ts) made 100 adds 30 % and an OPML import 43 % slower (bench/README.md). A property
+ * test holds this to Web Crypto's SHA-256 (test/url-key.test.ts).
  */
 export function urlKey(url: string): number {
   const digest = sha256Words(url);

@@ -40,3 +40,17 @@ export function storedUrl(url: UrlColumn, row: string): SQL {
 export function storedUrlBytes(url: UrlColumn, row: string): SQL {
   return sql`coalesce(length(CAST(${storedUrl(url, row)} AS BLOB)), 0)`;
 }
+
+/**
+ * The UTF-8 bytes of the stored text's JSON string (`json_quote`), from the row's head alone (no piece read): a whole
+ * head's exactly (its bytes, its quotes, and a byte more for each character JSON escapes: a quote, a backslash; the
+ * code points that would take more are refused in this text, §15); for a head that was cut, an upper bound,
+ * `maxQuoted`. 0 for NULL. What a page cut by its text size counts (db/text-pages.ts).
+ */
+export function quotedBytesAtMost(url: UrlColumn, row: string, maxQuoted: number): SQL {
+  const head = sql.raw(`"${row}"."${url.column}"`);
+  const bytes = sql`length(CAST(${head} AS BLOB))`;
+  const escaped = sql`(length(${head}) - length(replace(replace(${head}, '"', ''), '\\', '')))`;
+  return sql`(CASE WHEN ${head} IS NULL THEN 0 WHEN ${bytes} >= ${sql.raw(String(url.headBytes - 3))}
+    THEN ${sql.raw(String(maxQuoted))} ELSE ${bytes} + ${escaped} + 2 END)`;
+}

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
-import { saveDevice } from "../db/devices";
+import { DeviceLimitError, saveDevice } from "../db/devices";
+import type { NamedDevice } from "../db/gpodder";
 import type { AppEnv } from "../env";
 import { hasForbiddenUrlCharacter } from "../url-text";
 import { badRequest, DEVICE_ID } from "./protocol";
@@ -64,4 +65,36 @@ export async function ensurePathDevice(c: Context<AppEnv>, deviceId: string): Pr
   if (expires !== undefined && expires > now) return;
   if (!(await saveDevice(c.get("db"), c.get("gpodder").credential, { id: deviceId }, now))) throw deviceLimitReached();
   rememberDevice(userId, deviceId, now);
+}
+
+/**
+ * The device a path names, for the request's own batch to create or keep (db/devices.ts, `pathDeviceStatements`):
+ * undefined when this isolate knows it exists, so the batch has nothing to write for it. 400 for an id that is not
+ * one.
+ */
+export function pathDevice(c: Context<AppEnv>, deviceId: string): NamedDevice | undefined {
+  if (!DEVICE_ID.test(deviceId)) throw badRequest("The device id must match [A-Za-z0-9_.-]{1,64}.");
+  const now = Date.now();
+  const expires = known.get(deviceKey(c.get("userId"), deviceId));
+  return expires !== undefined && expires > now ? undefined : { id: deviceId, at: now };
+}
+
+/**
+ * Runs a request's batch that creates or keeps `device` (none: the isolate knows it): past the device limit, 400
+ * (the batch wrote nothing); the isolate then knows the device.
+ */
+export async function withPathDevice<T>(
+  c: Context<AppEnv>,
+  device: NamedDevice | undefined,
+  run: () => Promise<T>,
+): Promise<T> {
+  let result: T;
+  try {
+    result = await run();
+  } catch (err) {
+    if (err instanceof DeviceLimitError) throw deviceLimitReached();
+    throw err;
+  }
+  if (device) rememberDevice(c.get("userId"), device.id, device.at);
+  return result;
 }

@@ -1,31 +1,26 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { WriteBatch } from "../db/batch";
+import { DatabaseError } from "../db/database";
+import type { EpisodeWriteResult } from "../db/episodes";
 import {
-  type EpisodeChangePage,
-  type EpisodeState,
-  episodeChangePages,
-  GPODDER_SUBSCRIPTION_PAGE_ROWS,
-  GPODDER_SUBSCRIPTION_PAGES,
-  resolveFeeds,
-  type SubscriptionChangePage,
-  subscriptionChangePages,
+  type EpisodeUploadWritten,
+  type GuessedWrite,
+  readEpisodeActions,
+  readSubscriptionChanges,
+  type SubscriptionChanges,
   writeEpisodes,
   writeGpodderSubscriptions,
 } from "../db/gpodder";
 import { keyUserUrls } from "../db/retention";
+import type { TextPage } from "../db/text-pages";
 import type { AppEnv } from "../env";
 import { d1PrimarySession } from "../middleware/d1-session";
 import { gpodderAuth } from "../middleware/gpodder-auth";
 import { chargeRenumbering, chargeRows, limitPerUser, rowCharger } from "../middleware/rate-limit";
 import { shardOfUser } from "../shards";
 import { pagedTextStream, withFirst } from "../text-stream";
-import {
-  carriesState,
-  type EpisodeAction,
-  parseEpisodeAction,
-  toEpisodeAction,
-  toEpisodeOperation,
-} from "./episode-actions";
+import { pathDevice, withPathDevice } from "./devices";
+import { carriesState, type EpisodeAction, parseEpisodeAction, toEpisodeOperation } from "./episode-actions";
 import { guessFeedGuids, nameFeeds, rememberFeedGuids } from "./feed-guids";
 import {
   badRequest,
@@ -63,25 +58,29 @@ const validUrls = (items: readonly SentUrl[]) => items.flatMap((item) => (item.u
 
 /**
  * Subscribes and unsubscribes in one round trip (db/gpodder.ts); answers `update_urls`. `replaceAll` (the
- * simple API's PUT): every active subscription whose URL is not among the adds is removed too. Up to 10 000
- * URLs in one transaction: charged to the user's limit as the requests of 100 writing them would be (as an OPML
- * import is), and for the rows the purges renumbered.
+ * simple API's PUT): every active subscription whose URL is not among the adds is removed too. `deviceId`: the
+ * device the path names, created or kept in the same round trip (past the device limit: 400, nothing written). Up
+ * to 10 000 URLs in one transaction: charged to the user's limit as the requests of 100 writing them would be (as
+ * an OPML import is), and for the rows the purges renumbered.
  */
 export async function applySubscriptionChanges(
   c: Context<AppEnv>,
   add: SentUrl[],
   remove: SentUrl[],
-  replaceAll = false,
+  options: { replaceAll?: boolean; deviceId?: string } = {},
 ) {
   const userId = c.get("userId");
+  const device = options.deviceId === undefined ? undefined : pathDevice(c, options.deviceId);
   const feeds = await nameFeeds(uniqueUrls(add));
   const batch = new WriteBatch();
-  const { now, added } = await writeGpodderSubscriptions(
-    c.get("db"),
-    c.get("gpodder").credential,
-    { remove: validUrls(remove), add: feeds, replaceAll },
-    Date.now(),
-    batch,
+  const { now, added } = await withPathDevice(c, device, () =>
+    writeGpodderSubscriptions(
+      c.get("db"),
+      c.get("gpodder").credential,
+      { remove: validUrls(remove), add: feeds, replaceAll: options.replaceAll, device: device?.id },
+      Date.now(),
+      batch,
+    ),
   );
   await chargeRenumbering(c, batch, add.length + remove.length);
   // An episode upload naming one of these feeds next guesses its guid right.
@@ -125,11 +124,6 @@ export function jsonItems<T>(toJson: (item: T) => string | undefined): (page: re
 }
 
 /**
- * Applies episode actions in one round trip: their episode ids need their feeds' guids, so these are guessed
- * (feed-guids.ts) and the batch writes only if every guess is right. A wrong guess costs two more round trips
- * (the lookup, then the write), once per feed and isolate. Answers the database's clock.
- */
-/**
  * What an episode upload did beyond its writes: the actions that carried state but broke the episode rules
  * (`skipped`; `download`, `delete`, `flattr` and `play` without a position store nothing and are not skipped),
  * and those the episode quota or the storage budget refused.
@@ -140,40 +134,68 @@ interface EpisodeUpload {
   refused: { episodeLimit: number; storageLimit: number };
 }
 
+/**
+ * Batches an upload may take before it gives up (503, nothing lost: the app sends it again): a second one only
+ * when a guess was wrong, a third only when another request changed what a URL resolves to meanwhile.
+ */
+const MAX_UPLOAD_BATCHES = 3;
+
+/**
+ * Applies episode actions in one round trip: their episode ids need their feeds' guids, so these are guessed
+ * (feed-guids.ts) and each write applies only where its guess is what its URL resolves to (db/gpodder.ts). A feed
+ * guessed wrong costs one more round trip, once per feed and isolate: its actions again, for the guid the first
+ * batch read. Answers the database's clock.
+ */
 async function applyEpisodeActions(
   c: Context<AppEnv>,
   actions: readonly EpisodeAction[],
   devices: readonly string[],
   now: number,
 ): Promise<EpisodeUpload> {
-  const db = c.get("db");
   const userId = c.get("userId");
   const podcasts = [...new Set(actions.map((action) => action.podcast))];
+  const feedOf = new Map(podcasts.map((url, index) => [url, index]));
   const feeds = await nameFeeds(podcasts);
-  // The writes for the feeds' guids `guids`; undefined when `guarded` and a guess was wrong (nothing written).
-  const write = async (guids: readonly string[], guarded: boolean) => {
-    const guidOf = new Map(podcasts.map((url, index) => [url, guids[index]]));
-    const operations = (
-      await Promise.all(actions.map((action) => toEpisodeOperation(action, guidOf.get(action.podcast) as string, now)))
-    ).filter((operation) => operation !== undefined);
-    const guess = guarded ? { feeds, guids } : undefined;
-    const written = await writeEpisodes(db, c.get("gpodder").credential, operations, devices, now, guess);
-    if (!written) return undefined;
-    const refusedFor = (kind: "limit" | "storage") => written.results.filter((result) => result.kind === kind).length;
-    return {
-      timestamp: uploadTimestamp(written.now),
-      skipped: actions.filter(carriesState).length - operations.length,
-      refused: { episodeLimit: refusedFor("limit"), storageLimit: refusedFor("storage") },
-    };
+  let guesses = guessFeedGuids(userId, feeds);
+  const results: (EpisodeWriteResult | undefined)[] = new Array(actions.length);
+  // The actions still to write (their places in `actions`): all of them, then those of unsettled feeds.
+  let pending = actions.map((_, index) => index);
+  let skipped = 0;
+  let written: EpisodeUploadWritten | undefined;
+  // One batch at least: with no action to write, it still creates the devices and reads the clock.
+  for (let batch = 1; batch === 1 || pending.length > 0; batch++) {
+    if (batch > MAX_UPLOAD_BATCHES) throw new DatabaseError(new Error("the feeds' guids kept changing"));
+    const planned: { index: number; write: GuessedWrite }[] = [];
+    for (const index of pending) {
+      const feed = feedOf.get(actions[index].podcast) as number;
+      const operation = await toEpisodeOperation(actions[index], guesses[feed], now);
+      if (operation) planned.push({ index, write: { operation, feed } });
+      else if (batch === 1 && carriesState(actions[index])) skipped++;
+    }
+    written = await writeEpisodes(
+      c.get("db"),
+      c.get("gpodder").credential,
+      feeds,
+      guesses,
+      planned.map((item) => item.write),
+      batch === 1 ? devices : [],
+      now,
+    );
+    const { settled } = written;
+    const { results: outcomes } = written;
+    planned.forEach(({ index, write }, k) => {
+      if (settled[write.feed]) results[index] = outcomes[k];
+    });
+    pending = planned.filter(({ write }) => !settled[write.feed]).map(({ index }) => index);
+    guesses = written.resolved.map((feed) => feed.guid);
+    rememberFeedGuids(userId, feeds, written.resolved);
+  }
+  const refusedFor = (kind: "limit" | "storage") => results.filter((result) => result?.kind === kind).length;
+  return {
+    timestamp: uploadTimestamp((written as EpisodeUploadWritten).now),
+    skipped,
+    refused: { episodeLimit: refusedFor("limit"), storageLimit: refusedFor("storage") },
   };
-  const guessed = await write(guessFeedGuids(userId, feeds), true);
-  if (guessed) return guessed;
-  const resolved = await resolveFeeds(db, userId, feeds);
-  rememberFeedGuids(userId, feeds, resolved);
-  return (await write(
-    resolved.map((feed) => feed.guid),
-    false,
-  )) as EpisodeUpload;
 }
 
 /**
@@ -216,54 +238,76 @@ export async function* charged<T>(
   }
 }
 
+/** Texts of comma-separated JSON items, page after page, as one list's items: a comma between two pages' items. */
+function itemsJoined(): (text: string) => string {
+  let first = true;
+  return (text) => {
+    if (text === "") return "";
+    const joined = first ? text : `,${text}`;
+    first = false;
+    return joined;
+  };
+}
+
 /**
- * The changes' pages, charging the user's limit one request per 100 changes once the `add` walk is done (the
- * rows in the range; the `remove` walk reads them again): as often as one statement over all of them was.
+ * The changes' pages, `add` then `remove`, charging the user's limit one request per 100 rows once the `add` walk
+ * is done (the rows in the range; the `remove` walk reads them again): as often as one statement over all of them
+ * was.
  */
 async function* chargedChanges(
   c: Context<AppEnv>,
-  pages: AsyncGenerator<SubscriptionChangePage, void, undefined>,
-): AsyncGenerator<SubscriptionChangePage, void, undefined> {
+  changes: SubscriptionChanges,
+): AsyncGenerator<{ list: "add" | "remove"; page: TextPage }, void, undefined> {
   let walked = 0;
-  let charged = false;
-  for await (const page of pages) {
-    if (page.list === "add") walked += page.rows;
-    else if (!charged) {
-      charged = true;
-      await chargeRows(c, walked);
-    }
-    yield page;
+  for await (const page of changes.add) {
+    walked += page.walked;
+    yield { list: "add", page };
   }
-  if (!charged) await chargeRows(c, walked);
+  await chargeRows(c, walked);
+  for await (const page of changes.remove) yield { list: "remove", page };
 }
 
 /**
  * `{"add":[...],"remove":[...],"timestamp":<n>}`: what changed since a Unix second (inclusive), feeds added and
  * feeds no active subscription has any more, each once, streamed page by page (since 0: the whole account, up
- * to 8 MiB of URL text escaped for JSON). The timestamp is the clock at the first page, written last.
+ * to 8 MiB of URL text escaped for JSON). The timestamp is the clock at the first pages, written last. `deviceId`:
+ * the device the path names, created or kept in the same round trip as the first pages (past the device limit:
+ * 400). An account whose URLs fit a page per list (1.75 MiB) is answered in that one round trip.
  */
-export async function subscriptionChangesSince(c: Context<AppEnv>, since: number): Promise<Response> {
-  // Rows from before migration 0004 get their url_key first (a frozen bucket takes no write: its rows are then
-  // compared by text, slowly, until the move is done), charged as the changes are. Unkeyed, each row of a page
-  // costs a walk of the others: the pages then stay at their first size rather than growing.
-  const { frozen } = await shardOfUser(c.get("shards"), c.get("userId"));
-  if (!frozen) await chargeRows(c, await keyUserUrls(c.get("db"), c.get("userId")));
-  const pageSize = frozen ? GPODDER_SUBSCRIPTION_PAGE_ROWS : GPODDER_SUBSCRIPTION_PAGES;
-  const { pages, now } = subscriptionChangePages(c.get("db"), c.get("userId"), since, pageSize);
-  const charged = chargedChanges(c, pages);
-  const changes = withFirst(await charged.next(), charged);
-  const lists = { add: jsonItems(JSON.stringify), remove: jsonItems(JSON.stringify) };
+export async function subscriptionChangesSince(
+  c: Context<AppEnv>,
+  since: number,
+  deviceId?: string,
+): Promise<Response> {
+  const db = c.get("db");
+  const userId = c.get("userId");
+  const caller = c.get("gpodder").credential;
+  const { frozen } = await shardOfUser(c.get("shards"), userId);
+  const device = deviceId === undefined ? undefined : pathDevice(c, deviceId);
+  let changes = await withPathDevice(c, device, () => readSubscriptionChanges(db, caller, since, { frozen, device }));
+  if (changes.unkeyed) {
+    // Rows from before migration 0004 get their url_key first, charged as the changes are, then the changes are
+    // read again (a frozen bucket takes no write: its rows are compared by text, slowly, in small pages, until the
+    // move is done).
+    await chargeRows(c, await keyUserUrls(db, userId));
+    changes = await readSubscriptionChanges(db, caller, since, { frozen });
+  }
+  const { now } = changes;
+  const pages = chargedChanges(c, changes);
+  const lists = { add: itemsJoined(), remove: itemsJoined() };
   let removing = false;
   const toRemove = () => {
     if (removing) return "";
     removing = true;
     return '],"remove":[';
   };
-  const page = (changed: SubscriptionChangePage) =>
-    (changed.list === "remove" ? toRemove() : "") + lists[changed.list](changed.urls);
   const body = pagedTextStream(
-    changes,
-    { head: '{"add":[', page, tail: () => `${toRemove()}],"timestamp":${now()}}` },
+    pages,
+    {
+      head: '{"add":[',
+      page: ({ list, page }) => (list === "remove" ? toRemove() : "") + lists[list](page.text),
+      tail: () => `${toRemove()}],"timestamp":${now}}`,
+    },
     streamFailed(c, "gpodder_subscription_changes_failed"),
   );
   return c.body(body, 200, { "Content-Type": "application/json" });
@@ -272,40 +316,20 @@ export async function subscriptionChangesSince(c: Context<AppEnv>, since: number
 /**
  * `{"actions":[...],"timestamp":<n>}`: the latest state of each episode changed since a Unix second
  * (inclusive), streamed page by page (50 000 states at the quota, each naming its feed's URL: ~100 MB of JSON
- * with 2 KB URLs); with `podcast`, only that feed URL's. The timestamp is the clock at the first page, written
- * last.
+ * with 2 KB URLs); with `podcast`, only that feed URL's. SQLite writes each action's text (db/gpodder.ts); the
+ * isolate splices the pages. The timestamp is the clock at the first page, written last.
  */
 export async function episodeActionsSince(
   c: Context<AppEnv>,
   since: number,
   podcast: string | undefined,
 ): Promise<Response> {
-  const read = episodeChangePages(c.get("db"), c.get("userId"), since, { podcast });
+  const read = await readEpisodeActions(c.get("db"), c.get("userId"), since, { podcast });
   const pages = charged(c, read.pages, (page) => page.walked);
-  const states = withFirst(await pages.next(), pages);
-  // Each action names its feed's URL (up to 2 KB, twice that escaped): escaped once per feed and page.
-  let podcasts = new Map<string, string>();
-  const actions = jsonItems((state: { podcast: string; episode: EpisodeState }) => {
-    const action = toEpisodeAction(state.podcast, state.episode);
-    if (!action) return undefined;
-    const { podcast, ...rest } = action;
-    let escaped = podcasts.get(podcast);
-    if (escaped === undefined) {
-      escaped = JSON.stringify(podcast);
-      podcasts.set(podcast, escaped);
-    }
-    return `{"podcast":${escaped},${JSON.stringify(rest).slice(1)}`;
-  });
+  const actions = itemsJoined();
   const body = pagedTextStream(
-    states,
-    {
-      head: '{"actions":[',
-      page: (page: EpisodeChangePage) => {
-        podcasts = new Map();
-        return actions(page.states);
-      },
-      tail: () => `],"timestamp":${read.now()}}`,
-    },
+    withFirst(await pages.next(), pages),
+    { head: '{"actions":[', page: (page: TextPage) => actions(page.text), tail: () => `],"timestamp":${read.now}}` },
     streamFailed(c, "gpodder_episodes_failed"),
   );
   return c.body(body, 200, { "Content-Type": "application/json" });

@@ -7,7 +7,7 @@ import { MAX_URL_BYTES } from "../db/storage";
 import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import type { SignedInAccount } from "../middleware/account-session";
 import { MAX_LABEL_CHARACTERS } from "../resources/app-password";
-import { bytes, count, dateTime } from "./format";
+import { bytes, count, dateTime, number } from "./format";
 import { AntiForgeryField, Layout, ScreenReaderOnly, SERVICE_NAME } from "./layout";
 
 /** The home page: what this is, `Sign in`, and where developers go. */
@@ -69,7 +69,7 @@ const Holdings: FC<{ overview: AccountOverview }> = ({ overview }) => {
             <a href="/account/subscriptions">{count(holdings.subscriptions, "podcast", "podcasts")}</a>{" "}
             <Full
               full={holdings.subscriptions >= MAX_STORED_SUBSCRIPTIONS}
-              what={`at most ${MAX_STORED_SUBSCRIPTIONS.toLocaleString("en")}; unsubscribe from some to add others.`}
+              what={`at most ${number(MAX_STORED_SUBSCRIPTIONS)}; unsubscribe from some to add others.`}
             />
           </dd>
         </div>
@@ -79,7 +79,7 @@ const Holdings: FC<{ overview: AccountOverview }> = ({ overview }) => {
             <a href="/account/progress">{count(holdings.episodes, "episode", "episodes")}</a>{" "}
             <Full
               full={holdings.episodes >= MAX_STORED_EPISODES}
-              what={`at most ${MAX_STORED_EPISODES.toLocaleString("en")}; the oldest forgotten ones are recycled first.`}
+              what={`at most ${number(MAX_STORED_EPISODES)}; the oldest forgotten ones are recycled first.`}
             />
           </dd>
         </div>

@@ -1,7 +1,19 @@
 /** How the pages write numbers, sizes, times and durations for people (English, UTC). */
 
+/**
+ * English number formatting, made once per isolate: `toLocaleString("en")` builds a formatter on every call (about
+ * 20 µs each in workerd, the account page's most expensive line).
+ */
+let english: Intl.NumberFormat | undefined;
+
+/** A number as `10,000`. */
+export function number(value: number): string {
+  english ??= new Intl.NumberFormat("en");
+  return english.format(value);
+}
+
 export function count(value: number, one: string, many: string): string {
-  return `${value.toLocaleString("en")} ${value === 1 ? one : many}`;
+  return `${number(value)} ${value === 1 ? one : many}`;
 }
 
 /** Bytes in the largest binary unit that keeps a number of at least 1 (8 388 608 bytes: "8 MiB"). */

@@ -131,19 +131,18 @@ export const gpodderRoutes = new Hono<AppEnv>()
   // What changed since a Unix second (inclusive): feeds added, and feeds no active subscription has any more,
   // each once, streamed page by page (since 0: the whole account, up to 8 MiB of URL text escaped for JSON).
   // The timestamp is the clock at the first page, written last.
+  // The device the path names is created or kept in the same round trip as the first pages.
   .get("/api/2/subscriptions/:username/:file", signedIn, async (c) => {
     checkPathUsername(c, c.req.param("username"));
     const since = sinceParameter(c);
-    await ensurePathDevice(c, fileSegment(c.req.param("file"), ["json"]).name);
-    return subscriptionChangesSince(c, since);
+    return subscriptionChangesSince(c, since, fileSegment(c.req.param("file"), ["json"]).name);
   })
 
   .post("/api/2/subscriptions/:username/:file", signedIn, async (c) => {
     checkPathUsername(c, c.req.param("username"));
     const deviceId = fileSegment(c.req.param("file"), ["json"]).name;
     const { adds, removes } = await subscriptionUpload(c);
-    await ensurePathDevice(c, deviceId);
-    return json(c, await applySubscriptionChanges(c, adds, removes));
+    return json(c, await applySubscriptionChanges(c, adds, removes, { deviceId }));
   })
 
   // Simple API: the whole list (a user's devices share it).
@@ -170,8 +169,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
         : (await textRequestBody(c, MAX_SUBSCRIPTION_BODY_BYTES)).split("\n").filter((line) => line.trim() !== "");
     const adds = cleanUrls(sent);
     checkUpload(adds, []);
-    await ensurePathDevice(c, file.name);
-    await applySubscriptionChanges(c, adds, [], true);
+    await applySubscriptionChanges(c, adds, [], { replaceAll: true, deviceId: file.name });
     return empty(c);
   })
 
