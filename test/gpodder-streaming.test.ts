@@ -227,6 +227,9 @@ describe("gpodder GETs written page by page", () => {
     const urls = ['"https://a.example/,\\"x"', '"https://b.example/"'];
     expect(itemsText(`7,3 ${urls[1]},${urls[0]}`, '"')).toBe(`${urls[0]},${urls[1]}`);
     expect(itemsText(" ", '"')).toBe("");
+    // Keys compare as numbers, not as text: 9 comes before 10.
+    expect(itemsText('9,10 "a","b"', '"')).toBe('"a","b"');
+    expect(itemsText('10,9 "b","a"', '"')).toBe('"a","b"');
   });
 
   it("episode actions of 2 KB URLs full of escapes: the most held at once is one page, its D1 answer bounded", {

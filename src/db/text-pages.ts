@@ -62,8 +62,8 @@ export function itemsText(items: string, start: string): string {
   const space = items.indexOf(" ");
   const text = items.slice(space + 1);
   if (space === 0) return text;
+  if (keysAscend(items, space)) return text;
   const seqs = items.slice(0, space).split(",").map(Number);
-  if (!seqs.some((seq, i) => seq < seqs[i - 1])) return text;
   const parts = text.split(`,${start}`);
   // Splitting took the start of every item but the first.
   const item = (i: number) => (i === 0 ? parts[0] : `${start}${parts[i]}`);
@@ -71,6 +71,27 @@ export function itemsText(items: string, start: string): string {
     .sort((i, j) => seqs[i] - seqs[j])
     .map(item)
     .join(",");
+}
+
+/**
+ * Whether the comma-separated keys in `items` before `end` ascend, read digit by digit: the common case, checked on
+ * every page (splitting 10 000 keys into numbers was a tenth of the heavy listener's episode GET in the bench's
+ * profile).
+ */
+function keysAscend(items: string, end: number): boolean {
+  let previous = -1;
+  let key = 0;
+  for (let i = 0; i <= end; i++) {
+    const code = i < end ? items.charCodeAt(i) : 44;
+    if (code !== 44) {
+      key = key * 10 + code - 48;
+      continue;
+    }
+    if (key < previous) return false;
+    previous = key;
+    key = 0;
+  }
+  return true;
 }
 
 /**
