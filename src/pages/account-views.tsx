@@ -166,8 +166,8 @@ const AppPasswords: FC<{ account: SignedInAccount; rows: StoredAppPassword[] }> 
             {rows.map((row) => (
               <tr>
                 <td>{row.label}</td>
-                <td>{dateTime(row.createdAt)}</td>
-                <td>{row.lastUsedAt === null ? "never" : dateTime(row.lastUsedAt)}</td>
+                <td data-label="Created">{dateTime(row.createdAt)}</td>
+                <td data-label="Last used">{row.lastUsedAt === null ? "never" : dateTime(row.lastUsedAt)}</td>
                 <td>
                   <form method="post" action="/account/app-passwords/revoke">
                     <AntiForgeryField account={account} />
@@ -207,8 +207,8 @@ const Devices: FC<{ overview: AccountOverview }> = ({ overview }) => (
                 <td>
                   <code>{device.id}</code>
                 </td>
-                <td>{device.caption}</td>
-                <td>{device.type}</td>
+                <td data-label="Caption">{device.caption}</td>
+                <td data-label="Type">{device.type}</td>
               </tr>
             ))}
           </tbody>
