@@ -50,6 +50,9 @@ const suite = {
   // Property tests walk tens of thousands of cases: on a shared 2-core machine one took 5.6 s (vitest's 5 s default
   // failed a CI run). Speed is measured by the bench, never by a test's timeout.
   testTimeout: 60_000,
+  // A beforeEach may wait for the next rate-limit window (withinOneRateWindow: up to 15 s), past vitest's 10 s for a
+  // hook: a CI run failed there.
+  hookTimeout: 60_000,
   // recorded-responses: every response the suite receives is checked against the OpenAPI document.
   setupFiles: ["./test/apply-migrations.ts", "./test/recorded-responses.ts"],
   // The local OpenID Connect providers the account pages sign in with (docs/API.md §16).
