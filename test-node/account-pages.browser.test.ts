@@ -1,9 +1,7 @@
-import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { readFileSync } from "node:fs";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { browserTestsRequired, CHROMIUM_ARGS, findChromium } from "./chromium";
+import { browserSkipReason, gpodderClients, launchChromium } from "./debian-clients";
 import {
   seriousViolations as axeAt,
   axeViolations,
@@ -20,33 +18,11 @@ import {
  */
 
 const origin = inject("workerOrigin");
-const PYTHON = "/usr/bin/python3";
-const CLIENTS = fileURLToPath(new URL("./gpodder-clients.py", import.meta.url));
-
-const choice = await findChromium();
-const mygpoclient = existsSync(PYTHON) && existsSync("/usr/lib/python3/dist-packages/mygpoclient");
-const required = browserTestsRequired || process.env.CI === "true" || process.env.CI === "1";
-const skipReason =
-  "missing" in choice && !required
-    ? choice.missing
-    : !mygpoclient && !required
-      ? "Debian's python3-mygpoclient is not installed"
-      : undefined;
-if (skipReason) console.warn(`Skipping the account pages browser tests: ${skipReason}`);
+const skipReason = await browserSkipReason("the account pages browser tests");
 
 /** mygpoclient's calls (test-node/gpodder-clients.py): a device, a subscription, a play at 42 s of 100 s. */
 function syncWithMygpoclient(username: string, password: string): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      PYTHON,
-      [CLIENTS, "mygpoclient", origin, username, password],
-      { timeout: 60_000 },
-      (error, stdout, stderr) => {
-        if (error) reject(new Error(`${error.message}\n${stderr}`));
-        else resolve(JSON.parse(stdout.trim().split("\n").at(-1) as string));
-      },
-    );
-  });
+  return gpodderClients(["mygpoclient", origin, username, password]);
 }
 
 const FEED = "https://mygpoclient.example.com/feed.xml";
@@ -65,14 +41,7 @@ describe.skipIf(skipReason !== undefined)("the account pages in Chromium, JavaSc
   let credentials: { server: string; username: string; password: string };
 
   beforeAll(async () => {
-    if ("missing" in choice) throw new Error(`BROWSER_TESTS=required, but ${choice.missing}`);
-    if (!mygpoclient) throw new Error("CI requires Debian's python3-mygpoclient (apt-get install python3-mygpoclient)");
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: choice.executablePath,
-      args: CHROMIUM_ARGS,
-      env: { ...process.env, ...choice.env },
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
   });

@@ -1,7 +1,4 @@
-import { execFile } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   ANTENNAPOD_USER_AGENT,
@@ -11,8 +8,8 @@ import {
   type EpisodeAction,
   UPLOAD_BULK_SIZE,
 } from "./antennapod";
-import { browserTestsRequired, CHROMIUM_ARGS, findChromium } from "./chromium";
-import { fitsPhone, SCREENSHOTS, screenshot, seriousViolations } from "./page-checks";
+import { browserSkipReason, gpodderClients, launchChromium } from "./debian-clients";
+import { fitsPhone, screenshot, seriousViolations } from "./page-checks";
 
 /**
  * AntennaPod's "Nextcloud" option end to end (docs/API.md §17), in AntennaPod's own sequence (test-node/antennapod.ts
@@ -26,19 +23,7 @@ import { fitsPhone, SCREENSHOTS, screenshot, seriousViolations } from "./page-ch
  */
 
 const origin = inject("workerOrigin");
-const PYTHON = "/usr/bin/python3";
-const CLIENTS = fileURLToPath(new URL("./gpodder-clients.py", import.meta.url));
-
-const choice = await findChromium();
-const mygpoclient = existsSync(PYTHON) && existsSync("/usr/lib/python3/dist-packages/mygpoclient");
-const required = browserTestsRequired || process.env.CI === "true" || process.env.CI === "1";
-const skipReason =
-  "missing" in choice && !required
-    ? choice.missing
-    : !mygpoclient && !required
-      ? "Debian's python3-mygpoclient is not installed"
-      : undefined;
-if (skipReason) console.warn(`Skipping the AntennaPod Nextcloud browser test: ${skipReason}`);
+const skipReason = await browserSkipReason("the AntennaPod Nextcloud browser test");
 
 /** The phone's clock runs this far ahead of the server's. */
 const CLOCK_AHEAD_MS = 5 * 60_000;
@@ -49,17 +34,7 @@ const LAPTOP_EPISODE = "https://laptop.example.com/1.mp3";
 
 /** Debian's mygpoclient as a second device (test-node/gpodder-clients.py, mode second-device). */
 function secondDevice(username: string, password: string, ...change: string[]): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      PYTHON,
-      [CLIENTS, "second-device", origin, username, password, "laptop", ...change],
-      { timeout: 60_000 },
-      (error, stdout, stderr) => {
-        if (error) reject(new Error(`${error.message}\n${stderr}`));
-        else resolve(JSON.parse(stdout.trim().split("\n").at(-1) as string));
-      },
-    );
-  });
+  return gpodderClients(["second-device", origin, username, password, "laptop", ...change]);
 }
 
 /** An exchange's path and query, relative to the gpoddersync app. */
@@ -87,14 +62,7 @@ describe.skipIf(skipReason !== undefined)("AntennaPod's Nextcloud option: Login 
   const uploaded: Record<string, unknown>[] = [];
 
   beforeAll(async () => {
-    if ("missing" in choice) throw new Error(`BROWSER_TESTS=required, but ${choice.missing}`);
-    if (!mygpoclient) throw new Error("CI requires Debian's python3-mygpoclient (apt-get install python3-mygpoclient)");
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: choice.executablePath,
-      args: CHROMIUM_ARGS,
-      env: { ...process.env, ...choice.env },
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
   });

@@ -1,11 +1,10 @@
-import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { sign } from "hono/jwt";
 import { describe, expect, inject, it } from "vitest";
 import { podcastGuid, uuidV5 } from "../src/podcast-guid";
+import { ciRequires, gpodderClients, gpodderInstalled } from "./debian-clients";
 
 /**
  * The real gpodder.net clients Debian ships (python3-mygpoclient, gpodder), run against the locally served
@@ -13,13 +12,8 @@ import { podcastGuid, uuidV5 } from "../src/podcast-guid";
  * They run on the system Python, which holds Debian's packages. Skipped only where the packages are absent
  * and CI is not set; in CI (.ci/run installs them) they are mandatory.
  */
-const PYTHON = "/usr/bin/python3";
-const SCRIPT = fileURLToPath(new URL("./gpodder-clients.py", import.meta.url));
-const installed =
-  existsSync(PYTHON) &&
-  existsSync("/usr/lib/python3/dist-packages/mygpoclient") &&
-  existsSync("/usr/lib/python3/dist-packages/gpodder");
-const required = process.env.CI === "true" || process.env.CI === "1";
+const installed = gpodderInstalled;
+const required = ciRequires;
 if (!installed && !required) {
   console.warn(
     "Skipping the real gpodder client tests: Debian's python3-mygpoclient and gpodder are not installed " +
@@ -27,19 +21,7 @@ if (!installed && !required) {
   );
 }
 
-function run(args: string[], env: Record<string, string> = {}): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      PYTHON,
-      [SCRIPT, ...args],
-      { env: { ...process.env, ...env }, timeout: 60_000 },
-      (error, stdout, stderr) => {
-        if (error) reject(new Error(`${error.message}\n${stderr}`));
-        else resolve(JSON.parse(stdout.trim().split("\n").at(-1) as string));
-      },
-    );
-  });
-}
+const run = gpodderClients;
 
 /** A bearer token for the node suite's worker, signed with its secret (the .dev.vars file global-setup wrote). */
 async function tokenFor(userId: string): Promise<string> {
