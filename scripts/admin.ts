@@ -24,11 +24,11 @@ import { type Account, holdsContent, holdsCredentials, readAccount } from "./adm
 import { type DatabaseUsage, readUsage } from "./admin/usage";
 import { ask } from "./command-line";
 import {
-  DEFAULT_CONFIG,
   declaredDatabases,
   environmentVars,
   localStateDir,
   mappedDatabases,
+  TARGET_OPTIONS,
   type Target,
   type UserShardOf,
   userShardOf,
@@ -47,7 +47,7 @@ class UsageError extends Error {}
 /** The operator said no, or could not be asked: nothing was changed, exit status 1. */
 class Refused extends Error {}
 
-const TARGET_OPTIONS = `Where (every command):
+const TARGET_HELP = `Where (every command):
   --local              the local databases of \`wrangler dev\` (default: the remote ones on Cloudflare)
   --env NAME           an environment of wrangler.toml (default: the top level, production)
   --persist-to DIR     with --local: the state directory, as \`wrangler dev --persist-to\` (default .wrangler/state)
@@ -92,7 +92,7 @@ row and counts the smaller tables.`,
 
 function commandHelp(name: string): string {
   const command = COMMANDS[name];
-  return `Usage: npm run admin -- ${command.usage} [--local] [--env NAME] [--persist-to DIR] [--config FILE]\n\n${command.help}\n\n${TARGET_OPTIONS}\n`;
+  return `Usage: npm run admin -- ${command.usage} [--local] [--env NAME] [--persist-to DIR] [--config FILE]\n\n${command.help}\n\n${TARGET_HELP}\n`;
 }
 
 const GENERAL_HELP = `Usage: npm run admin -- <command> [options]
@@ -104,15 +104,11 @@ ${Object.values(COMMANDS)
 
 npm run admin -- <command> --help tells more.
 
-${TARGET_OPTIONS}
+${TARGET_HELP}
 `;
 
 const options = {
-  local: { type: "boolean", default: false },
-  remote: { type: "boolean", default: false },
-  env: { type: "string" },
-  "persist-to": { type: "string" },
-  config: { type: "string", default: DEFAULT_CONFIG },
+  ...TARGET_OPTIONS,
   yes: { type: "boolean", default: false },
   json: { type: "boolean", default: false },
   top: { type: "string", default: "10" },

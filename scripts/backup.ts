@@ -17,11 +17,11 @@ import { unstable_readConfig } from "wrangler";
 import { formatBucketSet, parseShardMap } from "../src/shards";
 import { fail as failWith, parseOrFail } from "./command-line";
 import {
-  DEFAULT_CONFIG,
   declaredDatabases,
   environmentVars,
   localStateDir,
   mappedDatabases,
+  TARGET_OPTIONS,
   type Target,
   wrangler,
 } from "./shards/wrangler";
@@ -59,11 +59,7 @@ function parse() {
   return parseOrFail(TOOL, USAGE, {
     options: {
       out: { type: "string" },
-      remote: { type: "boolean", default: false },
-      local: { type: "boolean", default: false },
-      env: { type: "string" },
-      "persist-to": { type: "string" },
-      config: { type: "string", default: DEFAULT_CONFIG },
+      ...TARGET_OPTIONS,
       help: { type: "boolean", default: false },
     },
   });

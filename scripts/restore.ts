@@ -10,7 +10,7 @@
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { ask, fail as failWith, parseOrFail } from "./command-line";
-import { DEFAULT_CONFIG, localStateDir, type Target, targetFlags, wrangler } from "./shards/wrangler";
+import { localStateDir, TARGET_OPTIONS, type Target, targetFlags, wrangler } from "./shards/wrangler";
 import { wranglerD1 } from "./shards/wrangler-d1";
 
 const USAGE = `Usage: npm run restore -- FILE.sql --to DATABASE [--remote | --local [--persist-to DIR]] [--env NAME] [--yes]
@@ -31,11 +31,7 @@ function parse() {
     allowPositionals: true,
     options: {
       to: { type: "string" },
-      remote: { type: "boolean", default: false },
-      local: { type: "boolean", default: false },
-      env: { type: "string" },
-      "persist-to": { type: "string" },
-      config: { type: "string", default: DEFAULT_CONFIG },
+      ...TARGET_OPTIONS,
       yes: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },

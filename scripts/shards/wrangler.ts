@@ -19,6 +19,15 @@ export interface Target {
   persistTo?: string;
 }
 
+/** The command-line options (node:util parseArgs) that name a `Target`: `--local` or `--remote`, `--env`, `--persist-to`, `--config`. */
+export const TARGET_OPTIONS = {
+  local: { type: "boolean", default: false },
+  remote: { type: "boolean", default: false },
+  env: { type: "string" },
+  "persist-to": { type: "string" },
+  config: { type: "string", default: DEFAULT_CONFIG },
+} as const;
+
 /** The environment's vars as wrangler resolves them (environments inherit no vars). */
 export function environmentVars(target: Pick<Target, "config" | "env">): Record<string, unknown> {
   return unstable_readConfig({ config: target.config, env: target.env }).vars ?? {};
