@@ -18,6 +18,7 @@ import {
   newFeed,
   ORIGIN,
   queryPlan,
+  recordingFailureLimiter,
   runCron,
   seedSubscriptions,
   send,
@@ -257,15 +258,7 @@ describe("gpodder authentication", () => {
     const from = (ip: string, headers: Record<string, string>) =>
       send(new Request(`${ORIGIN}${path}`, { headers: { "CF-Connecting-IP": ip, ...headers } }), tight);
     // Which requests count as failures: a limiter that records its keys.
-    const counted: string[] = [];
-    const recording = {
-      AUTH_FAILURE_RATE_LIMITER: {
-        limit: async ({ key }: { key: string }) => {
-          counted.push(key);
-          return { success: true };
-        },
-      } as unknown as RateLimit,
-    };
+    const { bindings: recording, counted } = recordingFailureLimiter();
     const attempt = (ip: string, headers: Record<string, string>) =>
       send(new Request(`${ORIGIN}${path}`, { headers: { "CF-Connecting-IP": ip, ...headers } }), recording);
     expect((await attempt("192.0.2.50", {})).status).toBe(401);

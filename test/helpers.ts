@@ -188,6 +188,18 @@ export function newFeed(): { guid: string; feedUrl: string } {
   return { guid, feedUrl: `https://feeds.example.com/${guid}.xml` };
 }
 
+/** An AUTH_FAILURE_RATE_LIMITER that allows everything and records the keys it was asked for: which requests count as failures. */
+export function recordingFailureLimiter(): { bindings: Partial<Bindings>; counted: string[] } {
+  const counted: string[] = [];
+  const limiter = {
+    limit: async ({ key }: { key: string }) => {
+      counted.push(key);
+      return { success: true };
+    },
+  } as unknown as RateLimit;
+  return { bindings: { AUTH_FAILURE_RATE_LIMITER: limiter }, counted };
+}
+
 /** A D1 binding that counts the calls (round trips) made through it: each statement run, each batch. */
 export function countingD1(real: D1Database): { binding: D1Database; calls: () => number; reset: () => void } {
   let calls = 0;

@@ -13,6 +13,7 @@ import {
   type Bindings,
   databaseFor,
   ORIGIN,
+  recordingFailureLimiter,
   runCron,
   send,
   subscriptionDocument,
@@ -239,15 +240,7 @@ describe("Login Flow v2: granting and polling", () => {
   });
 
   it("answers an unknown, malformed or missing token 404 [] and counts no failure", async () => {
-    const counted: string[] = [];
-    const recording = {
-      AUTH_FAILURE_RATE_LIMITER: {
-        limit: async ({ key }: { key: string }) => {
-          counted.push(key);
-          return { success: true };
-        },
-      } as unknown as RateLimit,
-    };
+    const { bindings: recording, counted } = recordingFailureLimiter();
     const flow = await startFlow();
     const headers = { "CF-Connecting-IP": "192.0.2.200" };
     await expectNotGranted(await poll("A".repeat(43), recording, headers));
