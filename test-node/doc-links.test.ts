@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { readerDocuments } from "./readme-examples";
 
 /**
  * Every relative link of the README and docs/*.md leads somewhere: the file or directory exists, and an anchor
@@ -10,13 +11,7 @@ import { describe, expect, it } from "vitest";
  */
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const DOCUMENTS = [
-  "README.md",
-  ...readdirSync(join(ROOT, "docs"))
-    .filter((name) => name.endsWith(".md"))
-    .sort()
-    .map((name) => `docs/${name}`),
-];
+const DOCUMENTS = readerDocuments(ROOT);
 
 /** The document with fenced code blocks blanked, line for line. */
 function withoutFences(markdown: string): string {

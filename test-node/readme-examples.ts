@@ -1,3 +1,5 @@
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 /**
  * The shell examples of the README and docs/*.md, as a reader would paste them: every fenced block whose info
  * string is `sh`, `bash` or `shell`, in document order. An HTML comment on the line before the fence changes how
@@ -9,6 +11,17 @@
  *                                           becomes `--local`, `npm run db:migrate:remote` `db:migrate:local`
  * Anything else is run: a new example in any section is tested without further ado.
  */
+
+/** The documents a reader follows, repository-relative: the README, then every document of docs/. */
+export function readerDocuments(root: string): string[] {
+  return [
+    "README.md",
+    ...readdirSync(join(root, "docs"))
+      .filter((name) => name.endsWith(".md"))
+      .sort()
+      .map((name) => `docs/${name}`),
+  ];
+}
 export interface ShellExample {
   /** 1-based line of the opening fence. */
   line: number;

@@ -1,20 +1,21 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, inject, it } from "vitest";
-import { errorsInOutput, jsonObjects, runnableCode, type ShellExample, shellExamples } from "./readme-examples";
+import {
+  errorsInOutput,
+  jsonObjects,
+  readerDocuments,
+  runnableCode,
+  type ShellExample,
+  shellExamples,
+} from "./readme-examples";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** The documents whose shell examples are run: the README, then every document of docs/. */
-const DOCUMENTS = [
-  "README.md",
-  ...readdirSync(join(ROOT, "docs"))
-    .filter((name) => name.endsWith(".md"))
-    .sort()
-    .map((name) => `docs/${name}`),
-];
+const DOCUMENTS = readerDocuments(ROOT);
 /** The address the examples use; the test serves the worker elsewhere and rewrites it. */
 const README_ORIGIN = "http://localhost:8787";
 
