@@ -70,10 +70,17 @@ async function readHead(response: Response): Promise<string> {
       const item = FIRST_ITEM.exec(text.slice(from));
       if (item) return text.slice(0, from + item.index);
     }
-    return text;
+    // Cut at 1 MiB: what was read counts.
+    return withoutCutTag(text);
   } finally {
     reader.cancel().catch(() => {});
   }
+}
+
+/** Text cut anywhere, without the tag the cut went through (half a tag would end the parse), if one did. */
+export function withoutCutTag(text: string): string {
+  const open = text.lastIndexOf("<");
+  return open > text.lastIndexOf(">") ? text.slice(0, open) : text;
 }
 
 function failure(err: unknown, signal: AbortSignal): FetchOutcome {

@@ -8,10 +8,12 @@ import { withoutForbiddenCharacters } from "../url-text";
  */
 
 /**
- * At most this much of a field's raw text is cleaned: the bound on the work one field can cost (a 1 MiB title is
- * cut here first). Any kept field is far shorter than this after its markup goes.
+ * At most this much of a field's raw text is read (src/feeds/parse.ts), and at most `rawLimit(max)` of it is
+ * cleaned: the bound on the work one field can cost (a 1 MiB title is cut first). Markup rarely takes more than a
+ * few times the text it wraps, so 16 characters of raw text per kept code point, plus 4 KiB, keep every real field.
  */
-const RAW_TEXT_LIMIT = 64 * 1024;
+export const RAW_TEXT_LIMIT = 32 * 1024;
+const rawLimit = (maxCodePoints: number) => Math.min(RAW_TEXT_LIMIT, maxCodePoints * 16 + 4096);
 
 /** Elements whose content is not text a person reads. */
 const NON_TEXT_ELEMENTS = /<(script|style)\b[^>]*>[\s\S]*?<\/\1\s*>/gi;
@@ -26,12 +28,14 @@ const WHITESPACE_RUN = /\s+/g;
 export function cleanText(raw: unknown, maxCodePoints: number): string | undefined {
   if (typeof raw !== "string") return undefined;
   const text = withoutForbiddenCharacters(
-    decodeHTML(raw.slice(0, RAW_TEXT_LIMIT).replace(NON_TEXT_ELEMENTS, " ").replace(MARKUP, " ")).replace(
+    decodeHTML(raw.slice(0, rawLimit(maxCodePoints)).replace(NON_TEXT_ELEMENTS, " ").replace(MARKUP, " ")).replace(
       WHITESPACE_RUN,
       " ",
     ),
   ).trim();
   if (text === "") return undefined;
+  // A code point takes at most two UTF-16 units: a text of at most `maxCodePoints` units needs no counting.
+  if (text.length <= maxCodePoints) return text;
   const codePoints = Array.from(text);
   return codePoints.length <= maxCodePoints ? text : codePoints.slice(0, maxCodePoints).join("").trimEnd();
 }
