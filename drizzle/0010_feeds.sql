@@ -4,7 +4,9 @@
 --
 -- A feed row is made `pending` by a trigger whenever a subscription becomes active with a key: a subscribe, a
 -- revival, a feed move, and the retention cron's key backfill of rows from before 0004. The triggers know only the
--- key (a row's `feed_url` may be a cut head, drizzle/0007): the round reads the whole URL from a subscription.
+-- key (a row's `feed_url` may be a cut head, drizzle/0007): the round reads the whole URL from a subscription. They
+-- insert only a key not there yet rather than `INSERT OR IGNORE`: a statement's own conflict clause (the subscribe's
+-- upsert) overrides the one of a statement its triggers run.
 CREATE TABLE `feeds` (
 	`url_key` integer PRIMARY KEY NOT NULL,
 	`url` text,
@@ -32,14 +34,14 @@ CREATE INDEX `subscriptions_feed_active` ON `subscriptions` (`url_key`) WHERE "s
 CREATE TRIGGER `subscriptions_feed_insert` AFTER INSERT ON `subscriptions`
 WHEN NEW.`unsubscribed_at` IS NULL AND NEW.`url_key` IS NOT NULL
 BEGIN
-	INSERT OR IGNORE INTO `feeds` (`url_key`) VALUES (NEW.`url_key`);
+	INSERT INTO `feeds` (`url_key`) SELECT NEW.`url_key` WHERE NOT EXISTS (SELECT 1 FROM `feeds` WHERE `url_key` = NEW.`url_key`);
 END;
 --> statement-breakpoint
 CREATE TRIGGER `subscriptions_feed_update` AFTER UPDATE OF `url_key`, `unsubscribed_at` ON `subscriptions`
 WHEN NEW.`unsubscribed_at` IS NULL AND NEW.`url_key` IS NOT NULL
 	AND (OLD.`unsubscribed_at` IS NOT NULL OR NEW.`url_key` IS NOT OLD.`url_key`)
 BEGIN
-	INSERT OR IGNORE INTO `feeds` (`url_key`) VALUES (NEW.`url_key`);
+	INSERT INTO `feeds` (`url_key`) SELECT NEW.`url_key` WHERE NOT EXISTS (SELECT 1 FROM `feeds` WHERE `url_key` = NEW.`url_key`);
 END;
 --> statement-breakpoint
 INSERT OR IGNORE INTO `feeds` (`url_key`)

@@ -1,10 +1,19 @@
 import { beforeEach, describe, expect, inject, it } from "vitest";
-import { findPodcast } from "../src/db/feeds";
+import { allStatements as feedStatements, findPodcast } from "../src/db/feeds";
 import { urlKey } from "../src/db/url-key";
 import { FETCH_TIMEOUT_MS } from "../src/feeds/fetch";
 import { FEEDS_PER_ROUND, GONE_AFTER_MS, MAX_BACKOFF_MS, REFRESH_MS } from "../src/feeds/round";
 import { TECH_GUID } from "./feed-documents";
-import { as, type Caller, databaseFor, runCron, shardDatabases, subscriptionDocument } from "./helpers";
+import {
+  as,
+  type Caller,
+  databaseFor,
+  queryPlan,
+  runCron,
+  shardDatabases,
+  subscriptionDocument,
+  walksOf,
+} from "./helpers";
 
 /**
  * The feed round (docs/API.md §18, src/feeds/round.ts) that the scheduled handler runs: which feeds it fetches,
@@ -275,5 +284,16 @@ describe("the feed round", () => {
     expect(await feedRow(user.userId, closed)).toMatchObject({ status: "failing" });
     expect(await feedRow(user.userId, silent)).toMatchObject({ status: "failing" });
     expect(await reads()).toEqual(before);
+  });
+});
+
+describe("the feed round's statements", () => {
+  it("scan no table: the due feeds by their index, each subscription URL and each write by a key", async () => {
+    const db = shardDatabases()[0].database;
+    for (const [name, statement] of Object.entries(feedStatements)) {
+      const parameters = Math.max(0, ...[...statement.sql.matchAll(/\?(\d+)/g)].map((match) => Number(match[1])));
+      const plan = await queryPlan(db, statement.sql, Array(parameters).fill(1));
+      expect(walksOf(plan, ["feeds", "subscriptions", "user_stats"]), `${name}\n${plan.join("\n")}`).toEqual([]);
+    }
   });
 });
