@@ -40,6 +40,8 @@ function workerd(environment?: string) {
         TEST_MIGRATIONS: migrations,
         // Tests sign their own tokens with this secret; it exists only here.
         AUTH_JWT_SECRET: "test-secret-for-vitest-only-0123456789abcdef",
+        // No test fetches a feed unless it asks to (the feed tests turn it on per scheduled run, test/helpers.ts).
+        FEED_FETCH: "off",
       },
     },
   });
@@ -55,8 +57,8 @@ const suite = {
   hookTimeout: 60_000,
   // recorded-responses: every response the suite receives is checked against the OpenAPI document.
   setupFiles: ["./test/apply-migrations.ts", "./test/recorded-responses.ts"],
-  // The local OpenID Connect providers the account pages sign in with (docs/API.md §16).
-  globalSetup: ["./test/oidc-providers.global-setup.mjs"],
+  // The local OpenID Connect providers the account pages sign in with (docs/API.md §16), and the local feed server.
+  globalSetup: ["./test/oidc-providers.global-setup.mjs", "./test/feed-server.global-setup.ts"],
 };
 
 /**

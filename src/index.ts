@@ -7,7 +7,6 @@ import { limitPerUser } from "./middleware/rate-limit";
 import { requestFrame } from "./middleware/request-frame";
 import { loginFlowPages } from "./pages/login-flow-routes";
 import { pageRoutes } from "./pages/routes";
-import { scheduled } from "./retention";
 import { accountRoutes } from "./routes/account";
 import { appPasswordRoutes } from "./routes/app-passwords";
 import { episodeRoutes } from "./routes/episodes";
@@ -18,6 +17,7 @@ import { operationRoutes } from "./routes/operations";
 import { opmlRoutes } from "./routes/opml";
 import { statusRoutes } from "./routes/status";
 import { subscriptionRoutes } from "./routes/subscriptions";
+import { scheduled } from "./scheduled";
 
 const app = new Hono<AppEnv>();
 
@@ -44,5 +44,5 @@ app.route("/", nextcloudRoutes);
 app.notFound(onNotFound);
 app.onError(onError);
 
-/** The Worker: HTTP requests, and the Cron Trigger that purges old tombstones (src/retention.ts). */
+/** The Worker: HTTP requests, and the Cron Trigger that runs retention and the feed round (src/scheduled.ts). */
 export default Object.assign(app, { scheduled });

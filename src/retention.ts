@@ -10,7 +10,7 @@ import type { AppBindings } from "./env";
 import { shardOfUser, shardRouting } from "./shards";
 
 /**
- * The Cron Trigger (wrangler.toml `[triggers] crons`): purges tombstones older than 180 days in every database of
+ * The retention job of the Cron Trigger (src/scheduled.ts): purges tombstones older than 180 days in every database of
  * the shard map, a bounded slice per database per run (src/db/retention.ts), then gives a slice of the rows from
  * before migration 0004 their url_key, then deletes a slice of ended gpodder sessions and one of expired account
  * page sessions. In each database it writes
@@ -19,11 +19,7 @@ import { shardOfUser, shardRouting } from "./shards";
  * no user: in every database, not only bucket 0's, so flows left behind by a move of bucket 0 go too. A database
  * that fails is logged and retried by the next run; the others still run.
  */
-export async function scheduled(
-  controller: ScheduledController,
-  env: AppBindings,
-  _ctx?: ExecutionContext,
-): Promise<void> {
+export async function runRetention(controller: ScheduledController, env: AppBindings): Promise<void> {
   const started = Date.now();
   const cutoff = controller.scheduledTime - TOMBSTONE_RETENTION_MS;
   const routing = shardRouting(env);

@@ -19,6 +19,13 @@ const FORBIDDEN_URL_TEXT_CLASS = String.raw`\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Zl}\p{Zp}
 
 const FORBIDDEN_URL_TEXT = new RegExp(`[${FORBIDDEN_URL_TEXT_CLASS}]`, "u");
 
+const FORBIDDEN_URL_TEXT_ALL = new RegExp(`[${FORBIDDEN_URL_TEXT_CLASS}]`, "gu");
+
+/** `value` without the characters stored text refuses (see FORBIDDEN_URL_TEXT_CLASS): text the service keeps from others. */
+export function withoutForbiddenCharacters(value: string): string {
+  return value.replace(FORBIDDEN_URL_TEXT_ALL, "");
+}
+
 /** True when `value` holds a character that stored URL text refuses (see FORBIDDEN_URL_TEXT_CLASS). */
 export function hasForbiddenUrlCharacter(value: string): boolean {
   return FORBIDDEN_URL_TEXT.test(value);

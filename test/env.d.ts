@@ -25,5 +25,7 @@ declare module "vitest" {
       silentIssuer: string;
       unreachableIssuer: string;
     };
+    /** The local feed server test/feed-server.global-setup.ts serves (test/feed-server.ts), e.g. `http://127.0.0.1:40123`. */
+    feedServer: string;
   }
 }

@@ -37,6 +37,7 @@ beforeAll(async () => {
       "login_flows",
       "devices",
       "url_pieces",
+      "feeds",
       "d1_migrations",
     ].map((table) => `DROP TABLE IF EXISTS ${table}`),
   );
@@ -169,6 +170,7 @@ describe("migration 0004 on subscriptions of the previous schema", () => {
     expect(results.map((row) => row.name).sort()).toEqual([
       "subscriptions_active_page",
       "subscriptions_changes",
+      "subscriptions_feed_active",
       "subscriptions_tombstone_age",
       "subscriptions_tombstones",
       "subscriptions_url",
@@ -242,6 +244,26 @@ describe("migration 0008: the rows from before 0004 are indexed until the retent
       .prepare("SELECT url_key FROM subscriptions WHERE user_id = 'old-carol'")
       .first<{ url_key: number }>();
     expect(carol?.url_key).toBe(urlKey(CAROL_URL));
+  });
+
+  it("gives every active subscription's feed a pending row once it has its key (migration 0010), tombstones none", async () => {
+    const feedRows = new Set<number>();
+    for (const { database } of shardDatabases()) {
+      const { results } = await database
+        .prepare("SELECT url_key, status FROM feeds")
+        .all<{ url_key: number; status: string }>();
+      for (const row of results) {
+        expect(row.status).toBe("pending");
+        feedRows.add(row.url_key);
+      }
+    }
+    // Keyed by the cron above: carol's 2 048-byte URL (cut into pieces) and alice's active rows have a feed row;
+    // d, unsubscribed before the migration, has none.
+    expect(feedRows.has(urlKey(CAROL_URL))).toBe(true);
+    for (const guid of ["b0000000-0000-4000-8000-000000000000", "c0000000-0000-4000-8000-000000000000"]) {
+      expect(feedRows.has(urlKey(`https://old.example/${guid}`))).toBe(true);
+    }
+    expect(feedRows.has(urlKey("https://old.example/d0000000-0000-4000-8000-000000000000"))).toBe(false);
   });
 });
 

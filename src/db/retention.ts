@@ -153,7 +153,8 @@ const fillUrlKeys = statement(sql`
   UPDATE ${subscriptions} SET url_key = k.value ->> 2
   FROM json_each(${sql.placeholder("keys")}) AS k
   WHERE ${subscriptions.userId} = k.value ->> 0 AND ${subscriptions.guid} = k.value ->> 1
-    AND ${subscriptions.urlKey} IS NULL`);
+    AND ${subscriptions.urlKey} IS NULL
+  RETURNING 1 AS keyed`);
 
 export interface UnkeyedRow {
   user_id: string;
@@ -177,7 +178,8 @@ export async function findUnkeyedRows(
 export async function writeUrlKeys(db: Database, rows: readonly UnkeyedRow[]): Promise<number> {
   if (rows.length === 0) return 0;
   const keys = JSON.stringify(rows.map((row) => [row.user_id, row.guid, urlKey(row.feed_url)]));
-  return (await call(() => fillUrlKeys.bind(db, { keys }).run())).meta.changes;
+  // The rows it returns, not D1's count of changes, which counts what the rows' triggers write too (drizzle/0010).
+  return (await call(() => fillUrlKeys.bind(db, { keys }).run())).results.length;
 }
 
 /**

@@ -57,6 +57,8 @@ export const subscriptions = sqliteTable(
     // `receivedAt` rides along so the gpodder `since` boundary is found from the index alone.
     index("subscriptions_changes").on(table.userId, table.changeSeq, table.receivedAt),
     index("subscriptions_url").on(table.userId, table.urlKey),
+    // Whether a feed has an active subscriber, of any user: the feed round fetches only those (src/feeds/round.ts).
+    index("subscriptions_feed_active").on(table.urlKey).where(sql`${table.unsubscribedAt} is null`),
     // The rows from before migration 0004 still waiting for their key: the retention cron finds a slice of them
     // without a scan. Every subscribe or URL change since 0004 sets the key, so once the cron has been through
     // them the index stays empty.
@@ -248,4 +250,46 @@ export const devices = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (table) => [primaryKey({ columns: [table.userId, table.deviceId] })],
+);
+
+/**
+ * What the service knows about each feed an active subscription names (docs/API.md §18), one row per feed URL in
+ * each database (the podcasts a page shows are read beside the user's subscriptions, in one round trip), kept
+ * in no user's storage budget. Rows are made by triggers on `subscriptions` (drizzle/0010) as `pending`, filled by
+ * the feed round (src/feeds/round.ts) and forgotten when a round finds no active subscriber left. `urlKey` is the
+ * subscriptions' `url_key` of `url` (a read joins by it and checks the URL itself). Times are ms since the epoch.
+ */
+export const feeds = sqliteTable(
+  "feeds",
+  {
+    urlKey: integer("url_key").primaryKey(),
+    /** The feed URL as subscriptions store it, set by the round's first attempt (a trigger knows the key only). */
+    url: text("url"),
+    /** Where the last successful fetch ended after redirects (NULL before one). */
+    finalUrl: text("final_url"),
+    /** `pending`, `ok`, `failing` or `gone`. */
+    status: text("status").notNull().default("pending"),
+    lastError: text("last_error"),
+    title: text("title"),
+    author: text("author"),
+    description: text("description"),
+    imageUrl: text("image_url"),
+    siteUrl: text("site_url"),
+    language: text("language"),
+    podcastGuid: text("podcast_guid"),
+    /** `<itunes:new-feed-url>`, kept for the moves of "One podcast across its URLs". */
+    newFeedUrl: text("new_feed_url"),
+    /** The last successful fetch (a `304` included). */
+    fetchedAt: integer("fetched_at"),
+    /** The first failure since the last success: 30 days of failures make the feed `gone`. */
+    failingSince: integer("failing_since"),
+    /** Failures in a row: the next retry waits 1 hour doubled per failure, at most 7 days. */
+    failures: integer("failures").notNull().default(0),
+    /** When the feed is next due; 0 for a feed never tried (first in line). */
+    nextFetchAt: integer("next_fetch_at").notNull().default(0),
+    /** The validators of the last `200`, sent back as `If-None-Match` / `If-Modified-Since`. */
+    etag: text("etag"),
+    lastModified: text("last_modified"),
+  },
+  (table) => [index("feeds_due").on(table.nextFetchAt)],
 );

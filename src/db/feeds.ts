@@ -1,0 +1,196 @@
+import { type SQL, sql } from "drizzle-orm";
+import { rfc3339 } from "./change-feed";
+import { call, type Database } from "./database";
+import { feeds as f, subscriptions as s, userStats as stats } from "./schema";
+import { type Statement, statement } from "./statements";
+import { FEED_URL, storedUrl } from "./url-pieces";
+
+/**
+ * What the service knows about each feed (docs/API.md §18): read beside the user's subscriptions, written only by
+ * the feed round (src/feeds/round.ts). A feed row is the subscriptions' `url_key` of its URL; a read checks the
+ * URL itself too, so a key shared by two URLs shows the other's podcast to nobody (it reads as `pending`).
+ */
+
+export type PodcastStatus = "pending" | "ok" | "failing" | "gone";
+
+/** A podcast as the API and the pages show it: unknown facts are null. */
+export interface Podcast {
+  title: string | null;
+  author: string | null;
+  description: string | null;
+  imageUrl: string | null;
+  siteUrl: string | null;
+  language: string | null;
+  podcastGuid: string | null;
+  /** The last successful fetch, RFC 3339 UTC. */
+  fetchedAt: string | null;
+  status: PodcastStatus;
+}
+
+const userId = sql.placeholder("userId");
+const guid = sql.placeholder("guid");
+const now = sql.placeholder("now");
+
+/**
+ * The podcast of the subscription row `row` (a table name or alias of `subscriptions`) as a JSON object's text
+ * whose members are Podcast's, written by SQLite: one lookup by the feed's key (a table's primary key: one row
+ * read), null when the service knows nothing of the URL yet (shown as `pending`).
+ */
+export function podcastJson(row: string): SQL {
+  const at = (name: string) => sql.raw(`"${row}"."${name}"`);
+  return sql`(SELECT json_object('title',${f.title},'author',${f.author},'description',${f.description},
+'imageUrl',${f.imageUrl},'siteUrl',${f.siteUrl},'language',${f.language},'podcastGuid',${f.podcastGuid},
+'fetchedAt',${rfc3339(f.fetchedAt)},'status',${f.status})
+FROM ${f} WHERE ${f.urlKey} = ${at("url_key")} AND ${f.url} = ${storedUrl(FEED_URL, row)})`;
+}
+
+/** What the service shows of a feed it knows nothing of yet. */
+export const PENDING_PODCAST: Podcast = {
+  title: null,
+  author: null,
+  description: null,
+  imageUrl: null,
+  siteUrl: null,
+  language: null,
+  podcastGuid: null,
+  fetchedAt: null,
+  status: "pending",
+};
+
+/** The podcast from `podcastJson`'s text (null: pending). */
+export function podcastOf(text: string | null | undefined): Podcast {
+  return text ? (JSON.parse(text) as Podcast) : PENDING_PODCAST;
+}
+
+const findPodcastStatement = statement(sql`
+  SELECT ${stats.version} AS version,
+    (SELECT coalesce(${podcastJson("subscriptions")}, 'null') FROM ${s}
+      WHERE ${s.userId} = ${userId} AND ${s.guid} = ${guid} AND ${s.unsubscribedAt} IS NULL) AS podcast
+  FROM ${stats} WHERE ${stats.userId} = ${userId}`);
+
+/** The podcast of the user's active subscription `feed`; undefined when there is no such subscription. */
+export async function findPodcast(db: Database, user: string, feed: string): Promise<Podcast | undefined> {
+  const row = await call(() =>
+    findPodcastStatement.bind(db, { userId: user, guid: feed }).first<{ podcast: string | null }>(),
+  );
+  if (!row || row.podcast === null) return undefined;
+  return podcastOf(row.podcast === "null" ? null : row.podcast);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The feed round's reads and writes.
+
+/** A feed due for a fetch, with the URL an active subscription stores (null: none is left). */
+export interface DueFeed {
+  urlKey: number;
+  url: string | null;
+  status: PodcastStatus;
+  etag: string | null;
+  lastModified: string | null;
+  failures: number;
+  failingSince: number | null;
+}
+
+/**
+ * The feeds due by `now`, longest waiting first (never-tried ones have 0), each with the whole URL of one active
+ * subscription of its key: found through the active subscriptions' key index, the URL read from that row.
+ */
+const dueStatement = statement(sql`
+  SELECT ${f.urlKey} AS urlKey,
+    (SELECT ${storedUrl(FEED_URL, "subscriptions")} FROM ${s} INDEXED BY subscriptions_feed_active
+      WHERE ${s.urlKey} = ${f.urlKey} AND ${s.unsubscribedAt} IS NULL LIMIT 1) AS url,
+    ${f.status} AS status, ${f.etag} AS etag, ${f.lastModified} AS lastModified, ${f.failures} AS failures,
+    ${f.failingSince} AS failingSince
+  FROM ${f} WHERE ${f.nextFetchAt} <= ${now} ORDER BY ${f.nextFetchAt} LIMIT ${sql.placeholder("limit")}`);
+
+export async function dueFeeds(db: Database, at: number, limit: number): Promise<DueFeed[]> {
+  const { results } = await call(() => dueStatement.bind(db, { now: at, limit }).all<DueFeed>());
+  return results;
+}
+
+/** What one fetch leaves in a feed's row. */
+export type FeedRecord =
+  | {
+      kind: "fetched";
+      urlKey: number;
+      url: string;
+      finalUrl: string;
+      facts: Omit<Podcast, "fetchedAt" | "status"> & { newFeedUrl: string | null };
+      etag: string | null;
+      lastModified: string | null;
+      nextFetchAt: number;
+    }
+  | { kind: "not-modified"; urlKey: number; url: string; finalUrl: string; nextFetchAt: number }
+  | {
+      kind: "failed";
+      urlKey: number;
+      url: string;
+      status: "failing" | "gone";
+      error: string;
+      failures: number;
+      failingSince: number;
+      nextFetchAt: number;
+    }
+  /** No active subscription names the feed any more: what was known of it is forgotten. */
+  | { kind: "forgotten"; urlKey: number };
+
+const key = sql.placeholder("urlKey");
+const succeeded = sql`url = ${sql.placeholder("url")}, final_url = ${sql.placeholder("finalUrl")}, status = 'ok',
+  last_error = NULL, fetched_at = ${now}, failing_since = NULL, failures = 0,
+  next_fetch_at = ${sql.placeholder("nextFetchAt")}`;
+
+const fetchedStatement = statement(sql`
+  UPDATE ${f} SET ${succeeded}, title = ${sql.placeholder("title")}, author = ${sql.placeholder("author")},
+    description = ${sql.placeholder("description")}, image_url = ${sql.placeholder("imageUrl")},
+    site_url = ${sql.placeholder("siteUrl")}, language = ${sql.placeholder("language")},
+    podcast_guid = ${sql.placeholder("podcastGuid")}, new_feed_url = ${sql.placeholder("newFeedUrl")},
+    etag = ${sql.placeholder("etag")}, last_modified = ${sql.placeholder("lastModified")}
+  WHERE ${f.urlKey} = ${key}`);
+const notModifiedStatement = statement(sql`UPDATE ${f} SET ${succeeded} WHERE ${f.urlKey} = ${key}`);
+const failedStatement = statement(sql`
+  UPDATE ${f} SET url = ${sql.placeholder("url")}, status = ${sql.placeholder("status")},
+    last_error = ${sql.placeholder("error")}, failures = ${sql.placeholder("failures")},
+    failing_since = ${sql.placeholder("failingSince")}, next_fetch_at = ${sql.placeholder("nextFetchAt")}
+  WHERE ${f.urlKey} = ${key}`);
+/** Forgets a feed only while no active subscription names it (one may have come since the round read it). */
+const forgetStatement = statement(sql`
+  DELETE FROM ${f} WHERE ${f.urlKey} = ${key} AND NOT EXISTS (
+    SELECT 1 FROM ${s} INDEXED BY subscriptions_feed_active WHERE ${s.urlKey} = ${key} AND ${s.unsubscribedAt} IS NULL)`);
+
+function recordStatement(db: Database, record: FeedRecord, at: number): D1PreparedStatement {
+  switch (record.kind) {
+    case "fetched":
+      return fetchedStatement.bind(db, {
+        ...record.facts,
+        urlKey: record.urlKey,
+        url: record.url,
+        finalUrl: record.finalUrl,
+        etag: record.etag,
+        lastModified: record.lastModified,
+        nextFetchAt: record.nextFetchAt,
+        now: at,
+      });
+    case "not-modified":
+      return notModifiedStatement.bind(db, { ...record, now: at });
+    case "failed":
+      return failedStatement.bind(db, { ...record });
+    case "forgotten":
+      return forgetStatement.bind(db, { urlKey: record.urlKey });
+  }
+}
+
+/** Writes a round's outcomes for one database in one batch (one round trip, one transaction). */
+export async function recordFeeds(db: Database, records: readonly FeedRecord[], at: number): Promise<void> {
+  if (records.length === 0) return;
+  await call(() => db.batch(records.map((record) => recordStatement(db, record, at))));
+}
+
+/** Every statement this module runs, for the test that proves none scans a table. */
+export const allStatements: Record<string, Statement> = {
+  findPodcast: findPodcastStatement,
+  due: dueStatement,
+  fetched: fetchedStatement,
+  notModified: notModifiedStatement,
+  failed: failedStatement,
+  forget: forgetStatement,
+};

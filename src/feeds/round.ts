@@ -1,0 +1,188 @@
+import type { Database } from "../db/database";
+import { type DueFeed, dueFeeds, type FeedRecord, recordFeeds } from "../db/feeds";
+import { FETCH_TIMEOUT_MS, type FetchOutcome, fetchFeed, withoutCutTag } from "./fetch";
+import { type ChannelFacts, NotAFeedError, parseChannelHead } from "./parse";
+
+/**
+ * One feed round (docs/API.md §18), run by the scheduled handler every 10 minutes: in every database, the feeds
+ * due (never tried first, then the longest waiting), each URL fetched once however many databases and users name
+ * it, each outcome written back to every database that had the feed, one batch per database. A round stays within
+ * the Workers Free plan's 50 subrequests and 10 ms of CPU with the retention job beside it (bench/README.md
+ * measures both): at most FEEDS_PER_ROUND URLs, at most FETCHES_PER_ROUND requests counting redirects.
+ */
+
+export const FEEDS_PER_ROUND = 8;
+export const FETCHES_PER_ROUND = 24;
+/** A feed fetched successfully is due again after this: under 24 hours, so a round's delay keeps it daily. */
+export const REFRESH_MS = 23 * 60 * 60 * 1000;
+const HOUR_MS = 60 * 60 * 1000;
+export const MAX_BACKOFF_MS = 7 * 24 * HOUR_MS;
+/** Failures for this long (since the last success) mark the podcast `gone`; it stays subscribed. */
+export const GONE_AFTER_MS = 30 * 24 * HOUR_MS;
+/** Validators longer than this are not kept (a header of a hostile server). */
+const MAX_VALIDATOR = 256;
+/**
+ * The parse is the round's CPU (fetches wait without it): at most this much of one head is parsed, and at most
+ * HEAD_CHARS_PER_ROUND in all; a head past what is left of that waits for the next round, where it is first in
+ * line (its feed stays due). A real channel head is a few KiB; these bound what a hostile one costs.
+ */
+export const HEAD_CHARS_PER_FEED = 256 * 1024;
+export const HEAD_CHARS_PER_ROUND = 512 * 1024;
+
+/** The head as parsed: at most HEAD_CHARS_PER_FEED of it. */
+function parsedHead(head: string): string {
+  return head.length <= HEAD_CHARS_PER_FEED ? head : withoutCutTag(head.slice(0, HEAD_CHARS_PER_FEED));
+}
+
+export interface FeedRoundSettings {
+  /** `FEED_FETCH=off`: nothing is fetched. */
+  enabled: boolean;
+  /** `FEED_FETCH_ALLOW_PRIVATE=true`: loopback and private addresses may be fetched (tests, local development). */
+  allowPrivate: boolean;
+  userAgent: string;
+}
+
+export interface FeedRoundSummary {
+  fetched: number;
+  notModified: number;
+  failed: number;
+  gone: number;
+  forgotten: number;
+  deferred: number;
+  subrequests: number;
+}
+
+/** The user agent of every fetch: the service, and where it runs when PUBLIC_BASE_URL is set. */
+export function feedUserAgent(baseUrl: string | undefined): string {
+  return `podcast-subscriptions feed fetcher${baseUrl ? ` (+${baseUrl})` : ""}`;
+}
+
+const bounded = (value: string | null) => (value !== null && value.length <= MAX_VALIDATOR ? value : null);
+
+/** What a fetch came to once its head (if any) was parsed. */
+type RoundOutcome =
+  | Exclude<FetchOutcome, { kind: "feed" }>
+  | ({ kind: "parsed"; facts: ChannelFacts } & Omit<Extract<FetchOutcome, { kind: "feed" }>, "kind" | "head">);
+
+/** Parses the heads in turn within the round's share of CPU (HEAD_CHARS_PER_ROUND); the rest wait their turn. */
+function parseAll(outcomes: readonly FetchOutcome[]): RoundOutcome[] {
+  let left = HEAD_CHARS_PER_ROUND;
+  return outcomes.map((outcome, n) => {
+    if (outcome.kind !== "feed") return outcome;
+    const { head: fetched, kind: _, ...arrival } = outcome;
+    const head = parsedHead(fetched);
+    if (head.length > left && n > 0 && left < HEAD_CHARS_PER_ROUND) return { kind: "deferred" };
+    left -= head.length;
+    try {
+      return { kind: "parsed", facts: parseChannelHead(head), ...arrival };
+    } catch (err) {
+      if (!(err instanceof NotAFeedError)) throw err;
+      return { kind: "failed", error: err.message };
+    }
+  });
+}
+
+/** The record a database keeps of an outcome, from its own row of the feed (its failures so far). */
+function recordOf(feed: DueFeed & { url: string }, outcome: RoundOutcome, at: number): FeedRecord | undefined {
+  const { urlKey, url } = feed;
+  switch (outcome.kind) {
+    case "deferred":
+      return undefined;
+    case "not-modified":
+      return { kind: "not-modified", urlKey, url, finalUrl: outcome.finalUrl, nextFetchAt: at + REFRESH_MS };
+    case "parsed":
+      return {
+        kind: "fetched",
+        urlKey,
+        url,
+        finalUrl: outcome.finalUrl,
+        facts: outcome.facts,
+        etag: bounded(outcome.etag),
+        lastModified: bounded(outcome.lastModified),
+        nextFetchAt: at + REFRESH_MS,
+      };
+    case "gone":
+      return failedRecord(feed, outcome.error, true, at);
+    case "failed":
+      return failedRecord(feed, outcome.error, false, at);
+  }
+}
+
+/** A failure: retried after 1 hour, doubling, at most 7 days; `gone` after a 410 or 30 days of failures. */
+function failedRecord(feed: DueFeed & { url: string }, error: string, gone: boolean, at: number): FeedRecord {
+  const failures = feed.failures + 1;
+  const failingSince = feed.failingSince ?? at;
+  const wait = Math.min(HOUR_MS * 2 ** Math.min(failures - 1, 30), MAX_BACKOFF_MS);
+  return {
+    kind: "failed",
+    urlKey: feed.urlKey,
+    url: feed.url,
+    status: gone || feed.status === "gone" || at - failingSince >= GONE_AFTER_MS ? "gone" : "failing",
+    error,
+    failures,
+    failingSince,
+    nextFetchAt: at + wait,
+  };
+}
+
+export async function runFeedRound(
+  databases: ReadonlyMap<string, Database>,
+  settings: FeedRoundSettings,
+  at: number,
+): Promise<FeedRoundSummary> {
+  const summary: FeedRoundSummary = {
+    fetched: 0,
+    notModified: 0,
+    failed: 0,
+    gone: 0,
+    forgotten: 0,
+    deferred: 0,
+    subrequests: 0,
+  };
+  if (!settings.enabled) return summary;
+  const named = [...databases];
+  const due = await Promise.all(named.map(([, db]) => dueFeeds(db, at, FEEDS_PER_ROUND)));
+  summary.subrequests += named.length;
+
+  // Each URL once, in the order the databases have them due; a feed no subscription names any more is forgotten.
+  const records = named.map((): FeedRecord[] => []);
+  const byUrl = new Map<string, { index: number; feed: DueFeed & { url: string } }[]>();
+  due.forEach((feeds, index) => {
+    for (const feed of feeds) {
+      if (feed.url === null) {
+        records[index].push({ kind: "forgotten", urlKey: feed.urlKey });
+        summary.forgotten++;
+        continue;
+      }
+      const holders = byUrl.get(feed.url) ?? [];
+      holders.push({ index, feed: { ...feed, url: feed.url } });
+      byUrl.set(feed.url, holders);
+    }
+  });
+  const round = [...byUrl].slice(0, FEEDS_PER_ROUND);
+  const subrequests = { left: FETCHES_PER_ROUND };
+  const fetchSettings = { ...settings, timeoutMs: FETCH_TIMEOUT_MS, subrequests };
+  const fetched = await Promise.all(
+    round.map(([url, holders]) => {
+      // Validators only when every database holds the same ones: a 304 answers exactly the copy that was named.
+      const [{ etag, lastModified }, ...others] = holders.map(({ feed }) => feed);
+      const same = others.every((other) => other.etag === etag && other.lastModified === lastModified);
+      return fetchFeed(url, same ? { etag, lastModified } : { etag: null, lastModified: null }, fetchSettings);
+    }),
+  );
+  summary.subrequests += FETCHES_PER_ROUND - subrequests.left;
+  const outcomes = parseAll(fetched);
+  round.forEach(([, holders], n) => {
+    const kept = holders.map(({ index, feed }) => ({ index, record: recordOf(feed, outcomes[n], at) }));
+    const first = kept[0].record;
+    if (first === undefined) summary.deferred++;
+    else if (first.kind === "fetched") summary.fetched++;
+    else if (first.kind === "not-modified") summary.notModified++;
+    else if (first.kind === "failed") summary[first.status === "gone" ? "gone" : "failed"]++;
+    for (const { index, record } of kept) if (record) records[index].push(record);
+  });
+  const written = named.filter((_, index) => records[index].length > 0);
+  await Promise.all(named.map(([, db], index) => recordFeeds(db, records[index], at)));
+  summary.subrequests += written.length;
+  return summary;
+}
