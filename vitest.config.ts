@@ -1,6 +1,9 @@
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { parseEnv } from "node:util";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { unstable_readConfig } from "wrangler";
 
 const migrations = await readD1Migrations(fileURLToPath(new URL("./drizzle", import.meta.url)));
 
@@ -17,6 +20,25 @@ function isWorkerInfoOrWarning(line: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The suite tests the committed configuration, never a developer's local files. The plugin reads wrangler.toml
+ * as `wrangler dev` does, so it also loads the git-ignored .dev.vars beside it (or .env files when there is none),
+ * where `npm run dev` writes OIDC_ISSUER: "without OIDC_ISSUER the page answers 503" then failed after
+ * `npm run dev`. The .env files are not read (CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV), and every variable a
+ * .dev.vars sets is bound back to wrangler.toml's value for the environment ("" where wrangler.toml declares
+ * none: unset, for the worker). Wrangler's "Using secrets defined in .dev.vars", once per test file and project,
+ * is then noise: its log level stays at warnings unless WRANGLER_LOG says otherwise.
+ * .ci/run runs `npm run dev` (which writes .dev.vars) before `npm test`.
+ */
+process.env.CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV = "false";
+process.env.WRANGLER_LOG ??= "warn";
+function committedVars(environment?: string): Record<string, unknown> {
+  const config = unstable_readConfig({ config: "./wrangler.toml", env: environment });
+  const localFiles = [".dev.vars", ...(environment ? [`.dev.vars.${environment}`] : [])].filter(existsSync);
+  const localNames = localFiles.flatMap((path) => Object.keys(parseEnv(readFileSync(path, "utf8"))));
+  return { ...Object.fromEntries(localNames.map((name) => [name, ""])), ...config.vars };
 }
 
 /** The worker as wrangler.toml declares it in `environment` (top level when undefined), inside workerd. */
@@ -37,6 +59,7 @@ function workerd(environment?: string) {
         TIGHT_LOGIN_POLL_RATE_LIMITER: { namespace_id: "9004", simple: { limit: 60, period: 60 } },
       },
       bindings: {
+        ...committedVars(environment),
         TEST_MIGRATIONS: migrations,
         // Tests sign their own tokens with this secret; it exists only here.
         AUTH_JWT_SECRET: "test-secret-for-vitest-only-0123456789abcdef",

@@ -17,7 +17,12 @@
 //    following the episode feed; app passwords listed, read, and replaced (mint, then delete the old one);
 //    the gpodder API with HTTP Basic, then the sessionid cookie: login, devices, subscriptions GET with
 //    `since` (a device following them) and POST, the simple API (json, opml, txt), episode actions POST and
-//    GET with `since`. Guids and episode ids in flight are locked, so a serial model of each user
+//    GET with `since`; the Nextcloud gPodder Sync paths with HTTP Basic: subscriptions GET with `since` (a device
+//    following them whose next `since` is its own clock, as AntennaPod's) and POST, episode actions POST and GET;
+//    the account pages, each user signed in once through the local OpenID Connect provider of `npm run dev`
+//    (the subscriptions page, unsubscribe with its form) and Nextcloud's Login Flow v2 (start, grant on the
+//    page, poll; the app's sync moves to the new app password, the old one is revoked on the account page).
+//    Guids and episode ids in flight are locked, so a serial model of each user
 //    (bench/lib/soak-model.mjs for the rules) predicts every answer and every served state exactly.
 //    Every SOAK_SAMPLE_SECONDS (30): the isolate's JS heap after a full garbage collection
 //    (Runtime.getHeapUsage after HeapProfiler.collectGarbage), the entries of its bounded caches, the heap
@@ -29,7 +34,8 @@
 //    it; the episode feed from 0 holds exactly the live states (every field) and a tombstone for each
 //    forgotten one; one GET of a live and of an unsubscribed subscription and episode; the devices that
 //    followed each change feed, after a last sync, equal the model; the gpodder reads (simple API list,
-//    since=0, the since-follower, episode actions, devices) agree with the JSON:API's; the OPML export equals
+//    since=0, the since-follower, episode actions, devices) and the Nextcloud ones (its since-follower, episode
+//    actions) agree with the JSON:API's; the OPML export equals
 //    the list; the app passwords are exactly those minted and not deleted.
 // 4. Writes the report to bench/SOAK.md and the memory chart beside it (bench/SOAK-memory.svg), with every
 //    status counted per endpoint, and exits non-zero on any 5xx, network error, unexpected status or answer
@@ -56,6 +62,7 @@ import os from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sign } from "hono/jwt";
+import { DEV_CLIENT_ID, devClient, startDevProvider } from "../scripts/dev-oidc-provider.mjs";
 import { diffSnapshots } from "./lib/heap-snapshot.mjs";
 import { connectInspector } from "./lib/inspector.mjs";
 import { memoryChart } from "./lib/memory-chart.mjs";
@@ -146,6 +153,15 @@ const MIX = {
   "gpodder-simple": 3,
   "gpodder-episodes-post": 6,
   "gpodder-episodes-get": 5.5,
+  // Nextcloud gPodder Sync (AntennaPod's and Kasts' "Nextcloud" option), HTTP Basic with the app password
+  "nextcloud-subscriptions-get": 3,
+  "nextcloud-subscriptions-post": 1.5,
+  "nextcloud-episodes-post": 2,
+  "nextcloud-episodes-get": 1.5,
+  // The account pages (signed in through the local OpenID Connect provider) and Nextcloud's Login Flow v2
+  "account-subscriptions": 1,
+  "account-unsubscribe": 0.5,
+  "login-flow": 0.5,
 };
 
 function positiveNumber(name, fallback) {
@@ -239,6 +255,10 @@ class User {
     this.appPasswords = new Set(); // ids that must exist
     this.devices = new Set(); // gpodder device ids that must exist
     this.gpodderDevice = { since: 0, urls: new Set(), busy: false };
+    // AntennaPod on the Nextcloud paths: a device following the subscription changes from its own clock.
+    this.nextcloudDevice = { since: 0, urls: new Set(), busy: false };
+    // The person's browser on the account pages: its cookies by origin (the worker's, the identity provider's).
+    this.browser = { jar: new Map(), antiForgery: undefined, signingIn: undefined };
   }
   newFeedUrl() {
     this.feeds += 1;
@@ -615,7 +635,23 @@ const E = {
   simpleDeviceTxt: "GET /subscriptions/{username}/{device}.txt",
   gpodderEpisodesPost: "POST /api/2/episodes/{username}.json",
   gpodderEpisodesGet: "GET /api/2/episodes/{username}.json?since",
+  nextcloudSubsGet: "GET /index.php/apps/gpoddersync/subscriptions?since",
+  nextcloudSubsPost: "POST /index.php/apps/gpoddersync/subscription_change/create",
+  nextcloudEpisodesPost: "POST /index.php/apps/gpoddersync/episode_action/create",
+  nextcloudEpisodesGet: "GET /index.php/apps/gpoddersync/episode_action?since",
+  accountSignIn: "GET /account/signin, /account/callback (sign-in)",
+  accountPage: "GET /account",
+  accountSubscriptions: "GET /account/subscriptions",
+  accountUnsubscribe: "POST /account/subscriptions/unsubscribe",
+  accountRevoke: "POST /account/app-passwords/revoke",
+  loginFlowStart: "POST /index.php/login/v2",
+  loginFlowPage: "GET /index.php/login/v2/flow/{id}",
+  loginFlowGrant: "POST /index.php/login/v2/flow/{id}/grant",
+  loginFlowPoll: "POST /index.php/login/v2/poll",
 };
+
+/** The Nextcloud gPodder Sync app's paths (docs/API.md §17). */
+const NEXTCLOUD = "/index.php/apps/gpoddersync";
 
 /** The 4xx answers the traffic asks for on purpose, by endpoint; any other 4xx is a failure. */
 const EXPECTED_4XX = {
@@ -625,6 +661,7 @@ const EXPECTED_4XX = {
   [E.episodeGet]: "404: an id never written, or forgotten",
   [E.episodePatch]: "404: a merge into a forgotten state",
   [E.episodeDelete]: "404: a DELETE of a forgotten state",
+  [E.loginFlowPoll]: "404: a poll before the grant, and a second one after it",
 };
 
 const operations = {
@@ -1079,35 +1116,7 @@ const operations = {
   /** gPodder uploads subscription changes: new feeds, a re-add of an unsubscribed one, removes. */
   async "gpodder-subscriptions-post"(user) {
     await asGpodder(user, "get", async () => {
-      const add = [];
-      const remove = [];
-      const guids = new Set();
-      for (let i = 1 + randomInt(3); i > 0; i--) {
-        const r = random();
-        if (r < 0.55) {
-          const url = user.newFeedUrl();
-          add.push(url);
-          guids.add(podcastGuid(url));
-        } else if (r < 0.7) {
-          const guid = user.dead.pick(user.busy);
-          if (guid && !guids.has(guid)) {
-            add.push(user.feedUrl.get(guid));
-            guids.add(guid);
-          }
-        } else if (r < 0.8) {
-          const guid = user.live.pick(user.busy);
-          if (guid && !guids.has(guid)) {
-            add.push(user.feedUrl.get(guid)); // already subscribed: nothing changes
-            guids.add(guid);
-          }
-        } else {
-          const guid = user.live.pick(user.busy);
-          if (guid && !guids.has(guid)) {
-            remove.push(user.feedUrl.get(guid));
-            guids.add(guid);
-          }
-        }
-      }
+      const { add, remove, guids } = planSubscriptionUpload(user);
       if (add.length + remove.length === 0) return;
       const deviceId = DEVICE_IDS[randomInt(DEVICE_IDS.length)];
       const path = `/api/2/subscriptions/${user.gpodder.username}/${deviceId}.json`;
@@ -1168,43 +1177,7 @@ const operations = {
     const feedGuid = user.live.pick(user.busy);
     if (feedGuid === undefined) return operations["gpodder-subscriptions-post"](user);
     await asGpodder(user, "get", async () => {
-      const podcast = user.feedUrl.get(feedGuid);
-      const known = user.gpodderEpisodes.get(feedGuid) ?? [];
-      const actions = [];
-      const ids = new Set([feedGuid]);
-      for (let i = 1 + randomInt(6); i > 0; i--) {
-        let target = known.length > 0 && random() < 0.5 ? known[randomInt(known.length)] : undefined;
-        if (target && user.busy.has(target.id) && !ids.has(target.id)) continue;
-        if (!target) {
-          const guid = random() < 0.8 ? `gp-item-${randomUUID()}` : undefined;
-          const name = guid ?? `https://cdn.soak.test/gp-${randomUUID()}.mp3`;
-          target = { id: uuidV5(feedGuid, name), name, guid };
-          known.push(target);
-        }
-        ids.add(target.id);
-        const state = user.liveEpisodes.index.has(target.id) ? user.episodes.get(target.id) : undefined;
-        const r = random();
-        const action = {
-          podcast,
-          episode: target.guid ? (state?.mediaUrl ?? `https://cdn.soak.test/gp-${randomUUID()}.mp3`) : target.name,
-          ...(target.guid ? { guid: target.guid } : {}),
-          action: r < 0.7 ? "play" : r < 0.85 ? "new" : "download",
-        };
-        const changedAt = deviceTime(
-          action.action === "play" ? state?.positionChangedAt : state?.playedChangedAt,
-          true,
-        );
-        action.timestamp = new Date(changedAt).toISOString().slice(0, 19);
-        if (action.action === "play") {
-          const total = random() < 0.8 ? 1800 + randomInt(3600) : undefined;
-          action.started = 0;
-          action.position = total !== undefined && random() < 0.25 ? total : randomInt(1800);
-          if (total !== undefined) action.total = total;
-        }
-        if (random() < 0.5 && user.devices.size > 0) action.device = [...user.devices][randomInt(user.devices.size)];
-        actions.push({ action, target, changedAt });
-      }
-      user.gpodderEpisodes.set(feedGuid, known);
+      const { actions, ids } = planEpisodeActions(user, feedGuid);
       await withLocks(user, [...ids], async () => {
         const path = `/api/2/episodes/${user.gpodder.username}.json`;
         const { status, json } = await request("gpodder-episodes-post", E.gpodderEpisodesPost, user, "POST", path, {
@@ -1220,12 +1193,7 @@ const operations = {
             : [JSON.stringify(json)?.slice(0, 300)],
           path,
         );
-        for (const { action, target, changedAt } of actions) {
-          const write = gpodderWrite(action, changedAt);
-          if (!write) continue;
-          user.episodeWritten(target.id, feedGuid, write);
-          stats.writes.gpodderEpisodeWrites += 1;
-        }
+        applyEpisodeActions(user, feedGuid, actions);
       });
     });
   },
@@ -1246,6 +1214,133 @@ const operations = {
         json.actions.every((a) => typeof a.podcast === "string" && (a.action === "play" || a.action === "new"));
       expectSame("gpodder-episodes-get", ok ? [] : [JSON.stringify(json)?.slice(0, 300)], path);
     });
+  },
+
+  /**
+   * AntennaPod's Nextcloud sync: the subscription changes since its last sync, whose time is the phone's clock
+   * after the answer (not the server's `timestamp`): the server's 600 s margin must still miss nothing (§17).
+   */
+  async "nextcloud-subscriptions-get"(user) {
+    const device = user.nextcloudDevice;
+    if (device.busy) return operations["nextcloud-episodes-get"](user);
+    await asGpodder(user, "get", async () => {
+      device.busy = true;
+      try {
+        const path = `${NEXTCLOUD}/subscriptions?since=${device.since}`;
+        const kind = "nextcloud-subscriptions-get";
+        const { status, json } = await request(kind, E.nextcloudSubsGet, user, "GET", path, {
+          auth: "basic",
+          accept: "application/json",
+        });
+        if (!expectStatus(kind, status, 200, path)) return;
+        applyGpodderChanges(device, json, kind, Math.floor(Date.now() / 1000));
+      } finally {
+        device.busy = false;
+      }
+    });
+  },
+
+  /** A Nextcloud app uploads subscription changes (section 14's semantics, no device): `{"timestamp"}`. */
+  async "nextcloud-subscriptions-post"(user) {
+    await asGpodder(user, "get", async () => {
+      const { add, remove, guids } = planSubscriptionUpload(user);
+      if (add.length + remove.length === 0) return;
+      const path = `${NEXTCLOUD}/subscription_change/create`;
+      await withLocks(user, [...guids], async () => {
+        const kind = "nextcloud-subscriptions-post";
+        const { status, json } = await request(kind, E.nextcloudSubsPost, user, "POST", path, {
+          auth: "basic",
+          body: { add, remove },
+          accept: "application/json",
+        });
+        if (!expectStatus(kind, status, 200, path)) return;
+        applyGpodderUpload(user, add, remove);
+        const keys = Object.keys(json ?? {});
+        expectSame(kind, keys.length === 1 && Number.isInteger(json?.timestamp) ? [] : [JSON.stringify(json)], path);
+      });
+    });
+  },
+
+  /** A Nextcloud app uploads episode actions (section 14's mapping): `{"timestamp"}`. */
+  async "nextcloud-episodes-post"(user) {
+    const feedGuid = user.live.pick(user.busy);
+    if (feedGuid === undefined) return operations["nextcloud-subscriptions-post"](user);
+    await asGpodder(user, "get", async () => {
+      const { actions, ids } = planEpisodeActions(user, feedGuid);
+      await withLocks(user, [...ids], async () => {
+        const path = `${NEXTCLOUD}/episode_action/create`;
+        const kind = "nextcloud-episodes-post";
+        const { status, json } = await request(kind, E.nextcloudEpisodesPost, user, "POST", path, {
+          auth: "basic",
+          body: actions.map((a) => a.action),
+          accept: "application/json",
+        });
+        if (!expectStatus(kind, status, 200, path)) return;
+        const keys = Object.keys(json ?? {});
+        expectSame(kind, keys.length === 1 && Number.isInteger(json?.timestamp) ? [] : [JSON.stringify(json)], path);
+        applyEpisodeActions(user, feedGuid, actions);
+      });
+    });
+  },
+
+  /** A Nextcloud app reads episode actions since a time: well-formed, plays and news only. */
+  async "nextcloud-episodes-get"(user) {
+    await asGpodder(user, "get", async () => {
+      const since = random() < 0.3 ? 0 : Math.floor(Date.now() / 1000) - randomInt(120);
+      const path = `${NEXTCLOUD}/episode_action?since=${since}`;
+      const kind = "nextcloud-episodes-get";
+      const { status, json } = await request(kind, E.nextcloudEpisodesGet, user, "GET", path, {
+        auth: "basic",
+        accept: "application/json",
+      });
+      if (!expectStatus(kind, status, 200, path) || !CHECK) return;
+      const ok =
+        Array.isArray(json?.actions) &&
+        Number.isInteger(json?.timestamp) &&
+        json.actions.every((a) => typeof a.podcast === "string" && (a.action === "play" || a.action === "new"));
+      expectSame(kind, ok ? [] : [JSON.stringify(json)?.slice(0, 300)], path);
+    });
+  },
+
+  /** The person reads the first page of their subscriptions: every row a subscription (what nothing touched). */
+  async "account-subscriptions"(user) {
+    if (!CHECK) return operations.list(user);
+    if (!(await signedInToPages(user))) return;
+    const started = performance.now();
+    const page = await browse("account-subscriptions", E.accountSubscriptions, user, "GET", "/account/subscriptions");
+    if (!expectStatus("account-subscriptions", page.status, 200, user.id)) return;
+    const stale = pageGuids(page.text).filter((guid) => !user.live.index.has(guid) && user.stableSince(guid, started));
+    expectSame(
+      "account-subscriptions",
+      stale.map((guid) => `${guid} listed but not subscribed`),
+      user.id,
+    );
+  },
+
+  /** The person unsubscribes on the page (its form: guid, the page to return to, the anti-forgery token). */
+  async "account-unsubscribe"(user) {
+    if (!CHECK) return operations.delete(user);
+    const guid = user.live.pick(user.busy);
+    if (guid === undefined || !(await signedInToPages(user))) return;
+    await withLocks(user, [guid], async () => {
+      const form = { guid, return_to: "/account/subscriptions", anti_forgery_token: user.browser.antiForgery };
+      const answer = await browse(
+        "account-unsubscribe",
+        E.accountUnsubscribe,
+        user,
+        "POST",
+        "/account/subscriptions/unsubscribe",
+        form,
+      );
+      if (!expectStatus("account-unsubscribe", answer.status, 303, guid)) return;
+      user.unsubscribed(guid);
+      stats.writes.pageUnsubscribed = (stats.writes.pageUnsubscribed ?? 0) + 1;
+    });
+  },
+
+  /** An app signs in with Nextcloud's Login Flow v2, the person granting access on the page. */
+  async "login-flow"(user) {
+    await loginFlow(user);
   },
 };
 
@@ -1304,6 +1399,197 @@ async function syncDevice(user, kind, resource, fallback) {
 }
 
 /** Mints an app password (POST /v1/app-passwords) and makes it the user's gpodder credentials. */
+/**
+ * One request of the person's browser (`user.browser`): its cookies for the URL's origin, redirects not followed
+ * (answers `location`, absolute). Requests to the worker are timed and counted like request()'s; a form is posted
+ * from the page's own origin, as a browser does.
+ */
+async function browse(kind, endpoint, user, method, url, form) {
+  const target = new URL(url, base);
+  const jar = user.browser.jar.get(target.origin) ?? new Map();
+  user.browser.jar.set(target.origin, jar);
+  const headers = { Accept: "text/html" };
+  if (jar.size > 0) headers.Cookie = [...jar].map(([name, value]) => `${name}=${value}`).join("; ");
+  if (form) {
+    headers["Content-Type"] = "application/x-www-form-urlencoded";
+    headers.Origin = target.origin;
+  }
+  const worker = target.origin === base;
+  const started = performance.now();
+  let status = 0;
+  let text;
+  let location;
+  try {
+    const response = await fetch(target, {
+      method,
+      headers,
+      body: form ? new URLSearchParams(form).toString() : undefined,
+      redirect: "manual",
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    status = response.status;
+    text = await response.text();
+    const next = response.headers.get("Location");
+    location = next ? new URL(next, target).href : undefined;
+    for (const line of response.headers.getSetCookie()) {
+      const [pair, ...attributes] = line.split(";");
+      const name = pair.slice(0, pair.indexOf("="));
+      const value = pair.slice(pair.indexOf("=") + 1);
+      const expired = attributes.some((a) => /^\s*max-age=0\s*$/i.test(a));
+      if (expired || value === "") jar.delete(name);
+      else jar.set(name, value);
+    }
+  } catch (error) {
+    stats.networkErrors += 1;
+    problem(`${kind} ${method} ${target.pathname}: network error: ${error}`);
+  }
+  if (worker && stats.phase !== "verify") {
+    const ended = performance.now();
+    stats.samples.push({ phase: stats.phase, kind, endpoint, ms: ended - started, end: ended, status });
+  }
+  if (worker && status >= 500) {
+    stats.errors5xx += 1;
+    problem(`${kind} ${method} ${target.pathname}: ${status} ${(text ?? "").slice(0, 300)}`);
+  }
+  return { status, text, location };
+}
+
+const ANTI_FORGERY = /name="anti_forgery_token" value="([^"]+)"/;
+
+/**
+ * Signs the person in to the account pages as a browser does (docs/API.md §16): /account/signin, the identity
+ * provider's authorization and its sign-in form (user name: the user's id, the `sub` of its tokens), the callback,
+ * then /account, whose forms carry the session's anti-forgery token. Answers whether it worked. Once per user.
+ */
+function signedInToPages(user) {
+  user.browser.signingIn ??= (async () => {
+    const kind = "account-signin";
+    let answer = await browse(kind, E.accountSignIn, user, "GET", "/account/signin");
+    for (let hop = 0; hop < 10 && answer.location; hop++) {
+      const at = new URL(answer.location);
+      if (at.origin === base && at.pathname === "/account") break;
+      answer = await browse(kind, E.accountSignIn, user, "GET", at.href);
+      if (answer.status === 200 && /^\/interaction\/[^/]+$/.test(at.pathname)) {
+        answer = await browse(kind, E.accountSignIn, user, "POST", `${at.href}/login`, { login: user.id });
+      }
+    }
+    const page = await browse(kind, E.accountPage, user, "GET", "/account");
+    const token = page.status === 200 ? ANTI_FORGERY.exec(page.text ?? "")?.[1] : undefined;
+    if (!token) {
+      stats.unexpected += 1;
+      problem(`${kind}: ${user.id} could not sign in to the account pages (/account answered ${page.status})`);
+      user.browser.signingIn = undefined;
+      return false;
+    }
+    user.browser.antiForgery = token;
+    return true;
+  })();
+  return user.browser.signingIn;
+}
+
+/** The guids of a subscriptions page's rows (each row's unsubscribe form names its guid). */
+const pageGuids = (html) => [...(html ?? "").matchAll(/name="guid" value="([0-9a-f-]{36})"/g)].map((m) => m[1]);
+
+/**
+ * Nextcloud's Login Flow v2 as AntennaPod runs it (docs/API.md §17): the app starts a flow; the person opens its
+ * link, signed in, and grants access; the app polls and receives a new app password, which its sync then uses.
+ * The password it replaces is revoked on the account page, as a person tidying up would. Held like a rotation:
+ * no gpodder traffic of the user is in flight meanwhile, so the list of app passwords is the model's throughout.
+ */
+async function loginFlow(user) {
+  if (user.gpodder.rotating || user.gpodder.inFlight > 0 || !CHECK) return operations["app-passwords"](user);
+  user.gpodder.rotating = true;
+  try {
+    if (!(await signedInToPages(user))) return;
+    const kind = "login-flow";
+    const start = await fetchJson(
+      kind,
+      E.loginFlowStart,
+      "POST",
+      "/index.php/login/v2",
+      undefined,
+      "Soak/1.0 (AntennaPod-like)",
+    );
+    const login = start.json?.login;
+    const token = start.json?.poll?.token;
+    if (!expectStatus(kind, start.status, 200, "start") || typeof login !== "string" || typeof token !== "string") {
+      if (start.status === 200) expectSame(kind, [JSON.stringify(start.json)?.slice(0, 300)], "start");
+      return;
+    }
+    const before = await fetchJson(kind, E.loginFlowPoll, "POST", "/index.php/login/v2/poll", { token });
+    expectStatus(kind, before.status, 404, "poll before the grant");
+    const grantPage = await browse(kind, E.loginFlowPage, user, "GET", login);
+    if (!expectStatus(kind, grantPage.status, 200, "grant page")) return;
+    const granted = await browse(kind, E.loginFlowGrant, user, "POST", `${login}/grant`, {
+      anti_forgery_token: user.browser.antiForgery,
+    });
+    if (!expectStatus(kind, granted.status, 200, "grant")) return;
+    const poll = await fetchJson(kind, E.loginFlowPoll, "POST", "/index.php/login/v2/poll", { token });
+    if (!expectStatus(kind, poll.status, 200, "poll after the grant")) return;
+    const { loginName, appPassword } = poll.json ?? {};
+    if (loginName !== user.gpodder.username || typeof appPassword !== "string") {
+      expectSame(kind, [`poll answered ${JSON.stringify(poll.json)?.slice(0, 200)}`], user.id);
+      return;
+    }
+    const again = await fetchJson(kind, E.loginFlowPoll, "POST", "/index.php/login/v2/poll", { token });
+    expectStatus(kind, again.status, 404, "a second poll");
+    // The new password's id: the one listed that the model does not know (nothing else changes them now).
+    const list = await request(kind, E.appPasswordList, user, "GET", "/v1/app-passwords");
+    const fresh = (list.json?.data ?? []).map((r) => r.id).filter((id) => !user.appPasswords.has(id));
+    if (!expectStatus(kind, list.status, 200, "list") || fresh.length !== 1) {
+      expectSame(kind, [`${fresh.length} app passwords appeared after one grant`], user.id);
+      return;
+    }
+    user.appPasswords.add(fresh[0]);
+    stats.writes.appPasswordsMinted += 1;
+    const old = user.gpodder.id;
+    user.gpodder = { ...user.gpodder, id: fresh[0], password: appPassword, cookie: undefined };
+    const revoked = await browse(kind, E.accountRevoke, user, "POST", "/account/app-passwords/revoke", {
+      id: old,
+      anti_forgery_token: user.browser.antiForgery,
+    });
+    if (expectStatus(kind, revoked.status, 303, "revoke on the account page")) {
+      user.appPasswords.delete(old);
+      stats.writes.appPasswordsDeleted += 1;
+    }
+  } finally {
+    user.gpodder.rotating = false;
+  }
+}
+
+/** An unauthenticated request of an app (the Login Flow's start and poll): a form body, JSON back, counted. */
+async function fetchJson(kind, endpoint, method, path, form, userAgent) {
+  const headers = { Accept: "application/json" };
+  if (userAgent) headers["User-Agent"] = userAgent;
+  if (form) headers["Content-Type"] = "application/x-www-form-urlencoded";
+  const started = performance.now();
+  let status = 0;
+  let json;
+  try {
+    const response = await fetch(base + path, {
+      method,
+      headers,
+      body: form ? new URLSearchParams(form).toString() : undefined,
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    status = response.status;
+    const text = await response.text();
+    json = text && /json/.test(response.headers.get("Content-Type") ?? "") ? JSON.parse(text) : undefined;
+  } catch (error) {
+    stats.networkErrors += 1;
+    problem(`${kind} ${method} ${path}: network error: ${error}`);
+  }
+  if (stats.phase !== "verify") {
+    const ended = performance.now();
+    stats.samples.push({ phase: stats.phase, kind, endpoint, ms: ended - started, end: ended, status });
+  }
+  if (status >= 500) {
+    stats.errors5xx += 1;
+    problem(`${kind} ${method} ${path}: ${status}`);
+  }
+  return { status, json };
+}
+
 async function mintAppPassword(user, kind) {
   const { status, json } = await request(kind, E.appPasswordPost, user, "POST", "/v1/app-passwords", {
     body: { data: { type: "app-password", attributes: { label: `soak ${kind}` } } },
@@ -1325,15 +1611,104 @@ async function mintAppPassword(user, kind) {
   return true;
 }
 
-/** Applies a gpodder `since` answer to a device's URL set; the next `since` is its `timestamp`. */
-function applyGpodderChanges(device, json) {
+/** A subscription upload of a gpodder or Nextcloud app: new feeds, a re-add of an unsubscribed one, removes. */
+function planSubscriptionUpload(user) {
+  const add = [];
+  const remove = [];
+  const guids = new Set();
+  for (let i = 1 + randomInt(3); i > 0; i--) {
+    const r = random();
+    if (r < 0.55) {
+      const url = user.newFeedUrl();
+      add.push(url);
+      guids.add(podcastGuid(url));
+    } else if (r < 0.7) {
+      const guid = user.dead.pick(user.busy);
+      if (guid && !guids.has(guid)) {
+        add.push(user.feedUrl.get(guid));
+        guids.add(guid);
+      }
+    } else if (r < 0.8) {
+      const guid = user.live.pick(user.busy);
+      if (guid && !guids.has(guid)) {
+        add.push(user.feedUrl.get(guid)); // already subscribed: nothing changes
+        guids.add(guid);
+      }
+    } else {
+      const guid = user.live.pick(user.busy);
+      if (guid && !guids.has(guid)) {
+        remove.push(user.feedUrl.get(guid));
+        guids.add(guid);
+      }
+    }
+  }
+  return { add, remove, guids };
+}
+
+/**
+ * Episode actions a gpodder or Nextcloud app uploads for one subscribed feed: plays with a position (some to the
+ * end, so played), `new`, and a `download` that stores nothing; on new episodes and on those written before.
+ */
+function planEpisodeActions(user, feedGuid) {
+  const podcast = user.feedUrl.get(feedGuid);
+  const known = user.gpodderEpisodes.get(feedGuid) ?? [];
+  const actions = [];
+  const ids = new Set([feedGuid]);
+  for (let i = 1 + randomInt(6); i > 0; i--) {
+    let target = known.length > 0 && random() < 0.5 ? known[randomInt(known.length)] : undefined;
+    if (target && user.busy.has(target.id) && !ids.has(target.id)) continue;
+    if (!target) {
+      const guid = random() < 0.8 ? `gp-item-${randomUUID()}` : undefined;
+      const name = guid ?? `https://cdn.soak.test/gp-${randomUUID()}.mp3`;
+      target = { id: uuidV5(feedGuid, name), name, guid };
+      known.push(target);
+    }
+    ids.add(target.id);
+    const state = user.liveEpisodes.index.has(target.id) ? user.episodes.get(target.id) : undefined;
+    const r = random();
+    const action = {
+      podcast,
+      episode: target.guid ? (state?.mediaUrl ?? `https://cdn.soak.test/gp-${randomUUID()}.mp3`) : target.name,
+      ...(target.guid ? { guid: target.guid } : {}),
+      action: r < 0.7 ? "play" : r < 0.85 ? "new" : "download",
+    };
+    const changedAt = deviceTime(action.action === "play" ? state?.positionChangedAt : state?.playedChangedAt, true);
+    action.timestamp = new Date(changedAt).toISOString().slice(0, 19);
+    if (action.action === "play") {
+      const total = random() < 0.8 ? 1800 + randomInt(3600) : undefined;
+      action.started = 0;
+      action.position = total !== undefined && random() < 0.25 ? total : randomInt(1800);
+      if (total !== undefined) action.total = total;
+    }
+    if (random() < 0.5 && user.devices.size > 0) action.device = [...user.devices][randomInt(user.devices.size)];
+    actions.push({ action, target, changedAt });
+  }
+  user.gpodderEpisodes.set(feedGuid, known);
+  return { actions, ids };
+}
+
+/** Applies uploaded episode actions to the model, in order (the server applies them so: docs/API.md §14). */
+function applyEpisodeActions(user, feedGuid, actions) {
+  for (const { action, target, changedAt } of actions) {
+    const write = gpodderWrite(action, changedAt);
+    if (!write) continue;
+    user.episodeWritten(target.id, feedGuid, write);
+    stats.writes.gpodderEpisodeWrites += 1;
+  }
+}
+
+/**
+ * Applies a gpodder or Nextcloud `since` answer to a device's URL set; the next `since` is the answer's
+ * `timestamp` (gPodder), or `nextSince` (AntennaPod on the Nextcloud paths: its own clock).
+ */
+function applyGpodderChanges(device, json, kind = "gpodder-subscriptions-get", nextSince = json?.timestamp) {
   if (CHECK && (!Array.isArray(json?.add) || !Array.isArray(json?.remove) || !Number.isInteger(json?.timestamp))) {
-    expectSame("gpodder-subscriptions-get", [JSON.stringify(json)?.slice(0, 300)], "answer");
+    expectSame(kind, [JSON.stringify(json)?.slice(0, 300)], "answer");
     return;
   }
   for (const url of json?.add ?? []) device.urls.add(url);
   for (const url of json?.remove ?? []) device.urls.delete(url);
-  if (Number.isInteger(json?.timestamp)) device.since = json.timestamp;
+  if (Number.isInteger(nextSince)) device.since = nextSince;
 }
 
 /**
@@ -1713,6 +2088,30 @@ async function verifyGpodder(user, listed) {
     );
   }
 
+  // The Nextcloud paths read the same data (§17): the AntennaPod device that followed the subscription changes
+  // from its own clock, after a last sync, holds the live URLs; the episode actions are the gpodder ones.
+  const nextcloud = user.nextcloudDevice;
+  const sinceClock = await get(`${NEXTCLOUD}/subscriptions?since=${nextcloud.since}`);
+  if (sinceClock.status === 200) applyGpodderChanges(nextcloud, sinceClock.json, "nextcloud-subscriptions-get");
+  verification.followers += 1;
+  const ncMissing = liveUrls.filter((url) => !nextcloud.urls.has(url));
+  const ncExtra = [...nextcloud.urls].filter((url) => !liveSet.has(url) && !user.formerUrls.has(url));
+  if (sinceClock.status !== 200 || ncMissing.length > 0 || ncExtra.length > 0) {
+    mismatch(
+      "followerMismatches",
+      `${user.id}: the Nextcloud since-follower (since ${nextcloud.since}) misses ${ncMissing.length} live URLs and holds ${ncExtra.length} others`,
+    );
+  }
+  const ncActions = await get(`${NEXTCLOUD}/episode_action?since=0`);
+  const ncServed = Array.isArray(ncActions.json?.actions) ? ncActions.json.actions.map(actionText) : undefined;
+  const ncUnexpected = ncServed?.filter((text) => !expected.has(text)) ?? [];
+  if (ncActions.status !== 200 || !ncServed || ncServed.length !== expected.size || ncUnexpected.length > 0) {
+    mismatch(
+      "gpodderMismatches",
+      `${user.id}: Nextcloud episode actions (${ncActions.status}, ${ncServed?.length}) differ from the episode states (${expected.size})${ncUnexpected.length ? `: ${ncUnexpected[0]}` : ""}`,
+    );
+  }
+
   const devices = await get(`/api/2/devices/${username}.json`);
   const listedDevices = Array.isArray(devices.json) ? devices.json : [];
   const devicesDiffer =
@@ -1805,6 +2204,7 @@ async function loseOneWrite(users) {
 // ---------------------------------------------------------------------------------------------------------
 // The server: wrangler dev in its own process group, killed (group and all) whatever happens.
 let server; // { child, logPath }
+let identityProvider; // scripts/dev-oidc-provider.mjs's startDevProvider()
 let temp;
 
 function freePort() {
@@ -1833,11 +2233,18 @@ async function startServer() {
   temp = mkdtempSync(join(os.tmpdir(), "soak-"));
   const persist = join(temp, "state");
   const secret = randomBytes(32).toString("hex");
+  const [port, inspectorPort] = [await freePort(), await freePort()];
+  // The account pages sign in with the local OpenID Connect provider of `npm run dev` (scripts/dev-oidc-provider.mjs).
+  identityProvider = await startDevProvider();
+  identityProvider.serve({ clients: [devClient([`http://127.0.0.1:${port}/account/callback`])] });
   const envFile = join(temp, "soak.env");
-  writeFileSync(envFile, `AUTH_JWT_SECRET=${secret}\n`, { mode: 0o600 });
+  writeFileSync(
+    envFile,
+    `AUTH_JWT_SECRET=${secret}\nOIDC_ISSUER=${identityProvider.issuer}\nOIDC_CLIENT_ID=${DEV_CLIENT_ID}\n`,
+    { mode: 0o600 },
+  );
   runWrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persist]);
 
-  const [port, inspectorPort] = [await freePort(), await freePort()];
   const logPath = join(temp, "wrangler-dev.log");
   const log = openSync(logPath, "a");
   const child = spawn(
@@ -1916,6 +2323,8 @@ function groupAlive(pgid) {
 }
 
 async function stopServer() {
+  await identityProvider?.close();
+  identityProvider = undefined;
   if (!server) return;
   const pgid = server.child.pid;
   server = undefined;

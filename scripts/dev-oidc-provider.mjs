@@ -61,11 +61,69 @@ async function formBody(req) {
 }
 
 /**
+ * The provider's state (sessions, interactions, codes, grants) in this process's memory, which is what a development
+ * provider wants: a restart signs everyone out. It is oidc-provider's own quick-start adapter in all but name; given
+ * by default, that one prints "you MUST change it" for every provider (seven in a test run) to a terminal where
+ * nothing is wrong.
+ */
+function memoryAdapter() {
+  const store = new Map();
+  const alive = (key) => {
+    const entry = store.get(key);
+    if (entry && entry.expiresAt < Date.now()) store.delete(key);
+    return store.get(key)?.value;
+  };
+  const put = (key, value, expiresIn) =>
+    store.set(key, { value, expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : Number.POSITIVE_INFINITY });
+  return class MemoryAdapter {
+    constructor(model) {
+      this.model = model;
+    }
+    key(id) {
+      return `${this.model}:${id}`;
+    }
+    async upsert(id, payload, expiresIn) {
+      put(this.key(id), payload, expiresIn);
+      if (this.model === "Session") put(`sessionUid:${payload.uid}`, id, expiresIn);
+      if (payload.grantId) {
+        const members = alive(`grant:${payload.grantId}`) ?? new Set();
+        members.add(this.key(id));
+        put(`grant:${payload.grantId}`, members);
+      }
+      if (payload.userCode) put(`userCode:${payload.userCode}`, id, expiresIn);
+    }
+    async find(id) {
+      return alive(this.key(id));
+    }
+    async findByUid(uid) {
+      const id = alive(`sessionUid:${uid}`);
+      return id === undefined ? undefined : this.find(id);
+    }
+    async findByUserCode(userCode) {
+      const id = alive(`userCode:${userCode}`);
+      return id === undefined ? undefined : this.find(id);
+    }
+    async consume(id) {
+      const payload = alive(this.key(id));
+      if (payload) payload.consumed = Math.floor(Date.now() / 1000);
+    }
+    async destroy(id) {
+      store.delete(this.key(id));
+    }
+    async revokeByGrantId(grantId) {
+      for (const key of alive(`grant:${grantId}`) ?? []) store.delete(key);
+      store.delete(`grant:${grantId}`);
+    }
+  };
+}
+
+/**
  * A provider for `issuer` and its request handler (the provider's own routes plus the sign-in form).
  * `clients`: OIDC client metadata; `keys`: signing keys (a fresh one by default); `idTokenTtl`: seconds.
  */
 export function createDevProvider(issuer, { clients, keys = [signingKey()], idTokenTtl = 3600 }) {
   const provider = new Provider(issuer, {
+    adapter: memoryAdapter(),
     clients,
     jwks: { keys },
     cookies: { keys: [randomBytes(32).toString("hex")] },

@@ -8,6 +8,7 @@
 //   ... -- --database NAME                         also a database named on the command line
 //   ... -- --persist-to DIR                        local state kept in DIR (as `wrangler dev --persist-to`)
 import { parseArgs } from "node:util";
+import { fail } from "./command-line";
 import {
   DEFAULT_CONFIG,
   declaredDatabases,
@@ -40,7 +41,12 @@ const target: Target = {
   persistTo: values.remote ? values["persist-to"] : localStateDir(values["persist-to"]),
 };
 const databases = [...new Set([...mappedDatabases(target), ...declaredDatabases(target), ...values.database])];
-for (const database of databases) {
-  console.log(`== ${database}${target.env ? ` (env ${target.env})` : ""}, ${target.remote ? "remote" : "local"}`);
-  wrangler(["d1", "migrations", "apply", database, ...targetFlags(target)]);
+try {
+  for (const database of databases) {
+    console.log(`== ${database}${target.env ? ` (env ${target.env})` : ""}, ${target.remote ? "remote" : "local"}`);
+    wrangler(["d1", "migrations", "apply", database, ...targetFlags(target)]);
+  }
+} catch (err) {
+  // wrangler's failure (not logged in, say) in its own words, one line: never a stack trace.
+  fail("db:migrate", err instanceof Error ? err.message : String(err), 1);
 }

@@ -23,6 +23,7 @@ import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { experimental_readRawConfig } from "wrangler";
+import { wranglerMessage } from "./wrangler-message.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CONFIG_PATH = join(ROOT, "wrangler.toml");
@@ -101,21 +102,27 @@ function currentBranch() {
   return git.status === 0 ? git.stdout.trim() : "";
 }
 
-/** Runs wrangler with this Node; prints its output unless `capture`, and answers status and stdout. */
+/**
+ * Runs wrangler with this Node; prints its output unless `capture`, and answers status, stdout and, when it failed,
+ * wrangler's message in one line (its stderr is shown as it is only when it succeeded: warnings).
+ */
 function wrangler(args, { env = {}, capture = false } = {}) {
   console.log(`$ wrangler ${args.join(" ")}`);
   const run = spawnSync(process.execPath, [WRANGLER, ...args], {
     cwd: ROOT,
-    stdio: ["ignore", capture ? "pipe" : "inherit", "inherit"],
+    stdio: ["ignore", capture ? "pipe" : "inherit", "pipe"],
     encoding: "utf8",
     env: { ...process.env, ...env },
   });
-  return { status: run.status ?? 1, stdout: run.stdout ?? "" };
+  const status = run.status ?? 1;
+  if (status === 0) process.stderr.write(run.stderr ?? "");
+  const failure = status === 0 ? undefined : wranglerMessage(run.stdout ?? "", run.stderr ?? "");
+  return { status, stdout: run.stdout ?? "", failure };
 }
 
-function mustSucceed({ status }, what) {
+function mustSucceed({ status, failure }, what) {
   if (status !== 0) {
-    console.error(`${what} failed (exit ${status}).`);
+    console.error(`preview: ${what} failed: ${failure}`);
     process.exit(status || 1);
   }
 }

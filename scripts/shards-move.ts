@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { getPlatformProxy } from "wrangler";
 import { type BucketRange, parseBucketRange } from "../src/shards";
 import { wranglerTomlStore } from "./shards/config-store";
-import { d1Executor, moveBuckets, retryingOnLocalLock, type ShardExecutor } from "./shards/move";
+import { d1Executor, moveBuckets, retryingOnLocalLock, type ShardExecutor, UnmigratedDatabase } from "./shards/move";
 import { DEFAULT_CONFIG, localStateDir, type Target, targetFlags, wrangler } from "./shards/wrangler";
 import { wranglerExecutor } from "./shards/wrangler-executor";
 
@@ -97,9 +97,19 @@ const seconds = (text: string | undefined, fallback: number) => (text === undefi
 try {
   await run();
 } catch (err) {
-  // wrangler's failures carry its output; anything else is one line. Never a stack trace.
-  console.error(`shards:move: ${err instanceof Error ? err.message : String(err)}`);
+  // wrangler's failures in its own words, anything else likewise: one line, never a stack trace.
+  const hint = err instanceof UnmigratedDatabase ? ` (${migrateCommand(target)}), then move` : "";
+  console.error(`shards:move: ${err instanceof Error ? err.message : String(err)}${hint}`);
   process.exitCode = 1;
+}
+
+/** The command that applies the migrations to every database of the move's environment and state. */
+function migrateCommand(where: Target): string {
+  const options = [
+    ...(where.env ? ["--env", where.env] : []),
+    ...(where.persistTo && values["persist-to"] ? ["--persist-to", values["persist-to"]] : []),
+  ];
+  return `npm run db:migrate:${where.remote ? "remote" : "local"}${options.length > 0 ? ` -- ${options.join(" ")}` : ""}`;
 }
 
 async function run(): Promise<void> {

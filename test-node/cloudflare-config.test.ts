@@ -1,6 +1,8 @@
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { configProblems, configWarnings } from "../scripts/cloudflare-config.mjs";
 
@@ -43,5 +45,31 @@ describe("deploy configuration check", () => {
   it("is quiet once PUBLIC_BASE_URL is set, and for previews", () => {
     expect(configWarnings("production", configWith("https://api.example.com"))).toEqual([]);
     expect(configWarnings("preview", configWith(""))).toEqual([]);
+  });
+});
+
+describe("npm run build (the bundle CI builds, and what npm run deploy would upload)", () => {
+  it("prints the database id of wrangler.toml and every binding, for the top-level environment, unwarned", {
+    timeout: 120_000,
+  }, () => {
+    const outdir = join(directory, "dist");
+    const { scripts } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+    const args = (scripts.build as string).split(" ").slice(1);
+    expect(args).toContain("--env=");
+    const wrangler = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
+    const run = spawnSync(process.execPath, [wrangler, ...args.map((arg) => (arg === "dist" ? outdir : arg))], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)),
+      encoding: "utf8",
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    });
+    // Not coloured: the output is piped.
+    const output = `${run.stdout}\n${run.stderr}`;
+    expect(run.status, output).toBe(0);
+    const databaseId = original.match(/^database_id = "([^"]+)"/m)?.[1];
+    expect(output).toMatch(new RegExp(`env\\.DB \\(${databaseId}\\)\\s+D1 Database`));
+    for (const binding of original.matchAll(/^name = "(\w+_RATE_LIMITER)"/gm))
+      expect(output).toContain(`env.${binding[1]} (`);
+    expect(output).toContain('env.OIDC_ISSUER ("")');
+    expect(output).not.toContain("WARNING");
   });
 });

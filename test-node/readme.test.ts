@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   errorsInOutput,
   jsonObjects,
@@ -12,12 +12,30 @@ import {
   type ShellExample,
   shellExamples,
 } from "./readme-examples";
+import { type ServedWorker, serveWorker } from "./served-worker";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** The documents whose shell examples are run: the README, then every document of docs/. */
 const DOCUMENTS = readerDocuments(ROOT);
 /** The address the examples use; the test serves the worker elsewhere and rewrites it. */
 const README_ORIGIN = "http://localhost:8787";
+
+/**
+ * The examples run scripts that open the worker's local database files (`npm run db:seed`, `admin`, `capacity`)
+ * beside the served worker. Local D1 is SQLite: while another process (a script here, or admin.test.ts's and
+ * backup.test.ts's, which run alongside on the shared worker) holds a file's lock, the worker's statement fails
+ * SQLITE_BUSY and the request answers 503 "The database could not be reached" (Retry-After: 1), which a loaded
+ * machine once turned into a failed run. Production D1 has no such second process. curl as the docs write it does
+ * not retry, and neither does this test: it serves a worker of its own, whose files only its blocks open, one at a
+ * time, as a reader's terminal would.
+ */
+let worker: ServedWorker;
+beforeAll(async () => {
+  worker = await serveWorker("docs-examples-secret-0123456789abcdef0123456789");
+}, 120_000);
+afterAll(async () => {
+  await worker?.close();
+});
 
 interface BlockRun {
   example: ShellExample;
@@ -35,7 +53,7 @@ interface BlockRun {
  * Nothing can be typed: stdin is closed, as in CI.
  */
 async function runInOneShell(examples: ShellExample[]) {
-  const origin = inject("workerOrigin");
+  const { origin } = worker;
   const script = [
     "set -eo pipefail",
     `npm() { command npm --prefix ${JSON.stringify(ROOT)} "$@"; }`,
@@ -50,8 +68,8 @@ async function runInOneShell(examples: ShellExample[]) {
   const env = {
     ...process.env,
     API: origin,
-    DEV_VARS_FILE: inject("devVarsFile"),
-    DEV_STATE_DIR: inject("workerState"),
+    DEV_VARS_FILE: worker.devVarsFile,
+    DEV_STATE_DIR: worker.state,
     NO_COLOR: "1",
   };
   const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((done) => {

@@ -39,10 +39,24 @@ export function newEpisode(id, feedGuid) {
 }
 
 /**
+ * Whether a write's facts (`mediaUrl`, `itemGuid`, `duration`) apply to a state (docs/API.md §13, amended): it has
+ * no `changedAt`, or one not earlier than the later of the state's two change times. A late upload from an offline
+ * device changes none of them (src/db/episodes.ts, factsApply). A fresh state has neither time: they apply.
+ */
+export function factsApply(state, write) {
+  return (
+    write.changedAt === undefined ||
+    write.changedAt >= Math.max(state.positionChangedAt ?? 0, state.playedChangedAt ?? 0)
+  );
+}
+
+/**
  * Merges a write into a state (docs/API.md §13): `position` and `played` each take the write's `changedAt`
- * (ms) only when strictly later than the stored one; `mediaUrl`, `itemGuid` and `duration` replace when sent.
+ * (ms) only when strictly later than the stored one; `mediaUrl`, `itemGuid` and `duration` replace when sent and
+ * the write is not older than the state (factsApply, judged on the state before the write).
  */
 export function mergeEpisode(state, write) {
+  const facts = factsApply(state, write);
   if (write.position !== undefined && (state.positionChangedAt === null || state.positionChangedAt < write.changedAt)) {
     state.position = write.position;
     state.positionChangedAt = write.changedAt;
@@ -51,9 +65,11 @@ export function mergeEpisode(state, write) {
     state.played = write.played;
     state.playedChangedAt = write.changedAt;
   }
-  if (write.mediaUrl !== undefined) state.mediaUrl = write.mediaUrl;
-  if (write.itemGuid !== undefined) state.itemGuid = write.itemGuid;
-  if (write.duration !== undefined) state.duration = write.duration;
+  if (facts) {
+    if (write.mediaUrl !== undefined) state.mediaUrl = write.mediaUrl;
+    if (write.itemGuid !== undefined) state.itemGuid = write.itemGuid;
+    if (write.duration !== undefined) state.duration = write.duration;
+  }
   return state;
 }
 
@@ -98,6 +114,12 @@ export function gpodderActionOf(podcast, state) {
   };
   if (state.played) {
     if (state.duration === null) return { ...base, action: "play" };
+    // A replay: the position changed after the state was played, and is below the end (§14).
+    const replaying =
+      state.positionChangedAt !== null &&
+      state.positionChangedAt > (state.playedChangedAt ?? Number.NEGATIVE_INFINITY) &&
+      state.position < state.duration;
+    if (replaying) return { ...base, action: "play", started: 0, position: state.position, total: state.duration };
     return { ...base, action: "play", started: state.duration, position: state.duration, total: state.duration };
   }
   if (state.position > 0 && state.duration !== null) {

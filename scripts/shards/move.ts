@@ -45,6 +45,14 @@ export interface ShardConfigStore {
   write(settings: ShardSettings): Promise<void>;
 }
 
+/** The database to move from has none of this service's tables: not migrated yet (or not this service's). */
+export class UnmigratedDatabase extends Error {
+  constructor(readonly database: string) {
+    super(`${database} has no table ${USER_TABLES[0].table}: apply the migrations to it first`);
+    this.name = "UnmigratedDatabase";
+  }
+}
+
 export interface MoveRequest {
   buckets: BucketRange;
   from: string;
@@ -164,9 +172,7 @@ async function tableColumns(request: MoveRequest): Promise<PresentTable[]> {
     }
     present.push({ ...listed, columns: source });
   }
-  if (!present.some((table) => table.table === USER_TABLES[0].table)) {
-    throw new Error(`${request.from} has no table ${USER_TABLES[0].table}: is it a database of this service?`);
-  }
+  if (!present.some((table) => table.table === USER_TABLES[0].table)) throw new UnmigratedDatabase(request.from);
   return present;
 }
 

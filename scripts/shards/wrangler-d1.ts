@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { wranglerMessage } from "../wrangler-message.mjs";
 import { LOCAL_LOCK_ERROR } from "./move";
 import { type Target, targetFlags, WranglerError, wrangler } from "./wrangler";
 import { inline } from "./wrangler-executor";
@@ -49,10 +50,9 @@ function failure(err: unknown): string {
     const parsed = parseOutput(err.stdout);
     if ("error" in parsed) return parsed.error;
   } catch {
-    // Not JSON: fall back to wrangler's own error lines.
+    // Not JSON: wrangler's own error line.
   }
-  const lines = `${err.stdout}\n${err.stderr}`.split("\n").filter((line) => /ERROR|Error/.test(line));
-  return (lines.length > 0 ? lines : [err.stderr.trim() || err.stdout.trim()]).join("\n");
+  return wranglerMessage(err.stdout, err.stderr);
 }
 
 /**

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { unstable_readConfig } from "wrangler";
 import { bucketOf, parseBucketSet, parseShardMap } from "../../src/shards";
+import { wranglerCommand, wranglerMessage } from "../wrangler-message.mjs";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const DEFAULT_CONFIG = join(ROOT, "wrangler.toml");
@@ -81,14 +82,14 @@ export function targetFlags(target: Target): string[] {
   return flags;
 }
 
-/** A wrangler run that exited non-zero, with what it printed. */
+/** A wrangler run that exited non-zero, with what it printed; its message is one line (scripts/wrangler-message.mjs). */
 export class WranglerError extends Error {
   constructor(
     readonly args: readonly string[],
     readonly stdout: string,
     readonly stderr: string,
   ) {
-    super(`wrangler ${args.join(" ")} failed:\n${stdout}\n${stderr}`);
+    super(`${wranglerCommand(args)} failed: ${wranglerMessage(stdout, stderr)}`);
     this.name = "WranglerError";
   }
 }

@@ -1,0 +1,2 @@
+export function wranglerMessage(stdout: string, stderr: string): string;
+export function wranglerCommand(args: readonly string[]): string;

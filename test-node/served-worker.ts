@@ -1,0 +1,70 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { unstable_startWorker } from "wrangler";
+import { DEV_CLIENT_ID } from "../scripts/dev-oidc-provider.mjs";
+
+const WRANGLER = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
+
+export interface ServedWorker {
+  /** e.g. `http://127.0.0.1:40123` */
+  origin: string;
+  /** A .dev.vars-style file holding the worker's secret, for `DEV_VARS_FILE=... npm run token`. */
+  devVarsFile: string;
+  /** The worker's local state directory (as `--persist-to`), for `DEV_STATE_DIR=... npm run db:seed` and the like. */
+  state: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the worker as `wrangler dev` would (same wrangler.toml, static assets from public/), on a free loopback
+ * port, with its local state (migrated, as `npm run dev` does) in a temporary directory of its own. Its variables
+ * come from wrangler.toml and `devVarsFile` alone, never from the checkout's .dev.vars, where `npm run dev` writes
+ * OIDC_ISSUER (envFiles replaces wrangler's default files). `oidcIssuer`: the provider it signs in with, if any.
+ */
+export async function serveWorker(secret: string, oidcIssuer?: string): Promise<ServedWorker> {
+  // Miniflare would otherwise try to download the Request.cf object from Cloudflare.
+  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+  process.env.WRANGLER_SEND_METRICS = "false";
+  const state = mkdtempSync(join(tmpdir(), "podcast-subscriptions-node-suite-"));
+  const devVarsFile = join(state, "test.dev.vars");
+  writeFileSync(devVarsFile, `AUTH_JWT_SECRET="${secret}"\n`, { mode: 0o600 });
+  const migrate = spawnSync(
+    process.execPath,
+    [WRANGLER, "d1", "migrations", "apply", "DB", "--local", "--persist-to", state],
+    { stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" },
+  );
+  if (migrate.status !== 0) throw new Error(`Local migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+  const worker = await unstable_startWorker({
+    config: "wrangler.toml",
+    envFiles: [devVarsFile],
+    bindings: oidcIssuer
+      ? {
+          OIDC_ISSUER: { type: "plain_text", value: oidcIssuer },
+          OIDC_CLIENT_ID: { type: "plain_text", value: DEV_CLIENT_ID },
+        }
+      : {},
+    dev: {
+      server: { hostname: "127.0.0.1", port: 0 },
+      inspector: false,
+      watch: false,
+      persist: state,
+      // The worker's warn events (a failed credential, say) would bury the report, as its request lines would:
+      // errors only, unless TEST_LOGS=1 (vitest.config.ts hides the same in the workerd suite).
+      logLevel: process.env.TEST_LOGS === "1" ? "log" : "error",
+    },
+  });
+  await worker.ready;
+  const { origin } = await worker.url;
+  return {
+    origin,
+    devVarsFile,
+    state,
+    close: async () => {
+      await worker.dispose();
+      rmSync(state, { recursive: true, force: true });
+    },
+  };
+}
