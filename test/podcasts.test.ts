@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { opmlStatements } from "../src/db/opml";
+import { allStatements } from "../src/db/subscriptions";
 import {
   addOperation,
   as,
@@ -7,9 +9,13 @@ import {
   databaseFor,
   meteredDatabaseOf,
   newFeed,
+  ORIGIN,
   podcastRelationships,
+  queryPlan,
   seedPodcast,
+  send,
   subscriptionDocument,
+  walksOf,
 } from "./helpers";
 
 /** docs/API.md §18, what is shown: the podcast resource, its relationship, `include=podcast`, and what it leaves alone. */
@@ -404,5 +410,45 @@ describe("hostile stored text reaches JSON escaped", () => {
     expect(document.included?.[0].attributes).toMatchObject(hostile);
     const one = await documentOf(await user.get(`/v1/subscriptions/${feeds[0].guid}/podcast`));
     expect((one.data as Resource).attributes).toMatchObject(hostile);
+  });
+});
+
+describe("the reads with podcasts scan no table", () => {
+  it("list, change feed, get-one and OPML export with podcasts: every feed found by its key", async () => {
+    const userId = unique("podcast-plans");
+    const feeds = Array.from({ length: 3 }, newFeed);
+    const user = await as(userId);
+    for (const feed of feeds) await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    await seedPodcast(userId, feeds[0].feedUrl, { title: "Planned" });
+    const meter = await meteredDatabaseOf(userId);
+    const viaMeter = await as(userId, meter.bindings);
+    for (const path of [
+      "/v1/subscriptions?page[number]=2&page[size]=2&include=podcast",
+      "/v1/subscriptions?filter[since]=0&include=podcast",
+      `/v1/subscriptions/${feeds[0].guid}?include=podcast`,
+    ]) {
+      expect((await viaMeter.get(path)).status).toBe(200);
+    }
+    const opml = await send(
+      new Request(`${ORIGIN}/v1/subscriptions.opml`, { headers: { Authorization: `Bearer ${user.token}` } }),
+      meter.bindings,
+    );
+    expect(opml.status).toBe(200);
+    await opml.text();
+    const distinct = new Map(meter.totals.statements.map((statement) => [statement.sql, statement]));
+    const mine = {
+      listWithPodcasts: allStatements.listWithPodcasts,
+      changesWithPodcasts: allStatements.changesWithPodcasts,
+      findOneWithPodcast: allStatements.findOneWithPodcast,
+      activeFeedsWithPodcastsPage: opmlStatements.activeFeedsWithPodcastsPage,
+    };
+    for (const [name, statement] of Object.entries(mine)) {
+      expect(distinct.has(statement.sql), `statement ${name} not exercised`).toBe(true);
+      const { params } = distinct.get(statement.sql) as { params: unknown[] };
+      const plan = await queryPlan(await databaseFor(userId), statement.sql, params);
+      const scans = walksOf(plan, ["subscriptions", "user_stats", "feeds", "url_pieces"], ["subscriptions"]);
+      expect(scans, `${name}\n${plan.join("\n")}`).toEqual([]);
+      expect(plan.join("\n"), name).not.toMatch(/TEMP B-TREE/);
+    }
   });
 });
