@@ -512,12 +512,19 @@ export interface components {
        */
       id: string;
       attributes: {
+        /** @description The channel's title: plain text, at most 500 characters (code points). */
         title: string | null;
+        /** @description `itunes:author`, else `author` / `managingEditor`: plain text, at most 500 characters. */
         author: string | null;
+        /** @description The channel's description as plain text, at most 1 000 characters. */
         description: string | null;
+        /** @description The artwork (`itunes:image` `href`, else `image/url`), an http(s) URL passing the feedUrl rules. Loading it contacts the podcast's host. */
         imageUrl: string | null;
+        /** @description The channel's `link`, an http(s) URL passing the feedUrl rules. */
         siteUrl: string | null;
+        /** @description The language the feed declares (e.g. `en`, `de-AT`), as it declares it. */
         language: string | null;
+        /** @description The `<podcast:guid>` the feed declares, lowercase, when it is a UUID; null otherwise. Not necessarily the subscription's guid (the id). */
         podcastGuid: string | null;
         /** @description The last successful fetch (a `304` included): RFC 3339 UTC with milliseconds; null before the first. */
         fetchedAt: string | null;

@@ -114,21 +114,30 @@ export const bulkSubscriptionSchema = z.object({
 
 /** What the service knows of a subscription's feed (docs/API.md §18); unknown facts are null. */
 const podcastText = (max: number) => z.string().max(max).nullable();
-const podcastUrl = z.string().nullable();
+const podcastTitle = podcastText(500);
+const podcastAuthor = podcastText(500);
+const podcastDescription = podcastText(1000);
+const podcastImageUrl = z.string().nullable();
+const podcastSiteUrl = z.string().nullable();
+const podcastLanguage = z.string().nullable();
 const fetchedAt = isoTimestamp().nullable();
+const declaredPodcastGuid = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+  .nullable();
 export const podcastStatusSchema = z.enum(["pending", "ok", "failing", "gone"]);
 
 export const podcastSchema = z.object({
   type: z.literal(PODCAST_TYPE),
   id: lowercaseGuid,
   attributes: z.object({
-    title: podcastText(500),
-    author: podcastText(500),
-    description: podcastText(1000),
-    imageUrl: podcastUrl,
-    siteUrl: podcastUrl,
-    language: z.string().nullable(),
-    podcastGuid: lowercaseGuid.nullable(),
+    title: podcastTitle,
+    author: podcastAuthor,
+    description: podcastDescription,
+    imageUrl: podcastImageUrl,
+    siteUrl: podcastSiteUrl,
+    language: podcastLanguage,
+    podcastGuid: declaredPodcastGuid,
     fetchedAt,
     status: podcastStatusSchema,
   }),
@@ -365,6 +374,21 @@ documentRegistry
   })
   .add(fetchedAt, {
     description: "The last successful fetch (a `304` included): RFC 3339 UTC with milliseconds; null before the first.",
+  })
+  .add(podcastTitle, { description: "The channel's title: plain text, at most 500 characters (code points)." })
+  .add(podcastAuthor, {
+    description: "`itunes:author`, else `author` / `managingEditor`: plain text, at most 500 characters.",
+  })
+  .add(podcastDescription, { description: "The channel's description as plain text, at most 1 000 characters." })
+  .add(podcastImageUrl, {
+    description:
+      "The artwork (`itunes:image` `href`, else `image/url`), an http(s) URL passing the feedUrl rules. Loading it contacts the podcast's host.",
+  })
+  .add(podcastSiteUrl, { description: "The channel's `link`, an http(s) URL passing the feedUrl rules." })
+  .add(podcastLanguage, { description: "The language the feed declares (e.g. `en`, `de-AT`), as it declares it." })
+  .add(declaredPodcastGuid, {
+    description:
+      "The `<podcast:guid>` the feed declares, lowercase, when it is a UUID; null otherwise. Not necessarily the subscription's guid (the id).",
   })
   .add(podcastDocumentSchema, { id: "PodcastDocument" })
   .add(paginationLinksSchema, {
