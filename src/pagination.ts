@@ -20,12 +20,13 @@ export interface ChangeParams {
 }
 
 /** What a read of subscriptions adds to them (docs/API.md §3, §18): `include=podcast`, or nothing (absent). */
-export interface Inclusion {
+export interface IncludeParameter {
   include?: "podcast";
 }
 
 /** What a collection request asks for: a page of the list, or a page of the change feed, with their podcasts or not. */
-export type CollectionQuery = (({ kind: "page" } & PageParams) | ({ kind: "changes" } & ChangeParams)) & Inclusion;
+export type CollectionQuery = (({ kind: "page" } & PageParams) | ({ kind: "changes" } & ChangeParams)) &
+  IncludeParameter;
 
 const PAGE_NUMBER = "page[number]";
 const PAGE_SIZE = "page[size]";
@@ -78,7 +79,7 @@ export const pageQuerySchema = z
   .transform((query): CollectionQuery => {
     const size = query[PAGE_SIZE] ?? DEFAULT_PAGE_SIZE;
     const since = query[SINCE];
-    const include: Inclusion = query[INCLUDE] === undefined ? {} : { include: query[INCLUDE] };
+    const include: IncludeParameter = query[INCLUDE] === undefined ? {} : { include: query[INCLUDE] };
     return since === undefined
       ? { kind: "page", number: query[PAGE_NUMBER] ?? 1, size, ...include }
       : { kind: "changes", since, size, ...include };
@@ -148,7 +149,7 @@ export function usualCollectionQuery(url: string): CollectionQuery | undefined {
   let number: string | undefined;
   let size: string | undefined;
   let since: string | undefined;
-  let include: Inclusion | undefined;
+  let include: IncludeParameter | undefined;
   if (start >= 0) {
     for (const pair of url.slice(start + 1).split("&")) {
       const eq = pair.indexOf("=");
@@ -286,8 +287,11 @@ export const noQueryParameters: MiddlewareHandler = async (c, next) => {
  * For get-one (docs/API.md §3, §18): `include=podcast`, once, and no other reserved name, validated
  * (`c.req.valid("query")`); other names are ignored.
  */
-export const includeQuery: MiddlewareHandler<AppEnv, string, { out: { query: Inclusion } }> = async (c, next) => {
-  let inclusion: Inclusion = {};
+export const includeQuery: MiddlewareHandler<AppEnv, string, { out: { query: IncludeParameter } }> = async (
+  c,
+  next,
+) => {
+  let inclusion: IncludeParameter = {};
   if (c.req.url.includes("?")) {
     for (const [name, values] of Object.entries(c.req.queries())) {
       if (name === INCLUDE && values.length === 1 && values[0] === PODCAST_INCLUDE) {

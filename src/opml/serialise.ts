@@ -50,6 +50,7 @@ function opmlHead(created: Date): string {
  * surrogates, U+FFFE and U+FFFF. The feed round stores no such character (docs/API.md §15, §18); a title that
  * held one anyway loses it rather than making the whole export ill-formed.
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed here.
 const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ud800-\udfff\ufffe\uffff]/gu;
 
 /**
