@@ -13,6 +13,11 @@ import { type ChangeParams, changeFeedLinks, changesLink, expiredSyncToken, inva
 export interface ChangeFeed {
   path: string;
   read: ChangeFeedReader;
+  /**
+   * Its pages carry related resources (`included`) whose changes take no change number (a subscription's
+   * podcast, §18): the user's version cannot tell a copy is current, so such a page has no ETag and is always read.
+   */
+  includesUnversioned?: boolean;
 }
 
 /** One page of a change feed. One more change than the page holds is read to know whether `next` exists. */
@@ -20,7 +25,9 @@ export async function changeFeedPage(c: Context<AppEnv>, feed: ChangeFeed, page:
   c.set("routeName", `${feed.path}?filter[since]`);
   const userId = c.get("userId");
   const key = changesLink(feed.path, page.since, page.size);
-  const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
+  const precondition = feed.includesUnversioned
+    ? { any: false, version: null }
+    : parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
   let result = await feed.read(c.get("db"), userId, page.since, page.size, precondition.version);
   // A token newer than what this replica has seen may come from a write it has not caught up with: the
   // primary decides (docs/API.md §15), never a lagging replica.
@@ -34,9 +41,11 @@ export async function changeFeedPage(c: Context<AppEnv>, feed: ChangeFeed, page:
   const { version, changes } = result;
   const etag = entityTag(userId, key, version);
   if (!changes || precondition.any) return notModified(c, etag);
-  const document = dataDocumentText(changes.data, {
-    links: changeFeedLinks(feed.path, page, changes.last, changes.more),
-    meta: { syncToken: String(changes.last) },
-  });
-  return respondText(c, document, 200, { ETag: etag, "Cache-Control": REVALIDATE });
+  const document = dataDocumentText(
+    changes.data,
+    { links: changeFeedLinks(feed.path, page, changes.last, changes.more), meta: { syncToken: String(changes.last) } },
+    changes.included,
+  );
+  const headers: Record<string, string> = feed.includesUnversioned ? {} : { ETag: etag };
+  return respondText(c, document, 200, { ...headers, "Cache-Control": REVALIDATE });
 }

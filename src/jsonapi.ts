@@ -177,11 +177,17 @@ export function dataDocument<T>(data: T, extra: { links?: unknown; meta?: unknow
 
 /**
  * `dataDocument`'s text, member for member, around a `data` that is already JSON text (a change feed page,
- * whose items SQLite wrote): the items are spliced in, never parsed and serialised again.
+ * whose items SQLite wrote): the items are spliced in, never parsed and serialised again; so is `included`, a
+ * compound document's related resources (JSON array text), when given.
  */
-export function dataDocumentText(data: string, extra: { links?: unknown; meta?: unknown } = {}): string {
+export function dataDocumentText(
+  data: string,
+  extra: { links?: unknown; meta?: unknown } = {},
+  included?: string,
+): string {
   const members = JSON.stringify(extra).slice(1, -1);
-  return `{"jsonapi":{"version":"${JSONAPI_VERSION}"},"data":${data}${members && `,${members}`}}`;
+  const related = included === undefined ? "" : `,"included":${included}`;
+  return `{"jsonapi":{"version":"${JSONAPI_VERSION}"},"data":${data}${related}${members && `,${members}`}}`;
 }
 
 /** RFC 6901: escapes one reference token (`~` → `~0`, `/` → `~1`); most tokens need nothing. */

@@ -19,13 +19,23 @@ export interface ChangeParams {
   size: number;
 }
 
-/** What a collection request asks for: a page of the list, or a page of the change feed. */
-export type CollectionQuery = ({ kind: "page" } & PageParams) | ({ kind: "changes" } & ChangeParams);
+/** What a read of subscriptions adds to them (docs/API.md §3, §18): `include=podcast`, or nothing (absent). */
+export interface IncludeParameter {
+  include?: "podcast";
+}
+
+/** What a collection request asks for: a page of the list, or a page of the change feed, with their podcasts or not. */
+export type CollectionQuery = (({ kind: "page" } & PageParams) | ({ kind: "changes" } & ChangeParams)) &
+  IncludeParameter;
 
 const PAGE_NUMBER = "page[number]";
 const PAGE_SIZE = "page[size]";
 const SINCE = "filter[since]";
 const SINCE_EXCLUSIVE = "filter[since] excludes page[number]";
+const INCLUDE = "include";
+/** The one relationship path `include` names (docs/API.md §18); any other value, a list or a repeat is refused. */
+const PODCAST_INCLUDE = "podcast";
+const includeSchema = z.literal(PODCAST_INCLUDE).optional();
 
 /** Decimal digits only: `1.5`, `1e3`, `+2`, ` 3` and the empty string are all refused. */
 const decimal = z
@@ -54,6 +64,7 @@ export const pageQuerySchema = z
     [PAGE_NUMBER]: decimal.pipe(z.number().int().min(1).max(MAX_PAGE_NUMBER)).optional(),
     [PAGE_SIZE]: decimal.pipe(z.number().int().min(1).max(MAX_PAGE_SIZE)).optional(),
     [SINCE]: syncTokenSchema.optional(),
+    [INCLUDE]: includeSchema,
   })
   .catchall(z.unknown())
   .superRefine((query, ctx) => {
@@ -61,16 +72,17 @@ export const pageQuerySchema = z
       ctx.addIssue({ code: "custom", path: [PAGE_NUMBER], message: SINCE_EXCLUSIVE });
     }
     for (const name of Object.keys(query)) {
-      if (name === PAGE_NUMBER || name === PAGE_SIZE || name === SINCE) continue;
+      if (name === PAGE_NUMBER || name === PAGE_SIZE || name === SINCE || name === INCLUDE) continue;
       if (isReservedParameter(name)) ctx.addIssue({ code: "custom", path: [name], message: "reserved" });
     }
   })
   .transform((query): CollectionQuery => {
     const size = query[PAGE_SIZE] ?? DEFAULT_PAGE_SIZE;
     const since = query[SINCE];
+    const include: IncludeParameter = query[INCLUDE] === undefined ? {} : { include: query[INCLUDE] };
     return since === undefined
-      ? { kind: "page", number: query[PAGE_NUMBER] ?? 1, size }
-      : { kind: "changes", since, size };
+      ? { kind: "page", number: query[PAGE_NUMBER] ?? 1, size, ...include }
+      : { kind: "changes", since, size, ...include };
   });
 
 /**
@@ -137,12 +149,20 @@ export function usualCollectionQuery(url: string): CollectionQuery | undefined {
   let number: string | undefined;
   let size: string | undefined;
   let since: string | undefined;
+  let include: IncludeParameter | undefined;
   if (start >= 0) {
     for (const pair of url.slice(start + 1).split("&")) {
       const eq = pair.indexOf("=");
       const value = pair.slice(eq + 1);
-      if (eq < 0 || !DIGITS.test(value)) return undefined;
-      switch (parameterName(pair.slice(0, eq))) {
+      if (eq < 0) return undefined;
+      const name = parameterName(pair.slice(0, eq));
+      if (name === INCLUDE) {
+        if (include !== undefined || value !== PODCAST_INCLUDE) return undefined;
+        include = { include: PODCAST_INCLUDE };
+        continue;
+      }
+      if (!DIGITS.test(value)) return undefined;
+      switch (name) {
         case PAGE_NUMBER:
           if (number !== undefined) return undefined;
           number = value;
@@ -163,11 +183,11 @@ export function usualCollectionQuery(url: string): CollectionQuery | undefined {
   const pageSize = size === undefined ? DEFAULT_PAGE_SIZE : Number(size);
   if (pageSize < 1 || pageSize > MAX_PAGE_SIZE) return undefined;
   if (since !== undefined) {
-    return number === undefined ? { kind: "changes", since: Number(since), size: pageSize } : undefined;
+    return number === undefined ? { kind: "changes", since: Number(since), size: pageSize, ...include } : undefined;
   }
   const pageNumber = number === undefined ? 1 : Number(number);
   if (pageNumber < 1 || pageNumber > MAX_PAGE_NUMBER) return undefined;
-  return { kind: "page", number: pageNumber, size: pageSize };
+  return { kind: "page", number: pageNumber, size: pageSize, ...include };
 }
 
 /** A query parameter's name as sent (`page%5Bnumber%5D`) decoded; undefined for spellings left to Hono. */
@@ -217,7 +237,18 @@ export function pageQueryError(error: z.core.$ZodError): ApiError {
       ...(tooBig ? { meta: { maxSize: MAX_PAGE_SIZE } } : {}),
     });
   }
+  if (parameter === INCLUDE) return unsupportedInclude();
   return unsupportedQueryParameter(parameter);
+}
+
+/** An `include` other than `podcast` once, where `include=podcast` is taken (docs/API.md §3). */
+function unsupportedInclude(): ApiError {
+  return new ApiError({
+    status: 400,
+    title: "Unsupported query parameter",
+    detail: `${INCLUDE} takes exactly ${PODCAST_INCLUDE} here, given once: no other relationship can be included.`,
+    source: { parameter: INCLUDE },
+  });
 }
 
 /**
@@ -249,6 +280,30 @@ export const noQueryParameters: MiddlewareHandler = async (c, next) => {
     const reserved = Object.keys(c.req.queries()).find(isReservedParameter);
     if (reserved !== undefined) throw unsupportedQueryParameter(reserved);
   }
+  await next();
+};
+
+/**
+ * For get-one (docs/API.md §3, §18): `include=podcast`, once, and no other reserved name, validated
+ * (`c.req.valid("query")`); other names are ignored.
+ */
+export const includeQuery: MiddlewareHandler<AppEnv, string, { out: { query: IncludeParameter } }> = async (
+  c,
+  next,
+) => {
+  let inclusion: IncludeParameter = {};
+  if (c.req.url.includes("?")) {
+    for (const [name, values] of Object.entries(c.req.queries())) {
+      if (name === INCLUDE && values.length === 1 && values[0] === PODCAST_INCLUDE) {
+        inclusion = { include: PODCAST_INCLUDE };
+      } else if (name === INCLUDE) {
+        throw unsupportedInclude();
+      } else if (isReservedParameter(name)) {
+        throw unsupportedQueryParameter(name);
+      }
+    }
+  }
+  c.req.addValidatedData("query", inclusion);
   await next();
 };
 

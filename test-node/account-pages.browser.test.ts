@@ -1,6 +1,9 @@
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { urlKey } from "../src/db/url-key";
 import { browserSkipReason, gpodderClients, launchChromium } from "./debian-clients";
 import {
   seriousViolations as axeAt,
@@ -27,6 +30,27 @@ function syncWithMygpoclient(username: string, password: string): Promise<Record
 
 const FEED = "https://mygpoclient.example.com/feed.xml";
 const EPISODE = "https://mygpoclient.example.com/1.mp3";
+const WRANGLER = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
+
+/**
+ * What the feed round writes after fetching FEED (docs/API.md §18), written straight into the worker's local D1:
+ * a long title (the page must still fit a phone), an author, artwork on another origin and a `javascript:` site,
+ * neither of which may reach the page. (Markup in stored text: test/account-pages.test.ts.) The screenshots show it.
+ */
+const PODCAST_TITLE = "The Extraordinarily Long-Winded Weekly Conversation About Everything & More";
+function seedFeedRound(): void {
+  const quote = (text: string) => `'${text.replaceAll("'", "''")}'`;
+  const key = urlKey(FEED);
+  const command = `INSERT OR IGNORE INTO feeds (url_key) VALUES (${key});
+UPDATE feeds SET url = ${quote(FEED)}, final_url = ${quote(FEED)}, status = 'ok', title = ${quote(PODCAST_TITLE)},
+  author = 'Maria & Friends', image_url = 'http://127.0.0.1:9/cover.jpg', site_url = 'javascript:alert(1)',
+  fetched_at = ${Date.now()} WHERE url_key = ${key};`;
+  execFileSync(
+    process.execPath,
+    [WRANGLER, "d1", "execute", "DB", "--local", "--persist-to", inject("workerState"), "--command", command],
+    { stdio: "pipe", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+  );
+}
 
 const screenshot = (context: BrowserContext, path: string, name: string) => screenshotAt(context, origin, path, name);
 const seriousViolations = (context: BrowserContext, path: string) => axeAt(context, origin, path);
@@ -101,6 +125,33 @@ describe.skipIf(skipReason !== undefined)("the account pages in Chromium, JavaSc
     ] as const) {
       await screenshot(context, path, name);
     }
+  });
+
+  it("shows the podcast by its title once the feed is read, loads nothing from another origin, fits 360 px", async () => {
+    seedFeedRound();
+    const elsewhere: string[] = [];
+    page.on("request", (request) => {
+      if (new URL(request.url()).origin !== origin) elsewhere.push(request.url());
+    });
+    await page.goto(`${origin}/account/subscriptions`);
+    const item = page.locator("ul.feeds li").first();
+    await expect(item.locator(".title").textContent()).resolves.toBe(PODCAST_TITLE);
+    await expect(item.locator(".author").textContent()).resolves.toBe("by Maria & Friends");
+    await expect(item.locator(".url").textContent()).resolves.toBe(FEED);
+    await expect(page.getByRole("button", { name: `Unsubscribe from ${PODCAST_TITLE}` }).count()).resolves.toBe(1);
+    // The artwork is never requested, the site is no link.
+    await expect(page.locator("img").count()).resolves.toBe(0);
+    await expect(page.locator('a[href^="javascript:"]').count()).resolves.toBe(0);
+    await page.goto(`${origin}/account/progress`);
+    await expect(page.locator("ol.episodes .feed").first().textContent()).resolves.toBe(`from ${PODCAST_TITLE}`);
+    expect(elsewhere).toEqual([]);
+    await page.setViewportSize({ width: 360, height: 740 });
+    await page.goto(`${origin}/account/subscriptions`);
+    expect(await fitsPhone(page), "the subscriptions page with a long title at 360 px").toBe(true);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    // The screenshots of the pages that show podcasts, now with a title (page-checks.ts SCREENSHOTS).
+    await screenshot(context, "/account/subscriptions", "subscriptions");
+    await screenshot(context, "/account/progress", "progress");
   });
 
   it("has no accessibility violation of serious or critical impact on any page (axe-core)", async () => {

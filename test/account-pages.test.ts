@@ -12,6 +12,7 @@ import {
   ORIGIN,
   queryPlan,
   runCron,
+  seedPodcast,
   seedSubscriptions,
   send,
   subscriptionDocument,
@@ -452,6 +453,83 @@ describe("the pages", () => {
     expect(html).toMatch(/15:00 of 30:00<\/span><span class="unplayed">Not played/);
     expect(html).toMatch(/30:00 of 30:00<\/span><span class="played">Played/);
     expect(html).toContain(`from https://progress.example/${feed}`);
+  });
+
+  it("subscriptions by their podcasts (docs/API.md §18): title and author, the URL beside them; pending by URL; gone says so", async () => {
+    const { browser, userId } = await signedIn("podcast-names");
+    const api = await as(userId);
+    const feeds = ["titled", "pending", "gone", "hostile"].map((name) => ({
+      guid: crypto.randomUUID(),
+      feedUrl: `https://names.example/${name}.xml`,
+    }));
+    for (const feed of feeds) await api.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    const [titled, pending, gone, hostile] = feeds;
+    await seedPodcast(userId, titled.feedUrl, {
+      title: "Tech & Talk",
+      author: "Ada Lovelace",
+      imageUrl: "https://cdn.example.com/art.jpg",
+    });
+    await seedPodcast(userId, gone.feedUrl, { status: "gone", title: "Gone Show" });
+    await seedPodcast(userId, hostile.feedUrl, {
+      title: "<script>alert(1)</script>",
+      author: '"><img src=x onerror=alert(1)>',
+      siteUrl: "javascript:alert(1)",
+      imageUrl: "https://tracker.example/pixel.gif",
+    });
+    const { html, response } = await browser.page("/account/subscriptions");
+    expect(html).toContain(
+      `<span class="podcast titled"><span class="title">Tech &amp; Talk</span><span class="author">by Ada Lovelace</span><span class="url">${titled.feedUrl}</span></span>`,
+    );
+    expect(html).toContain(`<span class="podcast"><span class="url">${pending.feedUrl}</span></span>`);
+    expect(html).toMatch(/<span class="title">Gone Show<\/span><span class="gone">No longer available<\/span>/);
+    expect(html).toContain('Unsubscribe<span class="sr-only"> from Tech &amp; Talk</span>');
+    expect(html).toContain(`Unsubscribe<span class="sr-only"> from ${pending.feedUrl}</span>`);
+    // Whatever a feed held reaches the page as text: escaped, never markup, never a link or an image.
+    expect(html).toContain('<span class="title">&lt;script&gt;alert(1)&lt;/script&gt;</span>');
+    expect(html).toContain('<span class="author">by &quot;&gt;&lt;img src=x onerror=alert(1)&gt;</span>');
+    expect(html).not.toContain("<script>alert");
+    expect(html).not.toContain("javascript:");
+    expect(html).not.toMatch(/<img/i);
+    expect(html).not.toContain("cdn.example.com");
+    expect(html).not.toContain("tracker.example");
+    // The policy that keeps every image (and everything else) to the service's own origin stays.
+    expect(response.headers.get("Content-Security-Policy")).toMatch(/img-src 'self'/);
+  });
+
+  it("listening progress names each episode's podcast by its title when known, else its feed URL", async () => {
+    const { browser, userId } = await signedIn("progress-names");
+    const api = await as(userId);
+    const [titled, pending] = [crypto.randomUUID(), crypto.randomUUID()];
+    for (const feed of [titled, pending]) {
+      await api.post("/v1/subscriptions", subscriptionDocument(feed, `https://progress-names.example/${feed}`));
+      const response = await api.post("/v1/episodes", {
+        data: {
+          type: "episode",
+          id: crypto.randomUUID(),
+          attributes: { changedAt: "2026-06-01T00:00:00Z", mediaUrl: `https://progress-names.example/${feed}.mp3` },
+          relationships: { subscription: { data: { type: "subscription", id: feed } } },
+        },
+      });
+      expect(response.status).toBe(201);
+    }
+    await seedPodcast(userId, `https://progress-names.example/${titled}`, { title: "<i>Night</i> Sky" });
+    const { html } = await browser.page("/account/progress");
+    expect(html).toContain('<span class="feed">from &lt;i&gt;Night&lt;/i&gt; Sky</span>');
+    expect(html).toContain(`<span class="feed">from https://progress-names.example/${pending}</span>`);
+  });
+
+  it("the subscriptions and progress pages read the podcasts in their one batch: round trips unchanged", async () => {
+    const { browser, userId } = await signedIn("podcast-trips");
+    await seedSubscriptions(userId, 30);
+    const meter = await meteredDatabaseOf(userId);
+    const metered = new Browser(signInBindings(meter.bindings));
+    metered.setCookie(SESSION_COOKIE, browser.cookie(SESSION_COOKIE) as string);
+    for (const path of ["/account/subscriptions", "/account/progress"]) {
+      meter.reset();
+      expect((await metered.page(path)).response.status).toBe(200);
+      // The session, then one batch.
+      expect(meter.totals.calls, path).toBe(2);
+    }
   });
 
   it("OPML: Export OPML downloads the export; Import adds and lists each skipped outline with its reason", async () => {

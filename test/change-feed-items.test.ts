@@ -3,9 +3,12 @@ import { describe, expect, it } from "vitest";
 import { pageOf } from "../src/db/change-feed";
 import type { ChangedEpisode } from "../src/db/episodes";
 import { listEpisodeChanges } from "../src/db/episodes";
+import type { Podcast } from "../src/db/feeds";
 import type { ChangedSubscription } from "../src/db/subscriptions";
-import { listChanges, listPageOf, listSubscriptions } from "../src/db/subscriptions";
+import { listChanges, listChangesWithPodcasts, listPageOf, listSubscriptions } from "../src/db/subscriptions";
+import { urlKey } from "../src/db/url-key";
 import { MAX_SECONDS, toEpisodeChangeResource } from "../src/resources/episode";
+import { toPodcastResource } from "../src/resources/podcast";
 import { toChangeResource, toSubscriptionResource } from "../src/resources/subscription";
 import { databaseFor } from "./helpers";
 
@@ -218,6 +221,124 @@ describe("change feed items written by SQLite", () => {
         },
       ),
       { seed: 20261126, numRuns: 40 },
+    );
+  });
+
+  it("pages with their podcasts (include=podcast) equal the JS serialisers' text byte for byte: list and change feed", async () => {
+    const podcast = fc.option(
+      fc.record({
+        title: fc.option(text(20), { nil: null }),
+        author: fc.option(text(10), { nil: null }),
+        description: fc.option(text(30), { nil: null }),
+        imageUrl: fc.option(url, { nil: null }),
+        siteUrl: fc.option(url, { nil: null }),
+        language: fc.option(fc.constantFrom("en", "de-AT"), { nil: null }),
+        podcastGuid: fc.option(fc.uuid(), { nil: null }),
+        fetchedAt: fc.option(time, { nil: null }),
+        status: fc.constantFrom("ok" as const, "failing" as const, "gone" as const),
+      }),
+      { nil: null, freq: 3 },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ state: subscriptionState, podcast }), { maxLength: 20 }),
+        fc.integer({ min: 1, max: 8 }),
+        async (drawn, size) => {
+          const user = `podcast-items-${users++}`;
+          // Feed rows are per URL, shared by every user of the database: this run's URLs are its own.
+          const rows = distinct(drawn, (row) => row.state.guid).map((row) => ({
+            ...row,
+            state: { ...row.state, feedUrl: `${row.state.feedUrl}#${user}` },
+          }));
+          const db = await databaseFor(user);
+          const known = new Map<string, Podcast>();
+          for (const { state, podcast } of rows) {
+            if (!podcast) continue;
+            const { fetchedAt, ...facts } = podcast;
+            known.set(state.feedUrl, {
+              ...facts,
+              fetchedAt: fetchedAt === null ? null : new Date(fetchedAt).toISOString(),
+            });
+          }
+          const statements = rows.flatMap(({ state, podcast }, i) => {
+            const insert = db
+              .prepare(
+                `INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, unsubscribed_at, change_seq, subscribed_seq, url_key)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+              )
+              .bind(
+                user,
+                state.guid,
+                state.feedUrl,
+                state.subscribedAt,
+                state.unsubscribedAt,
+                i + 1,
+                i + 1,
+                urlKey(state.feedUrl),
+              );
+            if (!podcast) return [insert];
+            const p = podcast;
+            return [
+              insert,
+              db.prepare("INSERT OR IGNORE INTO feeds (url_key) VALUES (?)").bind(urlKey(state.feedUrl)),
+              db
+                .prepare(
+                  `UPDATE feeds SET url = ?, status = ?, title = ?, author = ?, description = ?, image_url = ?, site_url = ?,
+                   language = ?, podcast_guid = ?, fetched_at = ? WHERE url_key = ?`,
+                )
+                .bind(
+                  state.feedUrl,
+                  p.status,
+                  p.title,
+                  p.author,
+                  p.description,
+                  p.imageUrl,
+                  p.siteUrl,
+                  p.language,
+                  p.podcastGuid,
+                  p.fetchedAt,
+                  urlKey(state.feedUrl),
+                ),
+            ];
+          });
+          if (statements.length > 0) await db.batch(statements);
+          const podcastOf = (feedUrl: string): Podcast =>
+            known.get(feedUrl) ?? {
+              title: null,
+              author: null,
+              description: null,
+              imageUrl: null,
+              siteUrl: null,
+              language: null,
+              podcastGuid: null,
+              fetchedAt: null,
+              status: "pending",
+            };
+          const resourceOf = (row: { guid: string; feedUrl: string }) =>
+            toPodcastResource(row.guid, podcastOf(row.feedUrl));
+
+          const active = rows
+            .map(({ state }, i) => ({ ...state, seq: i + 1 }))
+            .filter((state) => state.unsubscribedAt === null)
+            .sort((a, b) => a.subscribedAt - b.subscribedAt || a.seq - b.seq);
+          const page = await listSubscriptions(db, user, { number: 1, size }, null, "podcasts");
+          const shown = active.slice(0, size);
+          expect(page.data).toBe(JSON.stringify(shown.map((row) => toSubscriptionResource(row))));
+          expect(page.included).toBe(JSON.stringify(shown.map(resourceOf)));
+
+          const changes: ChangedSubscription[] = rows.map(({ state }, i) => ({ ...state, changeSeq: i + 1 }));
+          for (let since = 0; ; ) {
+            const read = await listChangesWithPodcasts(db, user, since, size);
+            const expected = changes.filter((change) => change.changeSeq > since).slice(0, size);
+            expect(read.changes?.data).toBe(JSON.stringify(expected.map(toChangeResource)));
+            const live = expected.filter((change) => change.unsubscribedAt === null);
+            expect(read.changes?.included).toBe(JSON.stringify(live.map(resourceOf)));
+            if (!read.changes?.more) break;
+            since = read.changes.last;
+          }
+        },
+      ),
+      { seed: 20261201, numRuns: 30 },
     );
   });
 

@@ -13,10 +13,11 @@ import {
   errorDocumentSchema,
   operationsResultDocumentSchema,
   opmlImportDocumentSchema,
+  podcastDocumentSchema,
   subscriptionDocumentResponseSchema,
   subscriptionListDocumentSchema,
 } from "../src/openapi/schemas";
-import { newFeed, ORIGIN, rejectionOf, tokenFor } from "./helpers";
+import { newFeed, ORIGIN, rejectionOf, seedPodcast, tokenFor } from "./helpers";
 import { recordExchange } from "./recorded-responses";
 
 /**
@@ -281,5 +282,45 @@ describe("typed client", () => {
     await client.listSubscriptions();
     await client.listSubscriptions();
     expect(seen).toEqual([null, "bookmark-1", "bookmark-2"]);
+  });
+});
+
+describe("typed client: podcasts (docs/API.md §18)", () => {
+  it("reads a podcast, a subscription with its podcast, and a page with include: podcast", async () => {
+    const userId = `client-podcasts-${crypto.randomUUID()}`;
+    const { client, last } = await clientFor(userId);
+    const [fetched, pending] = [newFeed(), newFeed()];
+    await client.subscribe(fetched);
+    await client.subscribe(pending);
+    await seedPodcast(userId, fetched.feedUrl, { title: "Fetched Show", author: "Someone", language: "en" });
+
+    const podcast = await client.getPodcast(fetched.guid);
+    expect(last().request.url).toBe(`${ORIGIN}/v1/subscriptions/${fetched.guid}/podcast`);
+    podcastDocumentSchema.parse(await bodyOf(last()));
+    expect(podcast).toMatchObject({
+      type: "podcast",
+      id: fetched.guid,
+      attributes: { title: "Fetched Show", author: "Someone", language: "en", status: "ok" },
+    });
+    expect((await client.getPodcast(pending.guid)).attributes.status).toBe("pending");
+
+    const both = await client.getSubscriptionWithPodcast(fetched.guid);
+    expect(both.subscription.relationships.podcast.data).toEqual({ type: "podcast", id: fetched.guid });
+    expect(both.podcast).toEqual(podcast);
+
+    const page = await client.listSubscriptions({ include: "podcast" });
+    expect(new URL(last().request.url).searchParams.get("include")).toBe("podcast");
+    subscriptionListDocumentSchema.parse(await bodyOf(last()));
+    expect(page.included?.map((item) => [item.id, item.attributes.title])).toEqual([
+      [fetched.guid, "Fetched Show"],
+      [pending.guid, null],
+    ]);
+    const { subscriptions } = await client.allSubscriptions();
+    expect(subscriptions.map((item) => item.relationships.podcast.links.related)).toEqual([
+      `/v1/subscriptions/${fetched.guid}/podcast`,
+      `/v1/subscriptions/${pending.guid}/podcast`,
+    ]);
+    const missing = await rejection(client.getPodcast(crypto.randomUUID()));
+    expect(missing.status).toBe(404);
   });
 });

@@ -20,6 +20,7 @@ import {
   queryPlan,
   recordingFailureLimiter,
   runCron,
+  seedPodcast,
   seedSubscriptions,
   send,
   subscriptionDocument,
@@ -928,6 +929,24 @@ describe("gpodder simple API", () => {
     expect(opml.headers.get("Content-Type")).toMatch(/^text\/x-opml/);
     expect(await opml.text()).toContain(`xmlUrl="${kept.feedUrl}" guid="${kept.guid}"`);
     expect((await user.get(`/v1/subscriptions/${dropped.guid}`)).status).toBe(404);
+  });
+
+  it("the .opml list names each feed by its podcast's title, with htmlUrl (docs/API.md §18); json and txt stay URLs", async () => {
+    const user = await as(`gp-simple-titles-${crypto.randomUUID()}`);
+    const credentials = await mint(user);
+    const client = gpodder(credentials);
+    const u = credentials.username;
+    const [titled, pending] = [newFeed(), newFeed()];
+    for (const feed of [titled, pending]) {
+      await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    }
+    await seedPodcast(user.userId, titled.feedUrl, { title: "<b>Bold</b> Show", siteUrl: "https://bold.example/" });
+    const opml = await (await client.get(`/subscriptions/${u}.opml`)).text();
+    expect(opml).toContain(
+      `text="&lt;b&gt;Bold&lt;/b&gt; Show" title="&lt;b&gt;Bold&lt;/b&gt; Show" xmlUrl="${titled.feedUrl}" htmlUrl="https://bold.example/" guid="${titled.guid}"`,
+    );
+    expect(opml).toContain(`text="${pending.feedUrl}" title="${pending.feedUrl}" xmlUrl="${pending.feedUrl}"`);
+    expect(await (await client.get(`/subscriptions/${u}.json`)).json()).toEqual([titled.feedUrl, pending.feedUrl]);
   });
 
   it("answers unknown gpodder paths 404 as {error}", async () => {

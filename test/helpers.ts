@@ -3,6 +3,7 @@ import { sign } from "hono/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import type { JWTPayload } from "hono/utils/jwt/types";
 import { beforeAll, expect } from "vitest";
+import { urlKey } from "../src/db/url-key";
 import app from "../src/index";
 import { shardOfUser, shardRouting } from "../src/shards";
 import { recordExchange } from "./recorded-responses";
@@ -171,11 +172,62 @@ export function expectedSubscription(feed: { guid: string; feedUrl: string }) {
       feedUrl: feed.feedUrl,
       userSubscribedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     },
+    relationships: podcastRelationships(feed.guid),
     links: {
       self: `/v1/subscriptions/${feed.guid}`,
       unsubscribe: { href: `/v1/subscriptions/${feed.guid}`, method: "DELETE" },
     },
   };
+}
+
+/** Every subscription resource's `relationships` (docs/API.md §18): its podcast, linked and identified. */
+export function podcastRelationships(guid: string) {
+  return { podcast: { links: { related: `/v1/subscriptions/${guid}/podcast` }, data: { type: "podcast", id: guid } } };
+}
+
+/** What a feed round that fetched `feedUrl` would leave in its feeds row (docs/API.md §18), for the reads to show. */
+export interface SeededPodcast {
+  status?: "ok" | "failing" | "gone";
+  title?: string | null;
+  author?: string | null;
+  description?: string | null;
+  imageUrl?: string | null;
+  siteUrl?: string | null;
+  language?: string | null;
+  podcastGuid?: string | null;
+  /** ms since the epoch. */
+  fetchedAt?: number | null;
+}
+
+/**
+ * Writes into `userId`'s database what the feed round writes after fetching `feedUrl` (src/db/feeds.ts): the row
+ * the subscribe's trigger made (inserted when missing), now with the URL and the facts given.
+ */
+export async function seedPodcast(userId: string, feedUrl: string, podcast: SeededPodcast): Promise<void> {
+  const db = await databaseFor(userId);
+  const key = urlKey(feedUrl);
+  await db.batch([
+    db.prepare("INSERT OR IGNORE INTO feeds (url_key) VALUES (?)").bind(key),
+    db
+      .prepare(
+        `UPDATE feeds SET url = ?, final_url = ?, status = ?, title = ?, author = ?, description = ?, image_url = ?,
+         site_url = ?, language = ?, podcast_guid = ?, fetched_at = ? WHERE url_key = ?`,
+      )
+      .bind(
+        feedUrl,
+        feedUrl,
+        podcast.status ?? "ok",
+        podcast.title ?? null,
+        podcast.author ?? null,
+        podcast.description ?? null,
+        podcast.imageUrl ?? null,
+        podcast.siteUrl ?? null,
+        podcast.language ?? null,
+        podcast.podcastGuid ?? null,
+        podcast.fetchedAt === undefined ? Date.now() : podcast.fetchedAt,
+        key,
+      ),
+  ]);
 }
 
 export function addOperation(guid: string, feedUrl: string) {

@@ -7,6 +7,7 @@ import {
   INJECTED_FAILURE,
   listAll,
   newFeed,
+  podcastRelationships,
   syncFrom,
   wrapDatabaseOf,
 } from "./helpers";
@@ -55,6 +56,7 @@ describe("bulk update and remove (docs/API.md §10)", () => {
         type: "subscription",
         id: a.guid,
         attributes: { feedUrl: "https://moved.example/a", userSubscribedAt: expect.any(String) },
+        relationships: podcastRelationships(a.guid),
         links: { self: `/v1/subscriptions/${a.guid}` },
       },
     });

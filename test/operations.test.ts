@@ -9,6 +9,7 @@ import {
   JSONAPI,
   newFeed,
   ORIGIN,
+  podcastRelationships,
   send,
   subscriptionDocument,
   tokenFor,
@@ -66,6 +67,7 @@ describe("POST /v1/operations", () => {
           type: "subscription",
           id,
           attributes: { feedUrl: attributes.feedUrl, userSubscribedAt: expect.stringMatching(/\.\d{3}Z$/) },
+          relationships: podcastRelationships(id),
           links: { self: `/v1/subscriptions/${id}` },
         },
       });

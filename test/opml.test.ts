@@ -11,6 +11,7 @@ import {
   JSONAPI,
   newFeed,
   ORIGIN,
+  seedPodcast,
   seedSubscriptions,
   send,
   subscriptionDocument,
@@ -122,13 +123,46 @@ describe("GET /v1/subscriptions.opml (export)", () => {
 
     const text = await (await exportOpml(userId)).text();
     expect(text).toContain(
-      `<outline type="rss" text="https://a.example/feed?x=1&amp;y=&lt;2&gt;&amp;z=&quot;3&quot;&amp;w='4'" xmlUrl="https://a.example/feed?x=1&amp;y=&lt;2&gt;&amp;z=&quot;3&quot;&amp;w='4'" guid="${tricky.guid}"/>`,
+      `<outline type="rss" text="https://a.example/feed?x=1&amp;y=&lt;2&gt;&amp;z=&quot;3&quot;&amp;w='4'" title="https://a.example/feed?x=1&amp;y=&lt;2&gt;&amp;z=&quot;3&quot;&amp;w='4'" xmlUrl="https://a.example/feed?x=1&amp;y=&lt;2&gt;&amp;z=&quot;3&quot;&amp;w='4'" guid="${tricky.guid}"/>`,
     );
     const listed = (await (await user.get("/v1/subscriptions")).json()) as { data: { id: string }[] };
     const exported = parseOpml(new TextEncoder().encode(text).buffer as ArrayBuffer);
     expect(exported.map((feed) => feed.guid)).toEqual(listed.data.map((resource) => resource.id));
     expect(new Set(exported.map((feed) => feed.xmlUrl))).toEqual(new Set(feeds.map((feed) => feed.feedUrl)));
     expect(exported.map((feed) => feed.guid)).not.toContain(gone.guid);
+  });
+
+  it("names each feed by its podcast's title when known (text and title), else by its URL; htmlUrl = siteUrl (docs/API.md §18)", async () => {
+    const userId = uniqueUser("export-titles");
+    const user = await as(userId);
+    const [titled, pending, gone, hostile] = [newFeed(), newFeed(), newFeed(), newFeed()];
+    for (const feed of [titled, pending, gone, hostile]) {
+      await user.post("/v1/subscriptions", subscriptionDocument(feed.guid, feed.feedUrl));
+    }
+    await seedPodcast(userId, titled.feedUrl, { title: "Tech & Talk", siteUrl: "https://techtalk.example/?a=1&b=2" });
+    await seedPodcast(userId, gone.feedUrl, { status: "gone", title: "Gone Show" });
+    await seedPodcast(userId, hostile.feedUrl, {
+      title: '<script>alert(1)</script>"\u0001',
+      siteUrl: "javascript:alert(1)",
+    });
+
+    const text = await (await exportOpml(userId)).text();
+    expect(text).toContain(
+      `<outline type="rss" text="Tech &amp; Talk" title="Tech &amp; Talk" xmlUrl="${titled.feedUrl}" htmlUrl="https://techtalk.example/?a=1&amp;b=2" guid="${titled.guid}"/>`,
+    );
+    expect(text).toContain(
+      `<outline type="rss" text="${pending.feedUrl}" title="${pending.feedUrl}" xmlUrl="${pending.feedUrl}" guid="${pending.guid}"/>`,
+    );
+    expect(text).toContain(`text="Gone Show" title="Gone Show" xmlUrl="${gone.feedUrl}" guid="${gone.guid}"`);
+    // Stored text is escaped whatever it holds; a URL that is no http(s) URL is never an htmlUrl.
+    expect(text).toContain(
+      `text="&lt;script&gt;alert(1)&lt;/script&gt;&quot;" title="&lt;script&gt;alert(1)&lt;/script&gt;&quot;" xmlUrl="${hostile.feedUrl}" guid="${hostile.guid}"`,
+    );
+    expect(text).not.toContain("<script");
+    expect(text).not.toContain("javascript:");
+    // Still a well-formed OPML document with every feed, in list order.
+    const exported = parseOpml(new TextEncoder().encode(text).buffer as ArrayBuffer);
+    expect(exported.map((feed) => feed.guid)).toEqual([titled.guid, pending.guid, gone.guid, hostile.guid]);
   });
 
   it("answers with one D1 call", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { OPML_EXPORT_PAGE_ROWS, opmlStatements } from "../src/db/opml";
+import { activeFeedPages, OPML_EXPORT_PAGE_ROWS, opmlStatements } from "../src/db/opml";
 import { allStatements } from "../src/db/subscriptions";
 import {
   addOperation,
@@ -200,6 +200,10 @@ describe("query plans", () => {
     await user.operations({ "atomic:operations": [addOperation(crypto.randomUUID(), "https://c.example/f")] });
     await user.patch(path, subscriptionDocument(feed.guid, "https://moved.example/f"));
     await user.get("/v1/subscriptions?filter[since]=0&page[size]=2");
+    // The reads with the podcasts (docs/API.md §18).
+    await user.get("/v1/subscriptions?page[number]=2&page[size]=3&include=podcast");
+    await user.get("/v1/subscriptions?filter[since]=0&page[size]=2&include=podcast");
+    await user.get(`${path}?include=podcast`);
     await user.operations({
       "atomic:operations": [
         { op: "update", data: { type: "subscription", id: feed.guid, attributes: { feedUrl: "https://d.example/" } } },
@@ -220,6 +224,8 @@ describe("query plans", () => {
     const imported = await opmlRequest({ method: "POST", body: opml, headers: { "Content-Type": "text/x-opml" } });
     expect(imported.status).toBe(200);
     expect((await opmlRequest({})).status).toBe(200);
+    // The simple API's JSON and text lists read the feeds without their podcasts.
+    await activeFeedPages(meter.binding, "plans").next();
 
     const distinct = new Map(meter.totals.statements.map((statement) => [statement.sql, statement]));
     // Every statement the db modules define was issued above, so each is checked below.

@@ -68,6 +68,65 @@ describe("collection query validation", () => {
     expect(recognised).toBeGreaterThan(2000);
   });
 
+  it("with include (docs/API.md §18): the quick path answers only what the schema answers (5 000 seeded cases)", () => {
+    const includeName = fc.constantFrom("include", "include%20", "Include", "%69nclude");
+    const includeValue = fc.constantFrom(
+      "podcast",
+      "podcast",
+      "Podcast",
+      "podcast,podcast",
+      "",
+      "episodes",
+      "%70odcast",
+    );
+    const includePair = fc.tuple(includeName, includeValue).map(([n, v]) => `${n}=${v}`);
+    const mixed = fc
+      .array(fc.oneof({ arbitrary: pair, weight: 2 }, { arbitrary: includePair, weight: 1 }), {
+        minLength: 1,
+        maxLength: 4,
+      })
+      .map((pairs) => `?${pairs.join("&")}`);
+    let recognised = 0;
+    let included = 0;
+    fc.assert(
+      fc.property(mixed, (search) => {
+        const url = `https://api.example/v1/subscriptions${search}`;
+        const schema = schemaResult(url);
+        const ours = usualCollectionQuery(url);
+        if (ours === undefined) return;
+        recognised++;
+        if (ours.include) included++;
+        expect(schema.success).toBe(true);
+        expect(ours).toEqual(schema.data);
+      }),
+      { seed: 20261202, numRuns: 5_000 },
+    );
+    expect(recognised).toBeGreaterThan(300);
+    expect(included).toBeGreaterThan(100);
+    const base = "https://api.example/v1/subscriptions";
+    expect(usualCollectionQuery(`${base}?include=podcast`)).toEqual({
+      kind: "page",
+      number: 1,
+      size: 25,
+      include: "podcast",
+    });
+    expect(usualCollectionQuery(`${base}?filter[since]=3&include=podcast`)).toEqual({
+      kind: "changes",
+      since: 3,
+      size: 25,
+      include: "podcast",
+    });
+    for (const refused of [
+      "include=Podcast",
+      "include=podcast,podcast",
+      "include=podcast&include=podcast",
+      "include=",
+    ]) {
+      expect(usualCollectionQuery(`${base}?${refused}`), refused).toBeUndefined();
+      expect(schemaResult(`${base}?${refused}`).success, refused).toBe(false);
+    }
+  });
+
   it("recognises the queries the API documents", () => {
     const base = "https://api.example/v1/subscriptions";
     expect(usualCollectionQuery(base)).toEqual({ kind: "page", number: 1, size: 25 });

@@ -10,6 +10,7 @@ import {
   listAll,
   meteredDatabaseOf,
   newFeed,
+  podcastRelationships,
   seedSubscriptions,
   subscriptionDocument,
   syncFrom,
@@ -70,6 +71,7 @@ describe("change feed: GET /v1/subscriptions?filter[since]=<token> (docs/API.md 
         userSubscribedAt: subscribedAt,
         userUnsubscribedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       },
+      relationships: podcastRelationships(feed.guid),
     });
     expect(Date.parse(tombstone.attributes.userUnsubscribedAt as string)).toBeGreaterThanOrEqual(before - 1);
     // A device that synced from 0 sees only the current state: the tombstone, once.

@@ -13,7 +13,9 @@ export interface paths {
      *
      * With `filter[since]=<token>` (and optionally `page[size]`): the **change feed**. Every write that changes a subscription (new, revived, unsubscribed, feed moved) gives it the user's next change number; the feed returns the subscriptions changed after the token, oldest change first, each once with its current state: active ones exactly as in the list plus `userUnsubscribedAt: null`, unsubscribed ones as tombstones with `userUnsubscribedAt` and no links. Follow `links.next` until it is null, then store `meta.syncToken` and send it next time. No clocks are involved, so no change is ever skipped or lost at a boundary; a subscription that changes while you page shows up again later with its newer state. Tokens never expire.
      *
-     * Takes `page[number]`, `page[size]` and `filter[since]` only: `include`, `sort`, `fields[...]`, other `filter[...]`, other `page[...]` and any other all-lowercase name answer 400 with `source.parameter`; names with another character (camelCase) are ignored.
+     * With `include=podcast` (on pages and on the change feed): a compound document whose `included` holds the podcasts of the active subscriptions in `data` (tombstones have none), without an `ETag`.
+     *
+     * Takes `page[number]`, `page[size]`, `filter[since]` and `include=podcast` only: any other `include`, `sort`, `fields[...]`, other `filter[...]`, other `page[...]` and any other all-lowercase name answer 400 with `source.parameter`; names with another character (camelCase) are ignored.
      */
     get: operations["listSubscriptions"];
     /**
@@ -25,7 +27,7 @@ export interface paths {
   "/v1/subscriptions/{guid}": {
     /**
      * Get a subscription
-     * @description One subscription of the authenticated user. The guid matches in any case. Takes no query parameters (names JSON:API reserves answer 400).
+     * @description One subscription of the authenticated user. The guid matches in any case. Takes `include=podcast` only (the subscription's podcast as `included`, no `ETag` then); other names JSON:API reserves answer 400.
      */
     get: operations["getSubscription"];
     /**
@@ -38,6 +40,18 @@ export interface paths {
      * @description A podcast's feed URL changed (a redirect, a new host); its guid did not. Replaces `feedUrl` exactly as sent; the guid and `userSubscribedAt` stay. A real change is a change for the change feed; the same URL as stored, or a body without `attributes`/`feedUrl`, answers 200 and records nothing. Send the body as `application/vnd.api+json`. Checks run in this order: the path guid (400), body JSON, `data`, `type` (409), `id` (400 when missing or not a UUID, 409 at `/data/id` when it is not the path's guid), `feedUrl` (422).
      */
     patch: operations["moveFeed"];
+    parameters: {
+      path: {
+        guid: components["parameters"]["guid"];
+      };
+    };
+  };
+  "/v1/subscriptions/{guid}/podcast": {
+    /**
+     * What the service knows of a subscription's podcast
+     * @description The podcast of one active subscription (docs/API.md §18): title, author, description, image and site URLs, language, `podcast:guid`, when its feed was last fetched, and its status. The service fetches every subscribed feed itself, off the request path; until the first fetch the podcast is `pending` with every fact null. A podcast's changes take no change number and no `ETag`: read it again (or list with `include=podcast`) to see them. The guid matches in any case. Takes no query parameters (names JSON:API reserves answer 400).
+     */
+    get: operations["getPodcast"];
     parameters: {
       path: {
         guid: components["parameters"]["guid"];
@@ -349,6 +363,7 @@ export interface components {
         userSubscribedAt: string;
         userUnsubscribedAt: null;
       };
+      relationships: components["schemas"]["SubscriptionRelationships"];
       links: {
         self: string;
         unsubscribe: components["schemas"]["UnsubscribeLink"];
@@ -377,6 +392,7 @@ export interface components {
          */
         userUnsubscribedAt: string;
       };
+      relationships: components["schemas"]["SubscriptionRelationships"];
     };
     /** @description `self`, `first` (the whole history) and `next` have the shape `/v1/subscriptions?filter[since]=T&page[size]=S`; `next` is null when no more changes follow; `prev` and `last` are always null. */
     ChangeFeedLinks: {
@@ -390,6 +406,7 @@ export interface components {
     ChangeFeedDocument: {
       jsonapi: components["schemas"]["JsonApiObject"];
       data: (components["schemas"]["ActiveChange"] | components["schemas"]["TombstoneChange"])[];
+      included?: components["schemas"]["Podcast"][];
       links: components["schemas"]["ChangeFeedLinks"];
       meta: {
         syncToken: string;
@@ -433,6 +450,7 @@ export interface components {
          */
         userSubscribedAt: string;
       };
+      relationships: components["schemas"]["SubscriptionRelationships"];
       links: {
         self: string;
         unsubscribe: components["schemas"]["UnsubscribeLink"];
@@ -456,13 +474,73 @@ export interface components {
          */
         userSubscribedAt: string;
       };
+      relationships: components["schemas"]["SubscriptionRelationships"];
       links?: {
         self: string;
       };
     };
+    /** @description One subscription; with `include=podcast` (get-one only), `included` holds its podcast. */
     SubscriptionDocument: {
       jsonapi: components["schemas"]["JsonApiObject"];
       data: components["schemas"]["Subscription"];
+      included?: components["schemas"]["Podcast"][];
+    };
+    /** @description The subscription's podcast: `links.related` is `/v1/subscriptions/<guid>/podcast`, `data` its identifier (type `podcast`, id the subscription's guid). Present on tombstones too. */
+    SubscriptionRelationships: {
+      podcast: {
+        links: {
+          related: string;
+        };
+        data: {
+          /** @constant */
+          type: "podcast";
+          /**
+           * Format: uuid
+           * @description The feed's GUID, lower-case; also the `guid` path parameter.
+           */
+          id: string;
+        };
+      };
+    };
+    /** @description What the service knows of a subscription's feed, from fetching it itself (never from the apps). Its id is the subscription's guid. Unknown facts are null; text is plain (markup removed) and bounded; URLs passed the feedUrl rules. Its changes take no change number and leave the subscription's ETag alone. */
+    Podcast: {
+      /** @constant */
+      type: "podcast";
+      /**
+       * Format: uuid
+       * @description The feed's GUID, lower-case; also the `guid` path parameter.
+       */
+      id: string;
+      attributes: {
+        /** @description The channel's title: plain text, at most 500 characters (code points). */
+        title: string | null;
+        /** @description `itunes:author`, else `author` / `managingEditor`: plain text, at most 500 characters. */
+        author: string | null;
+        /** @description The channel's description as plain text, at most 1 000 characters. */
+        description: string | null;
+        /** @description The artwork (`itunes:image` `href`, else `image/url`), an http(s) URL passing the feedUrl rules. Loading it contacts the podcast's host. */
+        imageUrl: string | null;
+        /** @description The channel's `link`, an http(s) URL passing the feedUrl rules. */
+        siteUrl: string | null;
+        /** @description The language the feed declares (e.g. `en`, `de-AT`), as it declares it. */
+        language: string | null;
+        /** @description The `<podcast:guid>` the feed declares, lowercase, when it is a UUID; null otherwise. Not necessarily the subscription's guid (the id). */
+        podcastGuid: string | null;
+        /** @description The last successful fetch (a `304` included): RFC 3339 UTC with milliseconds; null before the first. */
+        fetchedAt: string | null;
+        /**
+         * @description `pending`: not fetched yet; `ok`: the last fetch succeeded; `failing`: the last fetch failed (what was known stays, retried later); `gone`: the feed answered 410 or failed for 30 days (it stays subscribed).
+         * @enum {string}
+         */
+        status: "pending" | "ok" | "failing" | "gone";
+      };
+      links: {
+        self: string;
+      };
+    };
+    PodcastDocument: {
+      jsonapi: components["schemas"]["JsonApiObject"];
+      data: components["schemas"]["Podcast"];
     };
     /** @description Every link has the shape `/v1/subscriptions?page[number]=N&page[size]=S` (literal brackets, effective values). `prev` is null on page 1, `next` on the last page. */
     PaginationLinks: {
@@ -472,9 +550,11 @@ export interface components {
       next: string | null;
       last: string;
     };
+    /** @description One page of subscriptions; with `include=podcast`, `included` holds the podcasts of the page's subscriptions. */
     SubscriptionListDocument: {
       jsonapi: components["schemas"]["JsonApiObject"];
       data: components["schemas"]["Subscription"][];
+      included?: components["schemas"]["Podcast"][];
       links: components["schemas"]["PaginationLinks"];
       meta: {
         total: number;
@@ -842,6 +922,11 @@ export interface components {
      */
     since?: string;
     /**
+     * @description `podcast`: the answer is a compound document whose `included` holds the podcasts of the subscriptions in `data` (what the service knows of each feed, docs/API.md §18), read in the same request. Exactly `podcast`, once: any other value answers 400 with `source.parameter: "include"`. A compound document has no `ETag` (a podcast changes without a change number, so no version can say a copy is current) and is never answered 304.
+     * @example podcast
+     */
+    include?: "podcast";
+    /**
      * @description The `ETag` of a representation the client holds. When it still matches, the answer is `304 Not Modified` with no body.
      * @example "5d41402abc4b2a76b9719d911017c592"
      */
@@ -905,7 +990,9 @@ export interface operations {
    *
    * With `filter[since]=<token>` (and optionally `page[size]`): the **change feed**. Every write that changes a subscription (new, revived, unsubscribed, feed moved) gives it the user's next change number; the feed returns the subscriptions changed after the token, oldest change first, each once with its current state: active ones exactly as in the list plus `userUnsubscribedAt: null`, unsubscribed ones as tombstones with `userUnsubscribedAt` and no links. Follow `links.next` until it is null, then store `meta.syncToken` and send it next time. No clocks are involved, so no change is ever skipped or lost at a boundary; a subscription that changes while you page shows up again later with its newer state. Tokens never expire.
    *
-   * Takes `page[number]`, `page[size]` and `filter[since]` only: `include`, `sort`, `fields[...]`, other `filter[...]`, other `page[...]` and any other all-lowercase name answer 400 with `source.parameter`; names with another character (camelCase) are ignored.
+   * With `include=podcast` (on pages and on the change feed): a compound document whose `included` holds the podcasts of the active subscriptions in `data` (tombstones have none), without an `ETag`.
+   *
+   * Takes `page[number]`, `page[size]`, `filter[since]` and `include=podcast` only: any other `include`, `sort`, `fields[...]`, other `filter[...]`, other `page[...]` and any other all-lowercase name answer 400 with `source.parameter`; names with another character (camelCase) are ignored.
    */
   listSubscriptions: {
     parameters: {
@@ -913,6 +1000,7 @@ export interface operations {
         "page[number]"?: components["parameters"]["pageNumber"];
         "page[size]"?: components["parameters"]["pageSize"];
         "filter[since]"?: components["parameters"]["since"];
+        include?: components["parameters"]["include"];
       };
       header?: {
         "If-None-Match"?: components["parameters"]["ifNoneMatch"];
@@ -1059,10 +1147,13 @@ export interface operations {
   };
   /**
    * Get a subscription
-   * @description One subscription of the authenticated user. The guid matches in any case. Takes no query parameters (names JSON:API reserves answer 400).
+   * @description One subscription of the authenticated user. The guid matches in any case. Takes `include=podcast` only (the subscription's podcast as `included`, no `ETag` then); other names JSON:API reserves answer 400.
    */
   getSubscription: {
     parameters: {
+      query?: {
+        include?: components["parameters"]["include"];
+      };
       header?: {
         "If-None-Match"?: components["parameters"]["ifNoneMatch"];
         "X-D1-Bookmark"?: components["parameters"]["bookmarkRequest"];
@@ -1072,7 +1163,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The subscription. */
+      /** @description The subscription; with `include=podcast`, its podcast in `included`. */
       200: {
         headers: {
           "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1229,6 +1320,48 @@ export interface operations {
           "application/vnd.api+json": components["schemas"]["ErrorDocument"];
         };
       };
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  /**
+   * What the service knows of a subscription's podcast
+   * @description The podcast of one active subscription (docs/API.md §18): title, author, description, image and site URLs, language, `podcast:guid`, when its feed was last fetched, and its status. The service fetches every subscribed feed itself, off the request path; until the first fetch the podcast is `pending` with every fact null. A podcast's changes take no change number and no `ETag`: read it again (or list with `include=podcast`) to see them. The guid matches in any case. Takes no query parameters (names JSON:API reserves answer 400).
+   */
+  getPodcast: {
+    parameters: {
+      header?: {
+        "X-D1-Bookmark"?: components["parameters"]["bookmarkRequest"];
+      };
+      path: {
+        guid: components["parameters"]["guid"];
+      };
+    };
+    responses: {
+      /** @description The podcast; its id is the subscription's guid. */
+      200: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          "X-D1-Bookmark": components["headers"]["X-D1-Bookmark"];
+        };
+        content: {
+          "application/vnd.api+json": components["schemas"]["PodcastDocument"];
+        };
+      };
+      /** @description The guid is not a UUID. A query parameter JSON:API reserves (`include`, `sort`, `fields[...]`, `filter[...]`, `page[...]`, any all-lowercase name) answers 400 with `source.parameter` (camelCase names are ignored); an `X-D1-Bookmark` without a bookmark's shape answers 400 with `source.header`. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+        };
+        content: {
+          "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+        };
+      };
+      401: components["responses"]["Unauthorized"];
+      404: components["responses"]["SubscriptionNotFound"];
+      405: components["responses"]["MethodNotAllowed"];
+      406: components["responses"]["NotAcceptable"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];

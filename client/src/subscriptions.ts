@@ -20,6 +20,12 @@ export type Change = Schemas["ActiveChange"] | Schemas["TombstoneChange"];
 export type ChangeFeedDocument = Schemas["ChangeFeedDocument"];
 export type SubscriptionListDocument = Schemas["SubscriptionListDocument"];
 export type SubscriptionDocument = Schemas["SubscriptionDocument"];
+/**
+ * What the service knows of a subscription's podcast (title, author, ..., `status`), from fetching the feed
+ * itself; its id is the subscription's guid. Unknown facts are null; `pending` until the first fetch.
+ */
+export type Podcast = Schemas["Podcast"];
+type PodcastDocument = Schemas["PodcastDocument"];
 /** One element of a bulk answer: `data` (succeeded, a remove's is `{}`) or `errors` (failed). */
 export type AtomicResult = Schemas["AtomicResult"];
 type OperationsResultDocument = Schemas["OperationsResultDocument"];
@@ -91,9 +97,10 @@ export interface SubscriptionCalls {
    * One page of subscriptions, oldest first, with pagination `links` and `meta.total`. Pages are numbered
    * over the list as it is when each page is read: when a subscription is added or removed between two
    * page reads (by this device or another), the later pages shift, so walking the pages by number can skip
-   * a subscription or return one twice. For every subscription, use `allSubscriptions()`.
+   * a subscription or return one twice. For every subscription, use `allSubscriptions()`. With
+   * `include: "podcast"`, the document's `included` holds the podcasts of the page's subscriptions (same ids).
    */
-  listSubscriptions(options?: { page?: PageRequest }): Promise<SubscriptionListDocument>;
+  listSubscriptions(options?: { page?: PageRequest; include?: "podcast" }): Promise<SubscriptionListDocument>;
   /**
    * Every active subscription, exactly once, however other devices change them meanwhile: walks the change
    * feed from the beginning (`sync("0")`) and keeps each subscription's latest state. Also returns the
@@ -103,6 +110,13 @@ export interface SubscriptionCalls {
   allSubscriptions(options?: { pageSize?: number }): Promise<AllSubscriptions>;
   /** One subscription. Throws SubscriptionsApiError with status 404 when the user has no such subscription. */
   getSubscription(guid: string): Promise<Subscription>;
+  /** One subscription with its podcast, in one request (`include=podcast`). 404 as getSubscription. */
+  getSubscriptionWithPodcast(guid: string): Promise<{ subscription: Subscription; podcast: Podcast }>;
+  /**
+   * What the service knows of one subscription's podcast. Its changes take no change number: `sync()` does not
+   * report them, so read it again (or list with `include: "podcast"`) to refresh titles. 404 as getSubscription.
+   */
+  getPodcast(guid: string): Promise<Podcast>;
   /** Subscribes (idempotent). */
   subscribe(subscription: NewSubscription): Promise<SubscribeResult>;
   /** Unsubscribes. Throws SubscriptionsApiError with status 404 when the user was not subscribed. */
@@ -150,6 +164,7 @@ export function applyChanges(local: Map<string, Subscription>, changes: readonly
         type: change.type,
         id: change.id,
         attributes: { feedUrl, userSubscribedAt },
+        relationships: change.relationships,
         links: change.links,
       });
     } else {
@@ -209,10 +224,11 @@ export function subscriptionCalls(call: Transport): SubscriptionCalls {
     followChangeFeed<Change>(call, COLLECTION_PATH, syncToken, pageSize);
 
   return {
-    async listSubscriptions({ page } = {}) {
+    async listSubscriptions({ page, include } = {}) {
       const query = new URLSearchParams();
       if (page?.number !== undefined) query.set("page[number]", String(page.number));
       if (page?.size !== undefined) query.set("page[size]", String(page.size));
+      if (include !== undefined) query.set("include", include);
       const search = query.toString() === "" ? "" : `?${query}`;
       return (await call({ method: "GET", path: `${COLLECTION_PATH}${search}` })).body as SubscriptionListDocument;
     },
@@ -231,6 +247,18 @@ export function subscriptionCalls(call: Transport): SubscriptionCalls {
 
     async getSubscription(guid) {
       return ((await call({ method: "GET", path: subscriptionPath(guid) })).body as SubscriptionDocument).data;
+    },
+
+    async getSubscriptionWithPodcast(guid) {
+      const answer = await call({ method: "GET", path: `${subscriptionPath(guid)}?include=podcast` });
+      const { data, included } = answer.body as SubscriptionDocument;
+      const podcast = included?.find((item) => item.id === data.id);
+      if (!podcast) throw new Error(`The answer for ${guid} included no podcast`);
+      return { subscription: data, podcast };
+    },
+
+    async getPodcast(guid) {
+      return ((await call({ method: "GET", path: `${subscriptionPath(guid)}/podcast` })).body as PodcastDocument).data;
     },
 
     async subscribe(subscription) {

@@ -3,6 +3,7 @@ import type { StoredAppPassword } from "./app-passwords";
 import { WriteBatch } from "./batch";
 import type { Database } from "./database";
 import type { StoredDevice } from "./devices";
+import { type Podcast, podcastJson, podcastOf } from "./feeds";
 import { devices as d, episodes as e, appPasswords as p, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import { FEED_URL, MEDIA_URL, storedUrl } from "./url-pieces";
@@ -94,8 +95,9 @@ const keySeq = sql.placeholder("keySeq");
 const limit = sql.placeholder("limit");
 const active = sql`${s.userId} = ${userId} AND ${s.unsubscribedAt} IS NULL`;
 const listKey = sql`(${s.subscribedAt}, ${s.subscribedSeq})`;
+/** Each row with its podcast (docs/API.md §18): one lookup of its feed by primary key, in the same statement. */
 const columns = sql`${s.guid} AS guid, ${storedUrl(FEED_URL, "subscriptions")} AS feedUrl,
-  ${s.subscribedAt} AS subscribedAt, ${s.subscribedSeq} AS subscribedSeq`;
+  ${s.subscribedAt} AS subscribedAt, ${s.subscribedSeq} AS subscribedSeq, ${podcastJson("subscriptions")} AS podcast`;
 
 const afterStatement = statement(sql`
   SELECT ${columns} FROM ${s} WHERE ${active} AND ${listKey} > (${keyAt}, ${keySeq})
@@ -114,6 +116,8 @@ const anyAtOrAfterStatement = statement(sql`
 export interface ListedSubscription extends ListKey {
   guid: string;
   feedUrl: string;
+  /** What the service knows of the feed: `pending` (every fact null) before the first fetch. */
+  podcast: Podcast;
 }
 
 export interface SubscriptionsPage {
@@ -130,7 +134,7 @@ const START: ListKey = { subscribedAt: -1, subscribedSeq: -1 };
 /**
  * One page of `size` active subscriptions: the first, the one after a key, or the one before it. One batch:
  * the page and one row more (is there a page beyond?), whether a row lies on the other side of the key, and the
- * total. Rows read: the page, one more, one, and the stats row.
+ * total. Rows read: the page (each row and its feed), one more, one, and the stats row.
  */
 export async function subscriptionsPage(
   db: Database,
@@ -149,7 +153,9 @@ export async function subscriptionsPage(
   );
   await batch.run(db);
   const [page, otherSide, holdings] = slot.results();
-  const read = page.results as unknown as ListedSubscription[];
+  const read = (page.results as unknown as (Omit<ListedSubscription, "podcast"> & { podcast: string | null })[]).map(
+    (row): ListedSubscription => ({ ...row, podcast: podcastOf(row.podcast) }),
+  );
   const beyond = read.length > size;
   const rows = read.slice(0, size);
   if (backwards) rows.reverse();
@@ -168,8 +174,8 @@ export async function subscriptionsPage(
 const recentStatement = statement(sql`
   SELECT ${e.id} AS id, ${storedUrl(MEDIA_URL, "episodes")} AS mediaUrl, ${e.position} AS position,
     ${e.duration} AS duration, ${e.played} AS played, ${e.receivedAt} AS receivedAt,
-    (SELECT ${storedUrl(FEED_URL, "subscriptions")} FROM ${s}
-      WHERE ${s.userId} = ${e.userId} AND ${s.guid} = ${e.feedGuid}) AS feedUrl
+    (SELECT json_array(${storedUrl(FEED_URL, "subscriptions")}, json_extract(${podcastJson("subscriptions")}, '$.title'))
+      FROM ${s} WHERE ${s.userId} = ${e.userId} AND ${s.guid} = ${e.feedGuid}) AS feed
   FROM ${e} WHERE ${e.userId} = ${userId} AND ${e.deletedAt} IS NULL
   ORDER BY ${e.changeSeq} DESC LIMIT ${limit}`);
 
@@ -184,23 +190,24 @@ export interface RecentEpisode {
   receivedAt: number;
   /** The feedUrl of the user's subscription (active or not) with the state's feed guid; null when none. */
   feedUrl: string | null;
+  /** That feed's podcast title, when the service knows it (docs/API.md §18). */
+  podcastTitle: string | null;
 }
 
 /**
  * The user's `count` live episode states changed last. Change numbers rise with the time a change reached the
  * server (one primary, one clock), so the change index read backwards gives them in that order. Rows read: the
- * states shown, each one's subscription, and the forgotten states changed since the oldest one shown.
+ * states shown, each one's subscription and its feed, and the forgotten states changed since the oldest one shown.
  */
 export async function recentEpisodes(db: Database, user: string, count: number): Promise<RecentEpisode[]> {
   const batch = new WriteBatch();
   const slot = batch.push(recentStatement.bind(db, { userId: user, limit: count }));
   await batch.run(db);
-  return (slot.results()[0].results as unknown as (Omit<RecentEpisode, "played"> & { played: number })[]).map(
-    (row) => ({
-      ...row,
-      played: Boolean(row.played),
-    }),
-  );
+  type Row = Omit<RecentEpisode, "played" | "feedUrl" | "podcastTitle"> & { played: number; feed: string | null };
+  return (slot.results()[0].results as unknown as Row[]).map(({ feed, ...row }) => {
+    const [feedUrl, podcastTitle] = feed === null ? [null, null] : (JSON.parse(feed) as [string, string | null]);
+    return { ...row, played: Boolean(row.played), feedUrl, podcastTitle };
+  });
 }
 
 /** Every statement this module runs, for the test that proves none scans a table. */

@@ -21,6 +21,8 @@ export interface ChangeTexts {
   last: number;
   /** Whether changes follow the page. */
   more: boolean;
+  /** For a reader with `included`: the related resources of the page's rows, a JSON array's text. */
+  included?: string;
 }
 
 export interface ChangePage {
@@ -43,6 +45,40 @@ export interface ChangeFeedTable {
   changeSeq: SQLiteColumn;
   /** A row's resource object as the change feed reports it, as JSON text (equal to the resource module's). */
   item: SQL;
+  /**
+   * A reader with related resources (`include`): the row's related resource as JSON text, NULL for none (a
+   * tombstone). The page's `included` holds those of the page's rows.
+   */
+  included?: SQL;
+}
+
+/**
+ * What separates the related resources of a page's rows in its text, and them from the page's items: JSON text
+ * that SQLite writes never holds a raw line feed (json_object escapes it), so they are split without being parsed.
+ */
+export const INCLUDED_SEPARATOR = "\n";
+
+/**
+ * The aggregate of the inner query's `column` (each row's related resource, NULL for none) after a page's items:
+ * the separator, then the rows' texts, one per row in the rows' order (an empty one for NULL).
+ */
+export function includedText(column: string): SQL {
+  const name = sql.raw(column);
+  return sql` || char(10) || coalesce(group_concat(coalesce(${name}, ''), char(10)), '')`;
+}
+
+/**
+ * `includedText`'s texts of `rows` rows as a JSON array's text: in `order` when given (`order[k]`: the row to
+ * send k-th), the first `count` only, empty ones (rows without) left out.
+ */
+export function includedOf(text: string, rows: number, order?: readonly number[], count = rows): string {
+  if (rows === 0) return "[]";
+  const related = text.split(INCLUDED_SEPARATOR);
+  const ordered = order ? order.map((i) => related[i]) : related;
+  return `[${ordered
+    .slice(0, count)
+    .filter((item) => item !== "")
+    .join(",")}]`;
 }
 
 /**
@@ -66,10 +102,12 @@ export function jsonBoolean(value: SQLiteColumn): SQL {
  */
 function changesStatement(table: ChangeFeedTable): Statement {
   const userId = sql.placeholder("userId");
+  const included = table.included === undefined ? sql`` : includedText("related");
+  const relatedColumn = table.included === undefined ? sql`` : sql`, ${table.included} AS related`;
   return statement(sql`SELECT ${table.version} AS version, ${table.horizon} AS horizon,
 CASE WHEN ${table.version} IS ${sql.placeholder("knownVersion")} THEN NULL ELSE (
-SELECT coalesce(group_concat(seq, ','), '') || ' [' || coalesce(group_concat(item, ','), '') || ']' FROM (
-SELECT ${table.changeSeq} AS seq, ${table.item} AS item FROM ${table.from}
+SELECT coalesce(group_concat(seq, ','), '') || ' [' || coalesce(group_concat(item, ','), '') || ']'${included} FROM (
+SELECT ${table.changeSeq} AS seq, ${table.item} AS item${relatedColumn} FROM ${table.from}
 WHERE ${table.userId} = ${userId} AND ${table.changeSeq} > ${sql.placeholder("since")}
 ORDER BY ${table.changeSeq} LIMIT ${sql.placeholder("limit")})) END AS changes
 FROM ${stats} WHERE ${stats.userId} = ${userId}`);
@@ -87,20 +125,23 @@ const ITEM_START = ',{"type":"';
  * come in change order is put in order here.
  */
 export function pageOf(text: string, since: number, size: number): ChangeTexts {
-  const space = text.indexOf(" ");
-  const seqs = space === 0 ? [] : text.slice(0, space).split(",").map(Number);
-  let data = text.slice(space + 1);
+  const cut = text.indexOf(INCLUDED_SEPARATOR);
+  const head = cut < 0 ? text : text.slice(0, cut);
+  const space = head.indexOf(" ");
+  const seqs = space === 0 ? [] : head.slice(0, space).split(",").map(Number);
+  let data = head.slice(space + 1);
+  let order: number[] | undefined;
   if (seqs.some((seq, i) => seq < seqs[i - 1])) {
-    data = itemsInOrder(
-      data,
-      [...seqs.keys()].sort((i, j) => seqs[i] - seqs[j]),
-    );
+    order = [...seqs.keys()].sort((i, j) => seqs[i] - seqs[j]);
+    data = itemsInOrder(data, order);
     seqs.sort((a, b) => a - b);
   }
   const more = seqs.length > size;
   // The one change read past the page only says that `next` exists.
   if (more) data = `${data.slice(0, data.lastIndexOf(ITEM_START))}]`;
-  return { data, last: seqs[Math.min(size, seqs.length) - 1] ?? since, more };
+  const page = { data, last: seqs[Math.min(size, seqs.length) - 1] ?? since, more };
+  if (cut < 0) return page;
+  return { ...page, included: includedOf(text.slice(cut + 1), seqs.length, order, Math.min(size, seqs.length)) };
 }
 
 /**
@@ -121,6 +162,7 @@ export interface ChangeFeedReader {
 /** Up to `size` changes after `since`, in change order, with the user's latest change number. */
 export function changeFeedReader(table: ChangeFeedTable): ChangeFeedReader {
   const query = changesStatement(table);
+  const empty = table.included === undefined ? " []" : ` []${INCLUDED_SEPARATOR}`;
   const read = async (db: Database, user: string, since: number, size: number, known: number | null = null) => {
     const row = await call(() =>
       query
@@ -128,7 +170,7 @@ export function changeFeedReader(table: ChangeFeedTable): ChangeFeedReader {
         .first<{ version: number; horizon: number; changes: string | null }>(),
     );
     // No stats row: the user has never written anything.
-    if (!row) return { version: 0, horizon: 0, changes: known === 0 ? undefined : pageOf(" []", since, size) };
+    if (!row) return { version: 0, horizon: 0, changes: known === 0 ? undefined : pageOf(empty, since, size) };
     if (row.changes === null) return { version: row.version, horizon: row.horizon };
     return { version: row.version, horizon: row.horizon, changes: pageOf(row.changes, since, size) };
   };

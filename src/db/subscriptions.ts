@@ -1,7 +1,8 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Row, WriteBatch } from "./batch";
-import { changeFeedReader, itemsInOrder, rfc3339 } from "./change-feed";
+import { changeFeedReader, INCLUDED_SEPARATOR, includedOf, includedText, itemsInOrder, rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
+import { PENDING_PODCAST, type Podcast, podcastJson } from "./feeds";
 import { subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import {
@@ -322,11 +323,19 @@ const unpack = ([guid, feedUrl, subscribedAt]: PackedSubscription): StoredSubscr
  * it (a property test holds them equal), so the isolate splices the page's text rather than parsing it and
  * serialising it again, as the change feed does.
  */
-const listItem = (() => {
-  const self = sql`'/v1/subscriptions/'||${s.guid}`;
-  return sql`json_object('type','subscription','id',${s.guid},'attributes',json_object('feedUrl',${storedFeedUrl},
-'userSubscribedAt',${rfc3339(s.subscribedAt)}),'links',json_object('self',${self},'unsubscribe',json_object('href',${self},'method','DELETE')))`;
-})();
+const self = sql`'/v1/subscriptions/'||${s.guid}`;
+/** `podcastRelationships` (resources/podcast.ts) as SQLite writes it: the `relationships` member's name and value. */
+const relationships = sql`'relationships',json_object('podcast',json_object('links',json_object('related',${self}||'/podcast'),
+'data',json_object('type','podcast','id',${s.guid})))`;
+const listItem = sql`json_object('type','subscription','id',${s.guid},'attributes',json_object('feedUrl',${storedFeedUrl},
+'userSubscribedAt',${rfc3339(s.subscribedAt)}),${relationships},'links',json_object('self',${self},'unsubscribe',json_object('href',${self},'method','DELETE')))`;
+
+/**
+ * The podcast resource of the row (`toPodcastResource`, resources/podcast.ts, member for member): one lookup of
+ * its feed by primary key. A feed the service knows nothing of yet is `PENDING_PODCAST`.
+ */
+const podcastItem = sql`json_object('type','podcast','id',${s.guid},'attributes',json(coalesce(${podcastJson("subscriptions")},
+${sql.raw(`'${JSON.stringify(PENDING_PODCAST)}'`)})),'links',json_object('self',${self}||'/podcast'))`;
 
 /**
  * A page past the end is answered from the stats row alone (docs/API.md §12): it reads nothing else.
@@ -341,15 +350,20 @@ const listItem = (() => {
  * The page is one text: each row's place in the list order (`subscribedAt:subscribedSeq`, comma-separated), a
  * space, then the resource objects as a JSON array.
  */
-const listStatement = statement(sql`
+function listStatementOf(include: "podcasts" | "none"): Statement {
+  const podcasts = include === "podcasts";
+  const podcastsText = podcasts ? includedText("podcast") : sql``;
+  return statement(sql`
   SELECT ${stats.activeCount} AS total, ${stats.version} AS version,
     CASE
       WHEN ${stats.version} IS ${knownVersion} THEN NULL
-      WHEN ${sql.placeholder("offset")} >= ${stats.activeCount} THEN ' []'
+      WHEN ${sql.placeholder("offset")} >= ${stats.activeCount} THEN ${sql.raw(podcasts ? "' []' || char(10)" : "' []'")}
       ELSE (
         SELECT coalesce(group_concat(subscribed_at || ':' || subscribed_seq, ','), '') || ' ['
-          || coalesce(group_concat(item, ','), '') || ']' FROM (
-          SELECT ${s.subscribedAt} AS subscribed_at, ${s.subscribedSeq} AS subscribed_seq, ${listItem} AS item
+          || coalesce(group_concat(item, ','), '') || ']'${podcastsText} FROM (
+          SELECT ${s.subscribedAt} AS subscribed_at, ${s.subscribedSeq} AS subscribed_seq, ${listItem} AS item${
+            podcasts ? sql`, ${podcastItem} AS podcast` : sql``
+          }
           FROM ${s}
           WHERE ${s.userId} = ${userId} AND ${s.unsubscribedAt} IS NULL
             AND (${s.subscribedAt}, ${s.subscribedSeq}, ${s.guid}) >= (
@@ -362,6 +376,11 @@ const listStatement = statement(sql`
       )
     END AS page
   FROM ${stats} WHERE ${stats.userId} = ${userId}`);
+}
+
+const listStatement = listStatementOf("none");
+/** The list with each row's podcast (`include=podcast`): one lookup more per row, in the same statement. */
+const listWithPodcastsStatement = listStatementOf("podcasts");
 
 export interface SubscriptionPage {
   /** The user's latest change number. */
@@ -372,6 +391,16 @@ export interface SubscriptionPage {
    * current: the client's copy is fresh and nothing else was read.
    */
   data?: string;
+  /** With `include: "podcasts"`: the podcast resources of the page's rows, a JSON array's text in the same order. */
+  included?: string;
+}
+
+/** The order to put a list page's rows in, from their keys (`at:seq,...`); undefined when they are in order. */
+function listOrder(keysText: string): number[] | undefined {
+  const keys = keysText.split(",").map((key) => key.split(":").map(Number));
+  const before = (a: number[], b: number[]) => a[0] - b[0] || a[1] - b[1];
+  if (keys.every((key, i) => i === 0 || before(keys[i - 1], key) < 0)) return undefined;
+  return [...keys.keys()].sort((i, j) => before(keys[i], keys[j]));
 }
 
 /**
@@ -382,17 +411,27 @@ export function listPageOf(text: string): string {
   const space = text.indexOf(" ");
   const data = text.slice(space + 1);
   if (space === 0) return data;
-  const keys = text
-    .slice(0, space)
-    .split(",")
-    .map((key) => key.split(":").map(Number));
-  const before = (a: number[], b: number[]) => a[0] - b[0] || a[1] - b[1];
-  if (keys.every((key, i) => i === 0 || before(keys[i - 1], key) < 0)) return data;
-  return itemsInOrder(
-    data,
-    [...keys.keys()].sort((i, j) => before(keys[i], keys[j])),
-  );
+  const order = listOrder(text.slice(0, space));
+  return order ? itemsInOrder(data, order) : data;
 }
+
+/** `listPageOf` of a page read with its podcasts: the items, then the podcasts in the same order. */
+function listPageWithPodcastsOf(text: string): { data: string; included: string } {
+  const cut = text.indexOf(INCLUDED_SEPARATOR);
+  const head = text.slice(0, cut);
+  const space = head.indexOf(" ");
+  if (space === 0) return { data: head.slice(1), included: "[]" };
+  const keysText = head.slice(0, space);
+  const order = listOrder(keysText);
+  const data = head.slice(space + 1);
+  return {
+    data: order ? itemsInOrder(data, order) : data,
+    included: includedOf(text.slice(cut + 1), keysText.split(",").length, order),
+  };
+}
+
+/** What a read adds to the subscriptions it answers: nothing, or their podcasts (`include=podcast`). */
+export type Inclusion = "none" | "podcasts";
 
 /** One page of the user's active subscriptions in list order, with the total and the version. */
 export async function listSubscriptions(
@@ -400,39 +439,61 @@ export async function listSubscriptions(
   user: string,
   page: { number: number; size: number },
   known: number | null = null,
+  include: Inclusion = "none",
 ): Promise<SubscriptionPage> {
   const values = { userId: user, knownVersion: known, limit: page.size, offset: (page.number - 1) * page.size };
-  const row = await call(() =>
-    listStatement.bind(db, values).first<{ total: number; version: number; page: string | null }>(),
-  );
+  const query = include === "podcasts" ? listWithPodcastsStatement : listStatement;
+  const row = await call(() => query.bind(db, values).first<{ total: number; version: number; page: string | null }>());
   // No stats row: the user has never subscribed to anything.
-  if (!row) return { version: 0, total: 0, data: known === 0 ? undefined : "[]" };
-  return { version: row.version, total: row.total, data: row.page === null ? undefined : listPageOf(row.page) };
+  if (!row) {
+    if (known === 0) return { version: 0, total: 0 };
+    return { version: 0, total: 0, data: "[]", ...(include === "podcasts" ? { included: "[]" } : {}) };
+  }
+  if (row.page === null) return { version: row.version, total: row.total };
+  if (include === "podcasts") return { version: row.version, total: row.total, ...listPageWithPodcastsOf(row.page) };
+  return { version: row.version, total: row.total, data: listPageOf(row.page) };
 }
 
-const findOneStatement = statement(sql`
+function findOneStatementOf(include: Inclusion): Statement {
+  const podcast = include === "podcasts" ? sql`, json(coalesce(${podcastJson("subscriptions")}, 'null'))` : sql``;
+  return statement(sql`
   SELECT ${stats.version} AS version,
-    (SELECT json_array(${s.guid}, ${storedFeedUrl}, ${s.subscribedAt}) FROM ${s} WHERE ${isActive}) AS subscription
+    (SELECT json_array(${s.guid}, ${storedFeedUrl}, ${s.subscribedAt}${podcast}) FROM ${s} WHERE ${isActive}) AS subscription
   FROM ${stats} WHERE ${stats.userId} = ${userId}`);
+}
+
+const findOneStatement = findOneStatementOf("none");
+/** Get-one with the podcast (`include=podcast`): its feed looked up in the same statement. */
+const findOneWithPodcastStatement = findOneStatementOf("podcasts");
 
 export interface SubscriptionRead {
   version: number;
   /** Undefined when the user has no such active subscription. */
   subscription?: StoredSubscription;
+  /** With `include: "podcasts"`, the subscription's podcast. */
+  podcast?: Podcast;
 }
 
 /**
- * One active subscription of the user, with the user's version. It always reads the row: a client's
- * current ETag must never turn a 404 into a 304 (docs/API.md §12).
+ * One active subscription of the user, with the user's version (and its podcast, when asked). It always reads
+ * the row: a client's current ETag must never turn a 404 into a 304 (docs/API.md §12).
  */
-export async function findSubscription(db: Database, user: string, feed: string): Promise<SubscriptionRead> {
+export async function findSubscription(
+  db: Database,
+  user: string,
+  feed: string,
+  include: Inclusion = "none",
+): Promise<SubscriptionRead> {
+  const query = include === "podcasts" ? findOneWithPodcastStatement : findOneStatement;
   const row = await call(() =>
-    findOneStatement.bind(db, { userId: user, guid: feed }).first<{ version: number; subscription: string | null }>(),
+    query.bind(db, { userId: user, guid: feed }).first<{ version: number; subscription: string | null }>(),
   );
   if (!row) return { version: 0 };
-  const subscription =
-    row.subscription === null ? undefined : unpack(JSON.parse(row.subscription) as PackedSubscription);
-  return { version: row.version, subscription };
+  if (row.subscription === null) return { version: row.version };
+  const [guid, feedUrl, subscribedAt, podcast] = JSON.parse(row.subscription) as [...PackedSubscription, Podcast?];
+  const subscription = unpack([guid, feedUrl, subscribedAt]);
+  if (include === "none") return { version: row.version, subscription };
+  return { version: row.version, subscription, podcast: podcast ?? PENDING_PODCAST };
 }
 
 /**
@@ -441,21 +502,28 @@ export async function findSubscription(db: Database, user: string, feed: string)
  */
 const subscriptionChangeItem = (() => {
   const identified = sql`'type','subscription','id',${s.guid},'attributes',json_object('feedUrl',${storedFeedUrl},
-'userSubscribedAt',${rfc3339(s.subscribedAt)},'userUnsubscribedAt',${rfc3339(s.unsubscribedAt)})`;
-  const self = sql`'/v1/subscriptions/'||${s.guid}`;
+'userSubscribedAt',${rfc3339(s.subscribedAt)},'userUnsubscribedAt',${rfc3339(s.unsubscribedAt)}),${relationships}`;
   return sql`CASE WHEN ${s.unsubscribedAt} IS NULL
 THEN json_object(${identified},'links',json_object('self',${self},'unsubscribe',json_object('href',${self},'method','DELETE')))
 ELSE json_object(${identified}) END`;
 })();
 
-/** The subscription change feed (docs/API.md §8). */
-export const listChanges = changeFeedReader({
+const changeFeedTable = {
   version: stats.version,
   horizon: stats.subscriptionHorizon,
   from: sql`${s}`,
   userId: s.userId,
   changeSeq: s.changeSeq,
   item: subscriptionChangeItem,
+};
+
+/** The subscription change feed (docs/API.md §8). */
+export const listChanges = changeFeedReader(changeFeedTable);
+
+/** The change feed with the podcasts of its active subscriptions (`include=podcast`; tombstones have none). */
+export const listChangesWithPodcasts = changeFeedReader({
+  ...changeFeedTable,
+  included: sql`CASE WHEN ${s.unsubscribedAt} IS NULL THEN ${podcastItem} END`,
 });
 
 /** Every statement this module runs, for the test that proves none scans a table. */
@@ -467,6 +535,9 @@ export const allStatements: Record<string, Statement> = {
   subscribeRoom: subscribeRoomStatement,
   moveRoom: moveRoomStatement,
   list: listStatement,
+  listWithPodcasts: listWithPodcastsStatement,
   findOne: findOneStatement,
+  findOneWithPodcast: findOneWithPodcastStatement,
   changes: listChanges.statement,
+  changesWithPodcasts: listChangesWithPodcasts.statement,
 };

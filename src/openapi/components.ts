@@ -253,6 +253,15 @@ export const parameters: Record<string, Json> = {
     schema: { type: "string", pattern: "^(0|[1-9][0-9]{0,14})$" },
     example: "42",
   },
+  include: {
+    name: "include",
+    in: "query",
+    required: false,
+    description:
+      '`podcast`: the answer is a compound document whose `included` holds the podcasts of the subscriptions in `data` (what the service knows of each feed, docs/API.md §18), read in the same request. Exactly `podcast`, once: any other value answers 400 with `source.parameter: "include"`. A compound document has no `ETag` (a podcast changes without a change number, so no version can say a copy is current) and is never answered 304.',
+    schema: { type: "string", enum: ["podcast"] },
+    example: "podcast",
+  },
   ifNoneMatch: {
     name: "If-None-Match",
     in: "header",

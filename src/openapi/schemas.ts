@@ -2,6 +2,7 @@ import * as z from "zod";
 import { ATOMIC_EXT_URI, JSONAPI_VERSION } from "../jsonapi";
 import { MAX_OPERATIONS } from "../limits";
 import { pageQuerySchema } from "../pagination";
+import { PODCAST_TYPE } from "../resources/podcast";
 import { guidSchema } from "../resources/resource-object";
 import {
   FEED_URL_PATTERN,
@@ -82,11 +83,20 @@ const subscriptionAttributesSchema = z.object({
   userSubscribedAt: subscribedAt,
 });
 
+/** Every subscription's `relationships` (docs/API.md §18): its podcast, whose id is the subscription's guid. */
+export const podcastRelationshipsSchema = z.object({
+  podcast: z.object({
+    links: z.object({ related: z.string() }),
+    data: z.object({ type: z.literal(PODCAST_TYPE), id: lowercaseGuid }),
+  }),
+});
+
 /** A subscription resource object in a response (list, get-one, create). */
 export const subscriptionSchema = z.object({
   type: z.literal(SUBSCRIPTION_TYPE),
   id: lowercaseGuid,
   attributes: subscriptionAttributesSchema,
+  relationships: podcastRelationshipsSchema,
   links: z.object({
     self: z.string(),
     unsubscribe: unsubscribeLinkSchema,
@@ -98,12 +108,51 @@ export const bulkSubscriptionSchema = z.object({
   type: z.literal(SUBSCRIPTION_TYPE),
   id: lowercaseGuid,
   attributes: subscriptionAttributesSchema,
+  relationships: podcastRelationshipsSchema,
   links: z.object({ self: z.string() }).optional(),
+});
+
+/** What the service knows of a subscription's feed (docs/API.md §18); unknown facts are null. */
+const podcastText = (max: number) => z.string().max(max).nullable();
+const podcastTitle = podcastText(500);
+const podcastAuthor = podcastText(500);
+const podcastDescription = podcastText(1000);
+const podcastImageUrl = z.string().nullable();
+const podcastSiteUrl = z.string().nullable();
+const podcastLanguage = z.string().nullable();
+const fetchedAt = isoTimestamp().nullable();
+const declaredPodcastGuid = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+  .nullable();
+export const podcastStatusSchema = z.enum(["pending", "ok", "failing", "gone"]);
+
+export const podcastSchema = z.object({
+  type: z.literal(PODCAST_TYPE),
+  id: lowercaseGuid,
+  attributes: z.object({
+    title: podcastTitle,
+    author: podcastAuthor,
+    description: podcastDescription,
+    imageUrl: podcastImageUrl,
+    siteUrl: podcastSiteUrl,
+    language: podcastLanguage,
+    podcastGuid: declaredPodcastGuid,
+    fetchedAt,
+    status: podcastStatusSchema,
+  }),
+  links: z.object({ self: z.string() }),
+});
+
+export const podcastDocumentSchema = z.object({
+  jsonapi: jsonapiObjectSchema,
+  data: podcastSchema,
 });
 
 export const subscriptionDocumentResponseSchema = z.object({
   jsonapi: jsonapiObjectSchema,
   data: subscriptionSchema,
+  included: z.array(podcastSchema).optional(),
 });
 
 export const paginationLinksSchema = z.object({
@@ -117,6 +166,7 @@ export const paginationLinksSchema = z.object({
 export const subscriptionListDocumentSchema = z.object({
   jsonapi: jsonapiObjectSchema,
   data: z.array(subscriptionSchema),
+  included: z.array(podcastSchema).optional(),
   links: paginationLinksSchema,
   meta: z.object({ total: z.number().int().min(0) }),
 });
@@ -130,6 +180,7 @@ export const tombstoneChangeSchema = z.object({
   type: z.literal(SUBSCRIPTION_TYPE),
   id: lowercaseGuid,
   attributes: subscriptionAttributesSchema.extend({ userUnsubscribedAt: unsubscribedAt }),
+  relationships: podcastRelationshipsSchema,
 });
 
 export const changeSchema = z.union([activeChangeSchema, tombstoneChangeSchema]);
@@ -145,6 +196,7 @@ export const changeFeedLinksSchema = z.object({
 export const changeFeedDocumentSchema = z.object({
   jsonapi: jsonapiObjectSchema,
   data: z.array(changeSchema),
+  included: z.array(podcastSchema).optional(),
   links: changeFeedLinksSchema,
   meta: z.object({ syncToken: z.string().regex(/^(0|[1-9][0-9]{0,14})$/) }),
 });
@@ -302,13 +354,53 @@ documentRegistry
     id: "BulkSubscription",
     description: "A subscription created by a bulk `add`. Treat `links` as optional.",
   })
-  .add(subscriptionDocumentResponseSchema, { id: "SubscriptionDocument" })
+  .add(subscriptionDocumentResponseSchema, {
+    id: "SubscriptionDocument",
+    description: "One subscription; with `include=podcast` (get-one only), `included` holds its podcast.",
+  })
+  .add(podcastRelationshipsSchema, {
+    id: "SubscriptionRelationships",
+    description:
+      "The subscription's podcast: `links.related` is `/v1/subscriptions/<guid>/podcast`, `data` its identifier (type `podcast`, id the subscription's guid). Present on tombstones too.",
+  })
+  .add(podcastSchema, {
+    id: "Podcast",
+    description:
+      "What the service knows of a subscription's feed, from fetching it itself (never from the apps). Its id is the subscription's guid. Unknown facts are null; text is plain (markup removed) and bounded; URLs passed the feedUrl rules. Its changes take no change number and leave the subscription's ETag alone.",
+  })
+  .add(podcastStatusSchema, {
+    description:
+      "`pending`: not fetched yet; `ok`: the last fetch succeeded; `failing`: the last fetch failed (what was known stays, retried later); `gone`: the feed answered 410 or failed for 30 days (it stays subscribed).",
+  })
+  .add(fetchedAt, {
+    description: "The last successful fetch (a `304` included): RFC 3339 UTC with milliseconds; null before the first.",
+  })
+  .add(podcastTitle, { description: "The channel's title: plain text, at most 500 characters (code points)." })
+  .add(podcastAuthor, {
+    description: "`itunes:author`, else `author` / `managingEditor`: plain text, at most 500 characters.",
+  })
+  .add(podcastDescription, { description: "The channel's description as plain text, at most 1 000 characters." })
+  .add(podcastImageUrl, {
+    description:
+      "The artwork (`itunes:image` `href`, else `image/url`), an http(s) URL passing the feedUrl rules. Loading it contacts the podcast's host.",
+  })
+  .add(podcastSiteUrl, { description: "The channel's `link`, an http(s) URL passing the feedUrl rules." })
+  .add(podcastLanguage, { description: "The language the feed declares (e.g. `en`, `de-AT`), as it declares it." })
+  .add(declaredPodcastGuid, {
+    description:
+      "The `<podcast:guid>` the feed declares, lowercase, when it is a UUID; null otherwise. Not necessarily the subscription's guid (the id).",
+  })
+  .add(podcastDocumentSchema, { id: "PodcastDocument" })
   .add(paginationLinksSchema, {
     id: "PaginationLinks",
     description:
       "Every link has the shape `/v1/subscriptions?page[number]=N&page[size]=S` (literal brackets, effective values). `prev` is null on page 1, `next` on the last page.",
   })
-  .add(subscriptionListDocumentSchema, { id: "SubscriptionListDocument" })
+  .add(subscriptionListDocumentSchema, {
+    id: "SubscriptionListDocument",
+    description:
+      "One page of subscriptions; with `include=podcast`, `included` holds the podcasts of the page's subscriptions.",
+  })
   .add(errorObjectSchema, {
     id: "ErrorObject",
     description:

@@ -1,3 +1,4 @@
+import { isValidFeedUrl } from "../resources/subscription";
 import { pagedTextStream } from "../text-stream";
 
 /**
@@ -9,6 +10,10 @@ import { pagedTextStream } from "../text-stream";
 export interface OpmlFeed {
   guid: string;
   feedUrl: string;
+  /** The podcast's title when the service knows it (docs/API.md §18): `text` and `title`, else the feed URL. */
+  title?: string | null;
+  /** The podcast's site (the channel's `link`): `htmlUrl` when known and an http(s) URL. */
+  siteUrl?: string | null;
 }
 
 const ESCAPES: Record<string, string> = {
@@ -40,12 +45,25 @@ function opmlHead(created: Date): string {
   );
 }
 
-/** One `<outline type="rss">` per feed, in the order given. */
+/**
+ * What XML 1.0 cannot hold at all, even as a character reference: the C0 controls but tab, LF and CR, lone
+ * surrogates, U+FFFE and U+FFFF. The feed round stores no such character (docs/API.md §15, §18); a title that
+ * held one anyway loses it rather than making the whole export ill-formed.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed here.
+const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ud800-\udfff\ufffe\uffff]/gu;
+
+/**
+ * One `<outline type="rss">` per feed, in the order given: named by its podcast's title when known (docs/API.md
+ * §18), with its site as `htmlUrl` when that passes the feedUrl rules (an http(s) URL: never `javascript:`).
+ */
 function opmlOutlines(feeds: readonly OpmlFeed[]): string {
   let text = "";
-  for (const { guid, feedUrl } of feeds) {
+  for (const { guid, feedUrl, title, siteUrl } of feeds) {
     const url = escapeXml(feedUrl);
-    text += `    <outline type="rss" text="${url}" xmlUrl="${url}" guid="${escapeXml(guid)}"/>\n`;
+    const name = title ? escapeXml(title.replace(NOT_XML, "")) : url;
+    const site = siteUrl && isValidFeedUrl(siteUrl) ? ` htmlUrl="${escapeXml(siteUrl)}"` : "";
+    text += `    <outline type="rss" text="${name}" title="${name}" xmlUrl="${url}"${site} guid="${escapeXml(guid)}"/>\n`;
   }
   return text;
 }

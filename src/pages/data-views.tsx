@@ -1,5 +1,5 @@
 import type { FC } from "hono/jsx";
-import type { RecentEpisode, SubscriptionsPage } from "../db/account-pages";
+import type { ListedSubscription, RecentEpisode, SubscriptionsPage } from "../db/account-pages";
 import type { SignedInAccount } from "../middleware/account-session";
 import type { ImportSummary } from "../opml/import";
 import { count, dateTime, duration } from "./format";
@@ -32,6 +32,23 @@ const OpmlForms: FC<{ account: SignedInAccount }> = ({ account }) => (
   </section>
 );
 
+/**
+ * A subscription as a person knows it (docs/API.md §18): by its podcast's title and author, the feed URL beside
+ * them, smaller; by its URL alone until the feed is fetched. No image: the pages load nothing from another
+ * origin (a listener's address would reach the podcast's host). Text is escaped by JSX, whatever the feed held.
+ */
+const PodcastName: FC<{ row: ListedSubscription }> = ({ row }) => {
+  const { title, author, status } = row.podcast;
+  return (
+    <span class={title === null ? "podcast" : "podcast titled"}>
+      {title === null ? null : <span class="title">{title}</span>}
+      {author === null ? null : <span class="author">by {author}</span>}
+      {status === "gone" ? <span class="gone">No longer available</span> : null}
+      <span class="url">{row.feedUrl}</span>
+    </span>
+  );
+};
+
 /** `GET /account/subscriptions`: 25 at a time in list order, each with `Unsubscribe`, and `Previous` / `Next`. */
 export const SubscriptionsView: FC<{ account: SignedInAccount; page: SubscriptionsPage; links: PageLinks }> = ({
   account,
@@ -49,13 +66,13 @@ export const SubscriptionsView: FC<{ account: SignedInAccount; page: Subscriptio
       <ul class="feeds">
         {page.rows.map((row) => (
           <li>
-            <span class="url">{row.feedUrl}</span>
+            <PodcastName row={row} />
             <form method="post" action="/account/subscriptions/unsubscribe">
               <AntiForgeryField account={account} />
               <input type="hidden" name="guid" value={row.guid} />
               <input type="hidden" name="return_to" value={links.here} />
               <button type="submit" class="danger">
-                Unsubscribe<ScreenReaderOnly> from {row.feedUrl}</ScreenReaderOnly>
+                Unsubscribe<ScreenReaderOnly> from {row.podcast.title ?? row.feedUrl}</ScreenReaderOnly>
               </button>
             </form>
           </li>
@@ -145,7 +162,7 @@ export const ProgressView: FC<{ account: SignedInAccount; episodes: RecentEpisod
         {episodes.map((episode) => (
           <li>
             <span class="url">{episode.mediaUrl}</span>
-            {episode.feedUrl ? <span class="feed">from {episode.feedUrl}</span> : null}
+            {episode.feedUrl ? <span class="feed">from {episode.podcastTitle ?? episode.feedUrl}</span> : null}
             <Progress episode={episode} />
             <span class="when">changed {dateTime(episode.receivedAt * 1000)}</span>
           </li>

@@ -8,6 +8,7 @@ import {
 import { ApiError, type ErrorObject, pointerTo, toErrorObject } from "../jsonapi";
 import { toRfc3339 } from "../timestamps";
 import { hasForbiddenUrlCharacter } from "../url-text";
+import { podcastRelationships } from "./podcast";
 import {
   guidSchema,
   idMismatch,
@@ -245,15 +246,16 @@ export function unsubscribeLink(guid: string) {
 
 /**
  * The subscription resource object of a response. Bulk results carry only `links.self`
- * (docs/API.md §6); everywhere else `links.unsubscribe` too.
+ * (docs/API.md §6); everywhere else `links.unsubscribe` too. Every one has its podcast's relationship (§18).
  */
 export function toSubscriptionResource(row: StoredSubscription, links: "full" | "self" = "full") {
-  const { type, id, attributes } = identifiedAttributes(row);
+  const { type, id, attributes, relationships } = identifiedAttributes(row);
   const self = subscriptionPath(row.guid);
   return {
     type,
     id,
     attributes,
+    relationships,
     links: links === "full" ? { self, unsubscribe: unsubscribeLink(row.guid) } : { self },
   };
 }
@@ -263,6 +265,7 @@ function identifiedAttributes(row: StoredSubscription) {
     type: SUBSCRIPTION_TYPE,
     id: row.guid,
     attributes: { feedUrl: row.feedUrl, userSubscribedAt: toRfc3339(row.subscribedAt) },
+    relationships: podcastRelationships(row.guid),
   };
 }
 
@@ -275,10 +278,12 @@ export function toChangeResource(row: ChangedSubscription) {
     const resource = toSubscriptionResource(row);
     return { ...resource, attributes: { ...resource.attributes, userUnsubscribedAt: null } };
   }
-  const tombstone = identifiedAttributes(row);
+  const { type, id, attributes, relationships } = identifiedAttributes(row);
   return {
-    ...tombstone,
-    attributes: { ...tombstone.attributes, userUnsubscribedAt: toRfc3339(row.unsubscribedAt) },
+    type,
+    id,
+    attributes: { ...attributes, userUnsubscribedAt: toRfc3339(row.unsubscribedAt) },
+    relationships,
   };
 }
 

@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { verifiedCredentials } from "../auth/verified-credentials";
 import { endSession } from "../db/app-passwords";
 import { listDeviceIds, listDevices, saveDevice } from "../db/devices";
-import { activeFeedPages } from "../db/opml";
+import { activeFeedPages, activeFeedPagesWithPodcasts } from "../db/opml";
 import type { AppEnv } from "../env";
 import { checkCaption, deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
 import {
@@ -51,12 +51,15 @@ function empty(c: Context<AppEnv>): Response {
  * the response starts, so an unreachable database is still an error answer.
  */
 async function simpleList(c: Context<AppEnv>, format: "json" | "txt" | "opml"): Promise<Response> {
-  const pages = charged(c, activeFeedPages(c.get("db"), c.get("userId")), (page) => page.length);
-  const feeds = withFirst(await pages.next(), pages);
   const failed = streamFailed(c, "gpodder_list_failed");
   if (format === "opml") {
+    // Named by their podcasts' titles (docs/API.md §18), as the API's export.
+    const pages = charged(c, activeFeedPagesWithPodcasts(c.get("db"), c.get("userId")), (page) => page.length);
+    const feeds = withFirst(await pages.next(), pages);
     return c.body(opmlStream(feeds, new Date(), failed), 200, { "Content-Type": OPML_CONTENT_TYPE });
   }
+  const pages = charged(c, activeFeedPages(c.get("db"), c.get("userId")), (page) => page.length);
+  const feeds = withFirst(await pages.next(), pages);
   if (format === "json") {
     const page = jsonItems((feed: { feedUrl: string }) => JSON.stringify(feed.feedUrl));
     return c.body(pagedTextStream(feeds, { head: "[", page, tail: () => "]" }, failed), 200, {

@@ -1,3 +1,4 @@
+import type { Podcast } from "../db/feeds";
 import { MAX_URL_BYTES } from "../db/storage";
 import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import { dataDocument, errorDocument } from "../jsonapi";
@@ -32,6 +33,7 @@ import {
   v1Responses,
 } from "../openapi/components";
 import { changeFeedLinks, invalidSyncToken, paginationLinks } from "../pagination";
+import { toPodcastResource } from "../resources/podcast";
 import { idMismatch, invalidGuid, storageLimitReached } from "../resources/resource-object";
 import { subscriptionLimitReached, toChangeResource, toSubscriptionResource } from "../resources/subscription";
 
@@ -58,6 +60,42 @@ const pastTheEndExample = dataDocument([], {
   meta: { total: 3 },
 });
 const oneExample = dataDocument(toSubscriptionResource(stored(0)));
+
+/** What the feed round knows of the examples' feeds: one fetched, one not yet. */
+const knownPodcast: Podcast = {
+  title: "The Daily Byte",
+  author: "Byte Media",
+  description: "Ten minutes of technology news, every weekday.",
+  imageUrl: "https://feeds.example.com/the-daily-byte/cover.jpg",
+  siteUrl: "https://www.example.com/the-daily-byte",
+  language: "en",
+  podcastGuid: "c3a4e1f2-7d5b-5e9a-8c1f-2b3d4e5f6a7b",
+  fetchedAt: "2026-11-21T23:50:00.000Z",
+  status: "ok",
+};
+const pendingPodcast: Podcast = {
+  title: null,
+  author: null,
+  description: null,
+  imageUrl: null,
+  siteUrl: null,
+  language: null,
+  podcastGuid: null,
+  fetchedAt: null,
+  status: "pending",
+};
+const podcastExample = dataDocument(toPodcastResource(FEEDS[0].guid, knownPodcast));
+const pendingPodcastExample = dataDocument(toPodcastResource(FEEDS[1].guid, pendingPodcast));
+const includedListExample = {
+  ...dataDocument([0, 1].map((index) => toSubscriptionResource(stored(index)))),
+  included: [toPodcastResource(FEEDS[0].guid, knownPodcast), toPodcastResource(FEEDS[1].guid, pendingPodcast)],
+  links: paginationLinks("/v1/subscriptions", { number: 1, size: 2 }, 3),
+  meta: { total: 3 },
+};
+const includedOneExample = {
+  ...oneExample,
+  included: [toPodcastResource(FEEDS[0].guid, knownPodcast)],
+};
 const movedExample = dataDocument(toSubscriptionResource({ ...stored(1), feedUrl: MOVED_FEED_URL }));
 const changeFeedExample = dataDocument(
   [
@@ -101,11 +139,14 @@ export const subscriptionPaths: Record<string, Json> = {
 
 With \`filter[since]=<token>\` (and optionally \`page[size]\`): the **change feed**. Every write that changes a subscription (new, revived, unsubscribed, feed moved) gives it the user's next change number; the feed returns the subscriptions changed after the token, oldest change first, each once with its current state: active ones exactly as in the list plus \`userUnsubscribedAt: null\`, unsubscribed ones as tombstones with \`userUnsubscribedAt\` and no links. Follow \`links.next\` until it is null, then store \`meta.syncToken\` and send it next time. No clocks are involved, so no change is ever skipped or lost at a boundary; a subscription that changes while you page shows up again later with its newer state. Tokens never expire.
 
-Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, \`sort\`, \`fields[...]\`, other \`filter[...]\`, other \`page[...]\` and any other all-lowercase name answer 400 with \`source.parameter\`; names with another character (camelCase) are ignored.`,
+With \`include=podcast\` (on pages and on the change feed): a compound document whose \`included\` holds the podcasts of the active subscriptions in \`data\` (tombstones have none), without an \`ETag\`.
+
+Takes \`page[number]\`, \`page[size]\`, \`filter[since]\` and \`include=podcast\` only: any other \`include\`, \`sort\`, \`fields[...]\`, other \`filter[...]\`, other \`page[...]\` and any other all-lowercase name answer 400 with \`source.parameter\`; names with another character (camelCase) are ignored.`,
       parameters: [
         parameterRef("pageNumber"),
         parameterRef("pageSize"),
         parameterRef("since"),
+        parameterRef("include"),
         parameterRef("ifNoneMatch"),
         ...v1Parameters,
       ],
@@ -118,6 +159,10 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
             { anyOf: [schemaRef("SubscriptionListDocument"), schemaRef("ChangeFeedDocument")] },
             {
               page: example("First page of three subscriptions, two per page", listExample),
+              included: example(
+                "include=podcast: the page with its podcasts, one fetched, one not yet",
+                includedListExample,
+              ),
               pastTheEnd: example("A page past the end", pastTheEndExample),
               changes: example(
                 "Change feed: a new subscription and an unsubscription after token 40, more to follow",
@@ -235,14 +280,15 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
       tags: ["Subscriptions"],
       summary: "Get a subscription",
       description:
-        "One subscription of the authenticated user. The guid matches in any case. Takes no query parameters (names JSON:API reserves answer 400).",
-      parameters: [parameterRef("ifNoneMatch"), ...v1Parameters],
+        "One subscription of the authenticated user. The guid matches in any case. Takes `include=podcast` only (the subscription's podcast as `included`, no `ETag` then); other names JSON:API reserves answer 400.",
+      parameters: [parameterRef("include"), parameterRef("ifNoneMatch"), ...v1Parameters],
       responses: {
         "200": {
-          description: "The subscription.",
+          description: "The subscription; with `include=podcast`, its podcast in `included`.",
           headers: { ...successHeaders, ETag: headerRef("ETag") },
           content: jsonApiContent(schemaRef("SubscriptionDocument"), {
             subscription: example("A subscription", oneExample),
+            included: example("include=podcast", includedOneExample),
           }),
         },
         "304": responseRef("NotModified"),
@@ -319,6 +365,37 @@ Takes \`page[number]\`, \`page[size]\` and \`filter[since]\` only: \`include\`, 
       parameters: v1Parameters,
       responses: {
         "204": { description: "Unsubscribed. No body.", headers: successHeaders },
+        "400": {
+          description: `The guid is not a UUID. ${COMMON_BAD_REQUEST}`,
+          headers: v1Headers,
+          content: errorContent({
+            ...commonBadRequestExamples,
+            invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
+          }),
+        },
+        "404": responseRef("SubscriptionNotFound"),
+        ...v1Responses,
+      },
+    },
+  },
+  "/v1/subscriptions/{guid}/podcast": {
+    parameters: [parameterRef("guid")],
+    get: {
+      operationId: "getPodcast",
+      tags: ["Subscriptions"],
+      summary: "What the service knows of a subscription's podcast",
+      description:
+        "The podcast of one active subscription (docs/API.md §18): title, author, description, image and site URLs, language, `podcast:guid`, when its feed was last fetched, and its status. The service fetches every subscribed feed itself, off the request path; until the first fetch the podcast is `pending` with every fact null. A podcast's changes take no change number and no `ETag`: read it again (or list with `include=podcast`) to see them. The guid matches in any case. Takes no query parameters (names JSON:API reserves answer 400).",
+      parameters: v1Parameters,
+      responses: {
+        "200": {
+          description: "The podcast; its id is the subscription's guid.",
+          headers: successHeaders,
+          content: jsonApiContent(schemaRef("PodcastDocument"), {
+            fetched: example("A fetched feed", podcastExample),
+            pending: example("Not fetched yet", pendingPodcastExample),
+          }),
+        },
         "400": {
           description: `The guid is not a UUID. ${COMMON_BAD_REQUEST}`,
           headers: v1Headers,

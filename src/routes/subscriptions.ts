@@ -4,10 +4,13 @@ import * as z from "zod";
 import type { AtomicResult, OperationKind } from "../atomic-operations";
 import { type ChangeFeed, changeFeedPage } from "../change-feed";
 import { WriteBatch } from "../db/batch";
+import { findPodcast } from "../db/feeds";
 import {
   type FeedItem,
   findSubscription,
+  type Inclusion,
   listChanges,
+  listChangesWithPodcasts,
   listSubscriptions,
   moveFeed,
   subscribe,
@@ -22,8 +25,16 @@ import { guidParam } from "../middleware/guid-param";
 import { jsonBody } from "../middleware/json-body";
 import { negotiate } from "../middleware/negotiation";
 import { chargeRenumbering } from "../middleware/rate-limit";
-import { collectionQuery, noQueryParameters, type PageParams, pageLink, paginationLinks } from "../pagination";
+import {
+  collectionQuery,
+  includeQuery,
+  noQueryParameters,
+  type PageParams,
+  pageLink,
+  paginationLinks,
+} from "../pagination";
 import { conditionalResource } from "../resource-response";
+import { toPodcastResource } from "../resources/podcast";
 import { type ResourceRef, storageLimitReached } from "../resources/resource-object";
 import {
   alreadySubscribed,
@@ -45,17 +56,33 @@ const jsonApi = negotiate("none");
 
 /** The subscription change feed (docs/API.md §8). */
 const subscriptionChanges: ChangeFeed = { path: COLLECTION_PATH, read: listChanges };
+/** The change feed with the podcasts of its active subscriptions as `included` (`include=podcast`, §18). */
+const subscriptionChangesWithPodcasts: ChangeFeed = {
+  path: COLLECTION_PATH,
+  read: listChangesWithPodcasts,
+  includesUnversioned: true,
+};
 
-/** One page of the user's subscriptions in list order (docs/API.md §4). */
-async function listPage(c: Context<AppEnv>, page: PageParams): Promise<Response> {
+/** What a query's `include` asks the reads for. */
+const inclusionOf = (query: { include?: "podcast" }): Inclusion => (query.include ? "podcasts" : "none");
+
+/**
+ * One page of the user's subscriptions in list order (docs/API.md §4). With their podcasts (§18) it has no ETag
+ * and is always read: a podcast's changes take no change number, so the version cannot tell a copy is current.
+ */
+async function listPage(c: Context<AppEnv>, page: PageParams, include: Inclusion): Promise<Response> {
   const userId = c.get("userId");
   const key = pageLink(COLLECTION_PATH, page);
+  const links = (total: number) => ({ links: paginationLinks(COLLECTION_PATH, page, total), meta: { total } });
+  if (include === "podcasts") {
+    const { total, data, included } = await listSubscriptions(c.get("db"), userId, page, null, include);
+    return respondText(c, dataDocumentText(data ?? "[]", links(total), included), 200, { "Cache-Control": REVALIDATE });
+  }
   const precondition = parseIfNoneMatch(c.req.header("If-None-Match"), userId, key);
   const { version, total, data } = await listSubscriptions(c.get("db"), userId, page, precondition.version);
   const etag = entityTag(userId, key, version);
   if (data === undefined || precondition.any) return notModified(c, etag);
-  const document = dataDocumentText(data, { links: paginationLinks(COLLECTION_PATH, page, total), meta: { total } });
-  return respondText(c, document, 200, { ETag: etag, "Cache-Control": REVALIDATE });
+  return respondText(c, dataDocumentText(data, links(total)), 200, { ETag: etag, "Cache-Control": REVALIDATE });
 }
 
 /** The body of PATCH: a document whose data is the subscription with its new feedUrl (docs/API.md §9). */
@@ -66,7 +93,9 @@ export const subscriptionRoutes = new Hono<AppEnv>()
   // List subscriptions page by page, or what changed since a sync token (GET /v1/subscriptions).
   .get("/", jsonApi, collectionQuery, (c) => {
     const query = c.req.valid("query");
-    return query.kind === "changes" ? changeFeedPage(c, subscriptionChanges, query) : listPage(c, query);
+    const include = inclusionOf(query);
+    if (query.kind === "page") return listPage(c, query, include);
+    return changeFeedPage(c, include === "podcasts" ? subscriptionChangesWithPodcasts : subscriptionChanges, query);
   })
 
   // Add a subscription; idempotent (docs/API.md §5).
@@ -80,9 +109,18 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     return respond(c, document, 201, { Location: absoluteUrl(c, subscriptionPath(result.subscription.guid)) });
   })
 
-  // Get one subscription of the user (docs/API.md §4).
-  .get("/:guid", jsonApi, guidParam, noQueryParameters, (c) => {
+  // Get one subscription of the user (docs/API.md §4), with its podcast as `included` when asked (§18: no ETag then).
+  .get("/:guid", jsonApi, guidParam, includeQuery, async (c) => {
     const { guid } = c.req.valid("param");
+    if (c.req.valid("query").include) {
+      const { subscription, podcast } = await findSubscription(c.get("db"), c.get("userId"), guid, "podcasts");
+      if (!subscription || !podcast) throw subscriptionNotFound();
+      const document = {
+        ...dataDocument(toSubscriptionResource(subscription)),
+        included: [toPodcastResource(guid, podcast)],
+      };
+      return respond(c, document, 200, { "Cache-Control": REVALIDATE });
+    }
     return conditionalResource(
       c,
       subscriptionPath(guid),
@@ -93,6 +131,14 @@ export const subscriptionRoutes = new Hono<AppEnv>()
       (subscription) => toSubscriptionResource(subscription),
       subscriptionNotFound,
     );
+  })
+
+  // What the service knows of the subscription's feed (docs/API.md §18). Not versioned: no ETag.
+  .get("/:guid/podcast", jsonApi, guidParam, noQueryParameters, async (c) => {
+    const { guid } = c.req.valid("param");
+    const podcast = await findPodcast(c.get("db"), c.get("userId"), guid);
+    if (!podcast) throw subscriptionNotFound();
+    return respond(c, dataDocument(toPodcastResource(guid, podcast)), 200, { "Cache-Control": REVALIDATE });
   })
 
   // Move a feed: replace its URL; the guid and userSubscribedAt stay (docs/API.md §9).
