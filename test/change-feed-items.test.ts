@@ -8,6 +8,7 @@ import { listChanges, listPageOf, listSubscriptions } from "../src/db/subscripti
 import { MAX_SECONDS, toEpisodeChangeResource } from "../src/resources/episode";
 import { toChangeResource, toSubscriptionResource } from "../src/resources/subscription";
 import { databaseFor } from "./helpers";
+import { propertyOptions } from "./property-options";
 
 /** The last millisecond `toISOString` writes with a four-digit year. */
 const YEAR_9999_END = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
@@ -138,7 +139,7 @@ describe("change feed items written by SQLite", () => {
           expect(read).toEqual(expectedPages(changes, size, toEpisodeChangeResource));
         },
       ),
-      { seed: 20261124, numRuns: 40 },
+      propertyOptions(20261124, 40),
     );
   });
 
@@ -168,7 +169,7 @@ describe("change feed items written by SQLite", () => {
           expect(read).toEqual(expectedPages(changes, size, toChangeResource));
         },
       ),
-      { seed: 20261124, numRuns: 40 },
+      propertyOptions(20261124, 40),
     );
   });
 
@@ -217,7 +218,7 @@ describe("change feed items written by SQLite", () => {
           }
         },
       ),
-      { seed: 20261126, numRuns: 40 },
+      propertyOptions(20261126, 40),
     );
   });
 

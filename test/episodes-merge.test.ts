@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { as, type Caller, databaseFor } from "./helpers";
+import { propertyOptions } from "./property-options";
 
 /**
  * docs/API.md §13's merge, proven over random histories: three devices change the listening state of a few
@@ -249,7 +250,7 @@ describe("episode state merge: three devices, random interleavings", () => {
           for (const follower of followers) expect(follower.local).toEqual(expected);
         },
       ),
-      { seed: SEED, numRuns: 150 },
+      propertyOptions(SEED, 150),
     );
   }, 120_000);
 });

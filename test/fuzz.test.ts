@@ -2,10 +2,14 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { parseOpml } from "../src/opml/parse";
 import { ATOMIC, databaseFor, JSONAPI, ORIGIN, send, tokenFor } from "./helpers";
+import { propertyOptions } from "./property-options";
 
-/** Fixed so that CI runs are reproducible (change it to explore). fast-check prints the seed and path on failure. */
-const SEED = 20261121;
-const RUNS = 2000;
+/**
+ * Fixed so that CI runs are reproducible (PROPERTY_SEED and PROPERTY_RUNS_SCALE change them: property-options.ts).
+ * fast-check prints the seed and path on failure.
+ */
+const REQUESTS = propertyOptions(20261121, 2000);
+const OPML_DOCUMENTS = propertyOptions(20261121, 500);
 const USER = "fuzz-user";
 
 async function snapshot(): Promise<string> {
@@ -248,10 +252,9 @@ const targetedRequest = fc.oneof(
 const request = fc.oneof(anyRequest, targetedRequest);
 
 describe("property: generated requests", () => {
-  it(`never answer 5xx, always answer errors as JSON:API, and change nothing when refused (${RUNS} requests)`, async () => {
+  it(`never answer 5xx, always answer errors as JSON:API, and change nothing when refused (${REQUESTS.numRuns} requests)`, async () => {
     const valid = await tokenFor(USER);
     const expired = await tokenFor(USER, { exp: Math.floor(Date.now() / 1000) - 60 });
-    const seed = SEED;
     // A subscription the generated PATCH, bulk update and remove requests can find.
     await send(
       new Request(`${ORIGIN}/v1/subscriptions`, {
@@ -305,7 +308,7 @@ describe("property: generated requests", () => {
           expect(await snapshot()).toBe(before);
         }
       }),
-      { numRuns: RUNS, seed, endOnFailure: true },
+      { ...REQUESTS, endOnFailure: true },
     );
     vi.restoreAllMocks();
   }, 240_000);
@@ -388,7 +391,7 @@ describe("property: generated OPML imports", () => {
         expect(imported + alreadySubscribed + skipped.length).toBe(feeds);
         if (imported === 0) expect(await snapshot()).toBe(before);
       }),
-      { numRuns: 500, seed: SEED, endOnFailure: true },
+      { ...OPML_DOCUMENTS, endOnFailure: true },
     );
     vi.restoreAllMocks();
   }, 240_000);

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { addOperation, applyChanges, as, listAll, subscriptionDocument, syncFrom } from "./helpers";
+import { propertyOptions } from "./property-options";
 
 /** Fixed so that CI runs are reproducible; fast-check prints the seed and path of a failure. */
 const SEED = 20261123;
@@ -75,7 +76,7 @@ describe("two devices of one user stay in step through the change feed", () => {
         // A device starting from scratch learns the same.
         expect(applyChanges(new Map(), (await syncFrom(b, "0", 100)).items)).toEqual(model);
       }),
-      { seed: SEED, numRuns: 200 },
+      propertyOptions(SEED, 200),
     );
   }, 120_000);
 });
