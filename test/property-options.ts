@@ -15,3 +15,13 @@ export function propertyOptions(seed: number, numRuns: number): { seed: number; 
   if (!(scale > 0)) throw new Error(`PROPERTY_RUNS_SCALE must be a positive number, not "${env.PROPERTY_RUNS_SCALE}"`);
   return { seed: seedOverride ?? seed, numRuns: Math.max(1, Math.round(numRuns * scale)) };
 }
+
+/**
+ * A property test's timeout: `ms` at its default size, and in proportion when PROPERTY_RUNS_SCALE raises it. A
+ * timeout here only catches a hang: `ms` is several times what the test takes on a 2-core machine running two
+ * suites at once (a test's speed is the bench's business, never a timeout's).
+ */
+export function propertyTimeout(ms: number): number {
+  const scale = env.PROPERTY_RUNS_SCALE ? Number(env.PROPERTY_RUNS_SCALE) : 1;
+  return Math.round(ms * Math.max(1, scale));
+}
