@@ -1,6 +1,7 @@
 // A vitest reporter for `npm test` (scripts/test.mjs): writes the run's failures, as JSON, to the file named by
 // NPM_TEST_FAILURES, for the closing summary. One entry per failed test (project, file, test, first error's
-// message and diff), per file that failed outside its tests (an import, a hook), and per error outside any file.
+// message, where, and diff), per suite whose hook failed (beforeAll, afterAll), per file that failed outside
+// its tests (an import), and per error outside any file.
 import { writeFileSync } from "node:fs";
 import { relative } from "node:path";
 
@@ -17,16 +18,16 @@ export default class TestFailuresReporter {
 
   onTestRunEnd(testModules, unhandledErrors) {
     const failures = [];
+    const add = (where, test, error) => failures.push({ ...where, test, error: errorText(error, this.root) });
     for (const testModule of testModules) {
       const where = { project: testModule.project.name, file: relative(this.root, testModule.moduleId) };
-      for (const error of testModule.errors())
-        failures.push({ ...where, test: "(the file itself)", error: errorText(error, this.root) });
-      for (const test of testModule.children.allTests("failed")) {
-        failures.push({ ...where, test: test.fullName, error: errorText(test.result().errors?.[0], this.root) });
+      for (const error of testModule.errors()) add(where, "(the file itself)", error);
+      for (const suite of testModule.children.allSuites()) {
+        for (const error of suite.errors()) add(where, `${suite.fullName} (a hook of the suite)`, error);
       }
+      for (const test of testModule.children.allTests("failed")) add(where, test.fullName, test.result().errors?.[0]);
     }
-    for (const error of unhandledErrors)
-      failures.push({ project: "", file: "", test: "(outside any test)", error: errorText(error, this.root) });
+    for (const error of unhandledErrors) add({ project: "", file: "" }, "(outside any test)", error);
     if (process.env.NPM_TEST_FAILURES) writeFileSync(process.env.NPM_TEST_FAILURES, JSON.stringify(failures));
   }
 }
