@@ -63,7 +63,7 @@ function workerd(environment?: string) {
 const SHARD_AWARE =
   /\b(databaseFor|shardFor|shardDatabases|wrapDatabaseOf|countedDatabaseOf|meteredDatabaseOf|seedSubscriptions|runCron|shardOfUser|shardRouting)\b|\benv\.DB(_\d+)?\b|SHARD_MAP/;
 const testDirectory = fileURLToPath(new URL("./test/", import.meta.url));
-const shardAwareFiles = readdirSync(testDirectory)
+const shardAwareFiles = readdirSync(testDirectory, { recursive: true, encoding: "utf8" })
   .filter((name) => name.endsWith(".test.ts") && SHARD_AWARE.test(readFileSync(testDirectory + name, "utf8")))
   .map((name) => `test/${name}`);
 
