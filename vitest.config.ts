@@ -45,7 +45,7 @@ function workerd(environment?: string) {
         TEST_MIGRATIONS: migrations,
         // Tests sign their own tokens with this secret; it exists only here.
         AUTH_JWT_SECRET: "test-secret-for-vitest-only-0123456789abcdef",
-        // The property tests' size (test/helpers.ts, propertyOptions): CI can raise it, a contributor lower it.
+        // The property tests' size (test/property-options.ts): CI can raise it, a contributor lower it.
         PROPERTY_SEED: process.env.PROPERTY_SEED ?? "",
         PROPERTY_RUNS_SCALE: process.env.PROPERTY_RUNS_SCALE ?? "",
       },
