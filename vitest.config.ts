@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
@@ -46,8 +46,9 @@ function workerd(environment?: string) {
   return cloudflareTest({
     wrangler: { configPath: "./wrangler.toml", environment },
     miniflare: {
-      // The production limits would trip across the suite (every test file shares the limiter state):
-      // the suite runs with loose ones, and the rate-limit tests swap in the tight pair.
+      // Each test file has a Miniflare of its own (`isolate` below), so its limiters' counters are its own; the
+      // production limits would still trip within a busy file: the suite runs with loose ones, and the
+      // rate-limit tests swap in the tight ones.
       ratelimits: {
         USER_RATE_LIMITER: { namespace_id: "1001", simple: { limit: 1_000_000, period: 60 } },
         AUTH_FAILURE_RATE_LIMITER: { namespace_id: "1002", simple: { limit: 1_000_000, period: 60 } },
@@ -57,46 +58,79 @@ function workerd(environment?: string) {
         TIGHT_AUTH_FAILURE_RATE_LIMITER: { namespace_id: "9002", simple: { limit: 3, period: 60 } },
         TIGHT_LOGIN_FLOW_RATE_LIMITER: { namespace_id: "9003", simple: { limit: 30, period: 60 } },
         TIGHT_LOGIN_POLL_RATE_LIMITER: { namespace_id: "9004", simple: { limit: 60, period: 60 } },
+        // One call a minute: test/file-isolation.ts spends it as each file starts, and fails the file if another
+        // file already had (the counters would then be shared, and a rate-limit test could see another's).
+        FILE_ISOLATION_PROBE: { namespace_id: "9999", simple: { limit: 1, period: 60 } },
       },
       bindings: {
         ...committedVars(environment),
         TEST_MIGRATIONS: migrations,
         // Tests sign their own tokens with this secret; it exists only here.
         AUTH_JWT_SECRET: "test-secret-for-vitest-only-0123456789abcdef",
-        // No test fetches a feed unless it asks to (the feed tests turn it on per scheduled run, test/helpers.ts).
+        // No test fetches a feed unless it asks to (the feed round tests turn it on per scheduled run).
         FEED_FETCH: "off",
+        // The property tests' size (test/property-options.ts): CI can raise it, a contributor lower it.
+        PROPERTY_SEED: process.env.PROPERTY_SEED ?? "",
+        PROPERTY_RUNS_SCALE: process.env.PROPERTY_RUNS_SCALE ?? "",
       },
     },
   });
 }
 
+/**
+ * The files the `shards` project runs again: those whose behaviour depends on the database a user lives in. A
+ * file is one when it reads, seeds or wraps D1 itself (through the helpers that find a user's shard, or a
+ * binding by name), or runs the cron, which walks every shard; a file that only sends requests as users sees
+ * the same answers whatever database holds them, and the routing itself is tested by the files that stay
+ * (docs/development.md, "The shards project", lists the files left out and why each is safe).
+ */
+const SHARD_AWARE =
+  /\b(databaseFor|shardFor|shardDatabases|wrapDatabaseOf|countedDatabaseOf|meteredDatabaseOf|seedSubscriptions|runCron|shardOfUser|shardRouting)\b|\benv\.DB(_\d+)?\b|SHARD_MAP/;
+const testDirectory = fileURLToPath(new URL("./test/", import.meta.url));
+const shardAwareFiles = readdirSync(testDirectory, { recursive: true, encoding: "utf8" })
+  .filter((name) => name.endsWith(".test.ts") && SHARD_AWARE.test(readFileSync(testDirectory + name, "utf8")))
+  .map((name) => `test/${name}`);
+
 const suite = {
   include: ["test/**/*.test.ts"],
+  // One Miniflare per test file (vitest's default, written down because the suite relies on it): each file has its
+  // own D1 and its own rate-limiter counters, so files can run side by side and none sees another's state.
+  isolate: true,
   // Property tests walk tens of thousands of cases: on a shared 2-core machine one took 5.6 s (vitest's 5 s default
-  // failed a CI run). Speed is measured by the bench, never by a test's timeout.
-  testTimeout: 60_000,
-  // A beforeEach may wait for the next rate-limit window (withinOneRateWindow: up to 15 s), past vitest's 10 s for a
-  // hook: a CI run failed there.
-  hookTimeout: 60_000,
-  // recorded-responses: every response the suite receives is checked against the OpenAPI document.
-  setupFiles: ["./test/apply-migrations.ts", "./test/recorded-responses.ts"],
+  // failed a CI run), and a rate-limit test may first wait up to a minute for a fresh window (withinOneRateWindow).
+  // Speed is measured by the bench, never by a test's timeout.
+  testTimeout: 120_000,
+  // A beforeEach may wait for the next rate-limit window (withinOneRateWindow: up to a minute), past vitest's 10 s
+  // for a hook: a CI run failed there.
+  hookTimeout: 90_000,
+  // A test that spends a tight rate limit and fails after a limiter window ended during it proved nothing (the
+  // counters restarted): withinOneRateWindow marks that failure, and the test runs once more in a fresh window.
+  // Any other failure stands.
+  retry: { count: 1, condition: /a rate-limit window ended during the test/ },
+  // file-isolation: fails a file that would share limiter counters with another. recorded-responses: every
+  // response the suite receives is checked against the OpenAPI document.
+  setupFiles: ["./test/file-isolation.ts", "./test/apply-migrations.ts", "./test/recorded-responses.ts"],
   // The local OpenID Connect providers the account pages sign in with (docs/API.md §16), and the local feed server.
   globalSetup: ["./test/oidc-providers.global-setup.mjs", "./test/feed-server.global-setup.ts"],
 };
 
 /**
- * The whole suite runs twice: against one database (the default deployment) and against two shards
- * (`[env.shards]`: users split over DB and DB_1 by SHARD_MAP). `--project single` or `--project shards`
+ * The suite runs against one database (the default deployment), and its shard-aware files again against two
+ * shards (`[env.shards]`: users split over DB and DB_1 by SHARD_MAP). `--project single` or `--project shards`
  * runs one of them.
  */
 export default defineConfig({
   test: {
+    // Files side by side (vitest's default here would be one at a time: cores - 1): most of a file's time is
+    // starting its worker and waiting on D1, timers and rate-limit windows, not computing. VITEST_MAX_WORKERS
+    // or --maxWorkers overrides it.
+    maxWorkers: Number(process.env.VITEST_MAX_WORKERS ?? 3),
     // A root option: vitest reads onConsoleLog from the root config only, never from a project's (where it
     // used to be, and every request line was printed).
     onConsoleLog: (line: string) => showWorkerLogs || !isWorkerInfoOrWarning(line),
     projects: [
       { plugins: [workerd()], test: { name: "single", ...suite } },
-      { plugins: [workerd("shards")], test: { name: "shards", ...suite } },
+      { plugins: [workerd("shards")], test: { name: "shards", ...suite, include: shardAwareFiles } },
     ],
   },
 });

@@ -248,11 +248,18 @@ describe("npm run shards:move against a running wrangler dev --env shards", () =
     dev.stderr?.on("data", (data) => {
       devLog += data;
     });
-    for (let i = 0; i < 600 && (await runningVersion(url)) === undefined; i++) {
+    // Waits for the worker to answer, or for wrangler to stop, however long a loaded machine takes to start it
+    // (a guessed 120 s failed beside three other suites); the hook's timeout only catches a hang.
+    const exited = new Promise<void>((resolve) => dev?.once("exit", () => resolve()));
+    let stopped = false;
+    void exited.then(() => {
+      stopped = true;
+    });
+    while (!stopped && (await runningVersion(url)) === undefined) {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(await runningVersion(url), devLog).toBeDefined();
-  }, 180_000);
+  }, 900_000);
   afterAll(() => {
     dev?.kill("SIGTERM");
     rmSync(dir, { recursive: true, force: true });

@@ -11,6 +11,7 @@ import { MAX_SECONDS, toEpisodeChangeResource } from "../src/resources/episode";
 import { toPodcastResource } from "../src/resources/podcast";
 import { toChangeResource, toSubscriptionResource } from "../src/resources/subscription";
 import { databaseFor } from "./helpers";
+import { propertyOptions } from "./property-options";
 
 /** The last millisecond `toISOString` writes with a four-digit year. */
 const YEAR_9999_END = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
@@ -141,7 +142,7 @@ describe("change feed items written by SQLite", () => {
           expect(read).toEqual(expectedPages(changes, size, toEpisodeChangeResource));
         },
       ),
-      { seed: 20261124, numRuns: 40 },
+      propertyOptions(20261124, 40),
     );
   });
 
@@ -171,7 +172,7 @@ describe("change feed items written by SQLite", () => {
           expect(read).toEqual(expectedPages(changes, size, toChangeResource));
         },
       ),
-      { seed: 20261124, numRuns: 40 },
+      propertyOptions(20261124, 40),
     );
   });
 
@@ -220,7 +221,7 @@ describe("change feed items written by SQLite", () => {
           }
         },
       ),
-      { seed: 20261126, numRuns: 40 },
+      propertyOptions(20261126, 40),
     );
   });
 

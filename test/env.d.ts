@@ -8,6 +8,11 @@ declare global {
       TIGHT_AUTH_FAILURE_RATE_LIMITER: RateLimit;
       TIGHT_LOGIN_FLOW_RATE_LIMITER: RateLimit;
       TIGHT_LOGIN_POLL_RATE_LIMITER: RateLimit;
+      FILE_ISOLATION_PROBE: RateLimit;
+      /** fast-check's seed for every property test, when set (vitest.config.ts; test/helpers.ts, propertyOptions). */
+      PROPERTY_SEED: string;
+      /** Each property test's number of cases times this, when set. */
+      PROPERTY_RUNS_SCALE: string;
     }
   }
 }

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { as, type Caller, databaseFor } from "./helpers";
+import { propertyOptions, propertyTimeout } from "./property-options";
 
 /**
  * docs/API.md §13's merge, proven over random histories: three devices change the listening state of a few
@@ -179,77 +180,81 @@ function applyFeed(local: Map<string, State>, items: FeedItem[]) {
 let run = 0;
 
 describe("episode state merge: three devices, random interleavings", () => {
-  it("the stored state is the per-field latest change, and a feed follower from any token ends in it (150 runs)", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        // Each device's changes in the order it made them; the interleaving below is how they arrive.
-        fc.array(fc.array(delivery, { maxLength: 6 }), { minLength: 3, maxLength: 3 }),
-        fc.array(fc.nat(2), { minLength: 18, maxLength: 18 }),
-        fc.integer({ min: 1, max: 3 }),
-        async (devices, schedule, pageSize) => {
-          const userId = `merge-${run++}`;
-          const user = await as(userId);
-          // The arrival order: devices interleave (a device that was offline arrives late, in a burst).
-          const queues = devices.map((changes) => [...changes]);
-          const arrivals: (typeof devices)[number] = [];
-          for (const device of schedule) {
-            const next = queues[device].shift();
-            if (next) arrivals.push(next);
-          }
-          for (const queue of queues) arrivals.push(...queue);
-
-          const model = new Map<number, State>();
-          // Devices that follow the feed: each joins at a `look` (a first sync from 0 then), and every device
-          // syncs again from the token it stored at each later look.
-          const followers: { local: Map<string, State>; token: string }[] = [];
-          const look = async () => {
-            followers.push({ local: new Map(), token: "0" });
-            for (const follower of followers) {
-              const { items, token } = await follow(user, follower.token, pageSize);
-              applyFeed(follower.local, items);
-              follower.token = token;
+  it(
+    "the stored state is the per-field latest change, and a feed follower from any token ends in it (150 runs)",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          // Each device's changes in the order it made them; the interleaving below is how they arrive.
+          fc.array(fc.array(delivery, { maxLength: 6 }), { minLength: 3, maxLength: 3 }),
+          fc.array(fc.nat(2), { minLength: 18, maxLength: 18 }),
+          fc.integer({ min: 1, max: 3 }),
+          async (devices, schedule, pageSize) => {
+            const userId = `merge-${run++}`;
+            const user = await as(userId);
+            // The arrival order: devices interleave (a device that was offline arrives late, in a burst).
+            const queues = devices.map((changes) => [...changes]);
+            const arrivals: (typeof devices)[number] = [];
+            for (const device of schedule) {
+              const next = queues[device].shift();
+              if (next) arrivals.push(next);
             }
-          };
-          // Each delivery takes a change number exactly when it changes the state.
-          const db = await databaseFor(userId);
-          const version = async () =>
-            (
-              await db
-                .prepare("SELECT episode_version AS v FROM user_stats WHERE user_id = ?")
-                .bind(userId)
-                .first<{ v: number }>()
-            )?.v ?? 0;
-          let known = 0;
-          const deliverAndCount = async (item: Change, route: Route) => {
-            const before = JSON.stringify([...model]);
-            await deliver(user, item, route);
-            applyToModel(model, item, route);
-            const changed = JSON.stringify([...model]) !== before;
-            const now = await version();
-            expect(now, `${JSON.stringify(item)} by ${route}`).toBe(known + (changed ? 1 : 0));
-            known = now;
-          };
-          for (const { change: item, route, retry, look: looks } of arrivals) {
-            await deliverAndCount(item, route);
-            if (retry) await deliverAndCount(item, route);
-            if (looks) await look();
-          }
+            for (const queue of queues) arrivals.push(...queue);
 
-          const expected = new Map([...model].map(([episode, state]) => [EPISODES[episode], state]));
-          // The server's state, read by a device that starts from 0.
-          const fresh = new Map<string, State>();
-          applyFeed(fresh, (await follow(user, "0", pageSize)).items);
-          expect(fresh).toEqual(expected);
-          for (const [id, state] of expected) {
-            const response = await user.get(`/v1/episodes/${id}`);
-            expect(stateOf(((await response.json()) as { data: FeedItem }).data)).toEqual(state);
-          }
-          // Every follower, syncing from the token it stored, ends in exactly the server's state.
-          await look();
-          for (const follower of followers) expect(follower.local).toEqual(expected);
-        },
-      ),
-      { seed: SEED, numRuns: 150 },
-    );
-  }, 120_000);
+            const model = new Map<number, State>();
+            // Devices that follow the feed: each joins at a `look` (a first sync from 0 then), and every device
+            // syncs again from the token it stored at each later look.
+            const followers: { local: Map<string, State>; token: string }[] = [];
+            const look = async () => {
+              followers.push({ local: new Map(), token: "0" });
+              for (const follower of followers) {
+                const { items, token } = await follow(user, follower.token, pageSize);
+                applyFeed(follower.local, items);
+                follower.token = token;
+              }
+            };
+            // Each delivery takes a change number exactly when it changes the state.
+            const db = await databaseFor(userId);
+            const version = async () =>
+              (
+                await db
+                  .prepare("SELECT episode_version AS v FROM user_stats WHERE user_id = ?")
+                  .bind(userId)
+                  .first<{ v: number }>()
+              )?.v ?? 0;
+            let known = 0;
+            const deliverAndCount = async (item: Change, route: Route) => {
+              const before = JSON.stringify([...model]);
+              await deliver(user, item, route);
+              applyToModel(model, item, route);
+              const changed = JSON.stringify([...model]) !== before;
+              const now = await version();
+              expect(now, `${JSON.stringify(item)} by ${route}`).toBe(known + (changed ? 1 : 0));
+              known = now;
+            };
+            for (const { change: item, route, retry, look: looks } of arrivals) {
+              await deliverAndCount(item, route);
+              if (retry) await deliverAndCount(item, route);
+              if (looks) await look();
+            }
+
+            const expected = new Map([...model].map(([episode, state]) => [EPISODES[episode], state]));
+            // The server's state, read by a device that starts from 0.
+            const fresh = new Map<string, State>();
+            applyFeed(fresh, (await follow(user, "0", pageSize)).items);
+            expect(fresh).toEqual(expected);
+            for (const [id, state] of expected) {
+              const response = await user.get(`/v1/episodes/${id}`);
+              expect(stateOf(((await response.json()) as { data: FeedItem }).data)).toEqual(state);
+            }
+            // Every follower, syncing from the token it stored, ends in exactly the server's state.
+            await look();
+            for (const follower of followers) expect(follower.local).toEqual(expected);
+          },
+        ),
+        propertyOptions(SEED, 150),
+      );
+    },
+    propertyTimeout(600_000),
+  );
 });

@@ -2,10 +2,14 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { parseOpml } from "../src/opml/parse";
 import { ATOMIC, databaseFor, JSONAPI, ORIGIN, send, tokenFor } from "./helpers";
+import { propertyOptions, propertyTimeout } from "./property-options";
 
-/** Fixed so that CI runs are reproducible (change it to explore). fast-check prints the seed and path on failure. */
-const SEED = 20261121;
-const RUNS = 2000;
+/**
+ * Fixed so that CI runs are reproducible (PROPERTY_SEED and PROPERTY_RUNS_SCALE change them: property-options.ts).
+ * fast-check prints the seed and path on failure.
+ */
+const REQUESTS = propertyOptions(20261121, 2000);
+const OPML_DOCUMENTS = propertyOptions(20261121, 500);
 const USER = "fuzz-user";
 
 async function snapshot(): Promise<string> {
@@ -248,67 +252,70 @@ const targetedRequest = fc.oneof(
 const request = fc.oneof(anyRequest, targetedRequest);
 
 describe("property: generated requests", () => {
-  it(`never answer 5xx, always answer errors as JSON:API, and change nothing when refused (${RUNS} requests)`, async () => {
-    const valid = await tokenFor(USER);
-    const expired = await tokenFor(USER, { exp: Math.floor(Date.now() / 1000) - 60 });
-    const seed = SEED;
-    // A subscription the generated PATCH, bulk update and remove requests can find.
-    await send(
-      new Request(`${ORIGIN}/v1/subscriptions`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${valid}`, "Content-Type": JSONAPI },
-        body: JSON.stringify({
-          data: { type: "subscription", id: knownGuid, attributes: { feedUrl: "https://feeds.example.com/x.xml" } },
+  it(
+    `never answer 5xx, always answer errors as JSON:API, and change nothing when refused (${REQUESTS.numRuns} requests)`,
+    async () => {
+      const valid = await tokenFor(USER);
+      const expired = await tokenFor(USER, { exp: Math.floor(Date.now() / 1000) - 60 });
+      // A subscription the generated PATCH, bulk update and remove requests can find.
+      await send(
+        new Request(`${ORIGIN}/v1/subscriptions`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${valid}`, "Content-Type": JSONAPI },
+          body: JSON.stringify({
+            data: { type: "subscription", id: knownGuid, attributes: { feedUrl: "https://feeds.example.com/x.xml" } },
+          }),
         }),
-      }),
-    );
-    vi.spyOn(console, "log").mockImplementation(() => {}); // 2 000 request log lines say nothing here
-    await fc.assert(
-      fc.asyncProperty(request, async (generated) => {
-        const headers = new Headers();
-        const auth =
-          generated.authorization === "valid"
-            ? `Bearer ${valid}`
-            : generated.authorization === "expired"
-              ? `Bearer ${expired}`
-              : generated.authorization;
-        const safe = (value: string) => value.replace(/[\r\n\0]/g, "");
-        if (auth !== undefined) headers.set("Authorization", safe(auth));
-        if (generated.contentType !== undefined) headers.set("Content-Type", safe(generated.contentType));
-        if (generated.accept !== undefined) headers.set("Accept", safe(generated.accept));
-        if (generated.ifNoneMatch !== undefined) headers.set("If-None-Match", safe(generated.ifNoneMatch));
-        const hasBody = generated.body !== undefined && generated.method !== "GET" && generated.method !== "HEAD";
-        let url: URL;
-        try {
-          url = new URL(`${ORIGIN}${generated.path}${generated.query}`);
-        } catch {
-          return; // not a URL a client could send
-        }
-        const before = await snapshot();
-        const response = await send(
-          new Request(url, { method: generated.method, headers, body: hasBody ? generated.body : undefined }),
-        );
-        const text = await response.text();
-        expect(response.status).toBeLessThan(500);
-        if (response.status >= 400) {
-          // The JSON:API media type; on the bulk endpoint it names the atomic extension in force.
-          expect(response.headers.get("Content-Type")?.split(";")[0]).toBe(JSONAPI);
-          if (generated.method !== "HEAD") {
-            const document = JSON.parse(text) as { errors: { status: string; title: string; detail: string }[] };
-            expect(document.errors.length).toBeGreaterThan(0);
-            for (const error of document.errors) {
-              expect(error.status).toBe(String(response.status));
-              expect(typeof error.title).toBe("string");
-              expect(typeof error.detail).toBe("string");
-            }
+      );
+      vi.spyOn(console, "log").mockImplementation(() => {}); // 2 000 request log lines say nothing here
+      await fc.assert(
+        fc.asyncProperty(request, async (generated) => {
+          const headers = new Headers();
+          const auth =
+            generated.authorization === "valid"
+              ? `Bearer ${valid}`
+              : generated.authorization === "expired"
+                ? `Bearer ${expired}`
+                : generated.authorization;
+          const safe = (value: string) => value.replace(/[\r\n\0]/g, "");
+          if (auth !== undefined) headers.set("Authorization", safe(auth));
+          if (generated.contentType !== undefined) headers.set("Content-Type", safe(generated.contentType));
+          if (generated.accept !== undefined) headers.set("Accept", safe(generated.accept));
+          if (generated.ifNoneMatch !== undefined) headers.set("If-None-Match", safe(generated.ifNoneMatch));
+          const hasBody = generated.body !== undefined && generated.method !== "GET" && generated.method !== "HEAD";
+          let url: URL;
+          try {
+            url = new URL(`${ORIGIN}${generated.path}${generated.query}`);
+          } catch {
+            return; // not a URL a client could send
           }
-          expect(await snapshot()).toBe(before);
-        }
-      }),
-      { numRuns: RUNS, seed, endOnFailure: true },
-    );
-    vi.restoreAllMocks();
-  }, 240_000);
+          const before = await snapshot();
+          const response = await send(
+            new Request(url, { method: generated.method, headers, body: hasBody ? generated.body : undefined }),
+          );
+          const text = await response.text();
+          expect(response.status).toBeLessThan(500);
+          if (response.status >= 400) {
+            // The JSON:API media type; on the bulk endpoint it names the atomic extension in force.
+            expect(response.headers.get("Content-Type")?.split(";")[0]).toBe(JSONAPI);
+            if (generated.method !== "HEAD") {
+              const document = JSON.parse(text) as { errors: { status: string; title: string; detail: string }[] };
+              expect(document.errors.length).toBeGreaterThan(0);
+              for (const error of document.errors) {
+                expect(error.status).toBe(String(response.status));
+                expect(typeof error.title).toBe("string");
+                expect(typeof error.detail).toBe("string");
+              }
+            }
+            expect(await snapshot()).toBe(before);
+          }
+        }),
+        { ...REQUESTS, endOnFailure: true },
+      );
+      vi.restoreAllMocks();
+    },
+    propertyTimeout(600_000),
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -352,44 +359,48 @@ const opmlBody = fc.record({
 });
 
 describe("property: generated OPML imports", () => {
-  it("never answer 5xx; a refusal is a JSON:API error that changes nothing; an import's counts add up (500 documents)", async () => {
-    const token = await tokenFor(USER);
-    vi.spyOn(console, "log").mockImplementation(() => {});
-    await fc.assert(
-      fc.asyncProperty(opmlBody, async ({ prolog, root, pieces, hostile, invalidByteAt }) => {
-        const head = `${prolog}<${root} version="2.0"><head><title>t</title></head><body>`;
-        const text = `${head}${pieces.join("")}${hostile ?? ""}</body></${root}>`;
-        let bytes = new TextEncoder().encode(text);
-        if (invalidByteAt !== undefined) {
-          const at = invalidByteAt % (bytes.length + 1);
-          bytes = new Uint8Array([...bytes.slice(0, at), 0xc3, 0x28, ...bytes.slice(at)]);
-        }
-        const before = await snapshot();
-        const response = await send(
-          new Request(`${ORIGIN}/v1/subscriptions.opml`, {
-            method: "POST",
-            headers: { Authorization: `Bearer ${token}`, "Content-Type": "text/x-opml" },
-            body: bytes,
-          }),
-        );
-        expect(response.status).toBeLessThan(500);
-        expect(response.headers.get("Content-Type")).toBe(JSONAPI);
-        const document = (await response.json()) as {
-          errors?: { status: string; title: string; detail: string }[];
-          meta?: { imported: number; alreadySubscribed: number; skipped: unknown[] };
-        };
-        if (response.status !== 200) {
-          expect(document.errors?.[0].status).toBe(String(response.status));
-          expect(await snapshot()).toBe(before);
-          return;
-        }
-        const feeds = parseOpml(bytes.buffer as ArrayBuffer).length;
-        const { imported, alreadySubscribed, skipped } = document.meta as NonNullable<typeof document.meta>;
-        expect(imported + alreadySubscribed + skipped.length).toBe(feeds);
-        if (imported === 0) expect(await snapshot()).toBe(before);
-      }),
-      { numRuns: 500, seed: SEED, endOnFailure: true },
-    );
-    vi.restoreAllMocks();
-  }, 240_000);
+  it(
+    "never answer 5xx; a refusal is a JSON:API error that changes nothing; an import's counts add up (500 documents)",
+    async () => {
+      const token = await tokenFor(USER);
+      vi.spyOn(console, "log").mockImplementation(() => {});
+      await fc.assert(
+        fc.asyncProperty(opmlBody, async ({ prolog, root, pieces, hostile, invalidByteAt }) => {
+          const head = `${prolog}<${root} version="2.0"><head><title>t</title></head><body>`;
+          const text = `${head}${pieces.join("")}${hostile ?? ""}</body></${root}>`;
+          let bytes = new TextEncoder().encode(text);
+          if (invalidByteAt !== undefined) {
+            const at = invalidByteAt % (bytes.length + 1);
+            bytes = new Uint8Array([...bytes.slice(0, at), 0xc3, 0x28, ...bytes.slice(at)]);
+          }
+          const before = await snapshot();
+          const response = await send(
+            new Request(`${ORIGIN}/v1/subscriptions.opml`, {
+              method: "POST",
+              headers: { Authorization: `Bearer ${token}`, "Content-Type": "text/x-opml" },
+              body: bytes,
+            }),
+          );
+          expect(response.status).toBeLessThan(500);
+          expect(response.headers.get("Content-Type")).toBe(JSONAPI);
+          const document = (await response.json()) as {
+            errors?: { status: string; title: string; detail: string }[];
+            meta?: { imported: number; alreadySubscribed: number; skipped: unknown[] };
+          };
+          if (response.status !== 200) {
+            expect(document.errors?.[0].status).toBe(String(response.status));
+            expect(await snapshot()).toBe(before);
+            return;
+          }
+          const feeds = parseOpml(bytes.buffer as ArrayBuffer).length;
+          const { imported, alreadySubscribed, skipped } = document.meta as NonNullable<typeof document.meta>;
+          expect(imported + alreadySubscribed + skipped.length).toBe(feeds);
+          if (imported === 0) expect(await snapshot()).toBe(before);
+        }),
+        { ...OPML_DOCUMENTS, endOnFailure: true },
+      );
+      vi.restoreAllMocks();
+    },
+    propertyTimeout(600_000),
+  );
 });

@@ -4,6 +4,7 @@ import document from "../public/openapi.json";
 import { FEED_URL_PATTERN, subscriptionResourceSchema } from "../src/resources/subscription";
 import { as, ORIGIN, subscriptionDocument } from "./helpers";
 import { type AppRoute, checkExchange, type Exchange } from "./openapi-check";
+import { propertyOptions } from "./property-options";
 
 /**
  * The response check itself (./openapi-check.ts; ./recorded-responses.ts runs it on every response of
@@ -83,7 +84,7 @@ describe("the OpenAPI response check", () => {
         accepted++;
         expect(pattern.test(feedUrl), feedUrl).toBe(true);
       }),
-      { seed: 20261124, numRuns: 5000 },
+      propertyOptions(20261124, 5000),
     );
     expect(accepted).toBeGreaterThan(2000);
   });

@@ -3,6 +3,7 @@ import { HonoRequest } from "hono/request";
 import { describe, expect, it } from "vitest";
 import { MAX_PAGE_NUMBER, pageQuerySchema, usualCollectionQuery } from "../src/pagination";
 import { guidSchema, parseGuid } from "../src/resources/resource-object";
+import { propertyOptions } from "./property-options";
 
 /** Names and values near and far from the usual query: the quick path must agree with the schema on all of them. */
 const knownName = fc.constantFrom(
@@ -62,7 +63,7 @@ describe("collection query validation", () => {
         expect(schema.success).toBe(true);
         expect(ours).toEqual(schema.data);
       }),
-      { seed: 20261123, numRuns: 10_000 },
+      propertyOptions(20261123, 10_000),
     );
     // The comparison means something only if the quick path took a fair share of the cases.
     expect(recognised).toBeGreaterThan(2000);
@@ -161,7 +162,7 @@ describe("guid validation", () => {
         const schema = guidSchema.safeParse(input);
         expect(parseGuid(input)).toBe(schema.success ? schema.data : undefined);
       }),
-      { seed: 20261123, numRuns: 5000 },
+      propertyOptions(20261123, 5000),
     );
   });
 });

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseSubscriptionResource, subscriptionResourceSchema } from "../src/resources/subscription";
+import { propertyOptions } from "./property-options";
 
 /** Resources near and far from valid: the validator's quick path must agree with the schema on all of them. */
 const guid = fc.oneof(
@@ -46,7 +47,7 @@ describe("subscription resource validation", () => {
           expect(ours.value).toEqual({ guid: schema.data.id, feedUrl: schema.data.attributes.feedUrl });
         }
       }),
-      { seed: 20261123, numRuns: 5000 },
+      propertyOptions(20261123, 5000),
     );
   });
 });
@@ -85,7 +86,7 @@ describe("feedUrl check", () => {
         expect(ours).toBe(httpUrlByObject(feedUrl));
         if (ours) accepted++;
       }),
-      { seed: 20261123, numRuns: 10_000 },
+      propertyOptions(20261123, 10_000),
     );
     expect(accepted).toBeGreaterThan(2000);
   });

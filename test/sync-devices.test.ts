@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { addOperation, applyChanges, as, listAll, subscriptionDocument, syncFrom } from "./helpers";
+import { propertyOptions, propertyTimeout } from "./property-options";
 
 /** Fixed so that CI runs are reproducible; fast-check prints the seed and path of a failure. */
 const SEED = 20261123;
@@ -48,36 +49,40 @@ const step = fc.oneof(
 let run = 0;
 
 describe("two devices of one user stay in step through the change feed", () => {
-  it("device B, syncing from its stored token at any moment, ends with exactly device A's list (200 random runs)", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async (steps) => {
-        const userId = `devices-${run++}`;
-        const a = await as(userId);
-        const b = await as(userId);
-        const model = new Map<string, string>();
-        const local = new Map<string, string>();
-        let token = "0";
-        for (const current of steps) {
-          if (current.kind === "bulk") {
-            const response = await a.operations({ "atomic:operations": current.ops.map(toOperation) });
-            expect(response.status).toBe(200);
-            for (const op of current.ops) applyToModel(model, op);
-          } else {
-            const synced = await syncFrom(b, token, current.size);
-            applyChanges(local, synced.items);
-            token = synced.token;
+  it(
+    "device B, syncing from its stored token at any moment, ends with exactly device A's list (200 random runs)",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async (steps) => {
+          const userId = `devices-${run++}`;
+          const a = await as(userId);
+          const b = await as(userId);
+          const model = new Map<string, string>();
+          const local = new Map<string, string>();
+          let token = "0";
+          for (const current of steps) {
+            if (current.kind === "bulk") {
+              const response = await a.operations({ "atomic:operations": current.ops.map(toOperation) });
+              expect(response.status).toBe(200);
+              for (const op of current.ops) applyToModel(model, op);
+            } else {
+              const synced = await syncFrom(b, token, current.size);
+              applyChanges(local, synced.items);
+              token = synced.token;
+            }
           }
-        }
-        const synced = await syncFrom(b, token, 3);
-        applyChanges(local, synced.items);
-        expect(local).toEqual(model);
-        expect(await listAll(a)).toEqual(model);
-        // A device starting from scratch learns the same.
-        expect(applyChanges(new Map(), (await syncFrom(b, "0", 100)).items)).toEqual(model);
-      }),
-      { seed: SEED, numRuns: 200 },
-    );
-  }, 120_000);
+          const synced = await syncFrom(b, token, 3);
+          applyChanges(local, synced.items);
+          expect(local).toEqual(model);
+          expect(await listAll(a)).toEqual(model);
+          // A device starting from scratch learns the same.
+          expect(applyChanges(new Map(), (await syncFrom(b, "0", 100)).items)).toEqual(model);
+        }),
+        propertyOptions(SEED, 200),
+      );
+    },
+    propertyTimeout(600_000),
+  );
 });
 
 describe("change numbers under concurrency", () => {

@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseRfc3339 } from "../src/resources/episode";
 import { toRfc3339 } from "../src/timestamps";
+import { propertyOptions } from "./property-options";
 
 /** The last millisecond toISOString writes with a four-digit year. */
 const YEAR_9999_END = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
@@ -12,7 +13,7 @@ describe("toRfc3339", () => {
       fc.property(fc.integer({ min: 0, max: YEAR_9999_END }), (ms) => {
         expect(toRfc3339(ms)).toBe(new Date(ms).toISOString());
       }),
-      { seed: 20261123, numRuns: 100_000 },
+      propertyOptions(20261123, 100_000),
     );
   });
 
@@ -62,7 +63,7 @@ describe("parseRfc3339 (changedAt, docs/API.md §13)", () => {
           expect(parseRfc3339(withOffset(ms, minutes))).toBe(ms);
         },
       ),
-      { seed: 20261125, numRuns: 20_000 },
+      propertyOptions(20261125, 20_000),
     );
   });
 

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { urlKey } from "../src/db/url-key";
+import { propertyOptions } from "./property-options";
 
 /** The first 48 bits of SHA-256 by Web Crypto: what `url_key` is defined as (src/db/url-key.ts). */
 async function webCryptoKey(url: string): Promise<number> {
@@ -14,7 +15,7 @@ describe("url_key", () => {
       fc.asyncProperty(fc.oneof(fc.webUrl(), fc.string({ unit: "grapheme", maxLength: 2048 })), async (url) => {
         expect(urlKey(url)).toBe(await webCryptoKey(url));
       }),
-      { seed: 20261124, numRuns: 2000 },
+      propertyOptions(20261124, 2000),
     );
     expect(urlKey("https://example.com/feed1")).toBe(await webCryptoKey("https://example.com/feed1"));
     expect(Number.isSafeInteger(urlKey("x"))).toBe(true);

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { parseSubscriptionResource } from "../src/resources/subscription";
 import { hasForbiddenUrlCharacter, trimUrlWhitespace } from "../src/url-text";
 import { as, ORIGIN, send, subscriptionDocument, tokenFor } from "./helpers";
+import { propertyOptions } from "./property-options";
 
 // docs/API.md §15: the characters stored URL text (feedUrl, mediaUrl, itemGuid) never holds.
 
@@ -105,7 +106,7 @@ describe("hasForbiddenUrlCharacter (the one rule for stored URL text)", () => {
         // The feedUrl check refuses every such URL, whatever else it holds.
         if (forbiddenByDefinition(value)) expect(accepts(`https://a.example/${value}`)).toBe(false);
       }),
-      { seed: 20261215, numRuns: 20_000 },
+      propertyOptions(20261215, 20_000),
     );
   });
 
