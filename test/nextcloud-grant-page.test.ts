@@ -251,6 +251,24 @@ describe("the grant page: signed in", () => {
     expect((await granted(flow.token)).loginName).toBe(await gpodderUsername(userId));
   });
 
+  it("a Grant access or Deny form that cannot be read is a 400 page, and the flow still waits", async () => {
+    const flow = await startFlow();
+    const { browser, userId } = await signedIn("unreadable");
+    await grantPage(browser, flow);
+    for (const button of ["grant", "deny"] as const) {
+      const answer = await browser.request(`${pathOf(flow)}/${button}`, {
+        method: "POST",
+        headers: { Origin: ORIGIN, "Content-Type": "multipart/form-data; boundary=x" },
+        body: "no parts here",
+      });
+      expect(answer.status, button).toBe(400);
+      expectPageHeaders(answer);
+    }
+    expect(await pendingLoginFlow(shardRouting(env), flow.loginId, Date.now())).toBeDefined();
+    await expectNotGranted(await poll(flow.token));
+    expect(await appPasswordsOf(userId)).toEqual([]);
+  });
+
   it("an expired, used or unknown flow: a 404 page with the pages' headers, and its buttons grant nothing", async () => {
     const { browser, userId } = await signedIn("gone");
     const live = await startFlow();
