@@ -404,20 +404,20 @@ describe("the pages", () => {
     expect(device.status).toBe(200);
 
     const { html } = await browser.page("/account");
-    expect(html).toContain(`Signed in as <strong>${userId}</strong>`);
+    expect(html).toContain(`Signed in as <strong><bdi>${userId}</bdi></strong>`);
     expect(html).toMatch(/<dt>Subscriptions<\/dt><dd><a href="\/account\/subscriptions">1 podcast<\/a>/);
     expect(html).toMatch(/<dt>Devices<\/dt><dd>1 device/);
     expect(html).toMatch(/<dt>App passwords<\/dt><dd>1 app password/);
     expect(html).toMatch(/Storage used<\/dt><dd>\d+ bytes of 8 MiB/);
     // On a phone the column headers are hidden (pages.css): the cells that do not say what they are carry a label.
     expect(html).toContain(
-      '<td><code>laptop</code></td><td data-label="Caption">My laptop</td><td data-label="Type">laptop</td>',
+      '<td><code><bdi>laptop</bdi></code></td><td data-label="Caption"><bdi>My laptop</bdi></td><td data-label="Type">laptop</td>',
     );
     expect(html).toMatch(
-      /<td>gPodder on the laptop<\/td><td data-label="Created">[^<]+<\/td><td data-label="Last used">[^<]+<\/td>/,
+      /<td><bdi>gPodder on the laptop<\/bdi><\/td><td data-label="Created">[^<]+<\/td><td data-label="Last used">[^<]+<\/td>/,
     );
     expect(html).toMatch(
-      /<button type="submit" class="danger">Revoke<span class="sr-only"> gPodder on the laptop<\/span><\/button>/,
+      /<button type="submit" class="danger">Revoke<span class="sr-only"> <bdi>gPodder on the laptop<\/bdi><\/span><\/button>/,
     );
     expect(html).toMatch(/<label for="label">App name<\/label>/);
     expect(html).toMatch(/<button type="submit">Create app password<\/button>/);
@@ -439,6 +439,22 @@ describe("the pages", () => {
   it("connect an app: an App name of 1 to 100 characters; at most 50 app passwords, then the page says so", async () => {
     const { browser, userId } = await signedIn("labels");
     const token = await tokenOf(browser);
+    // A right-to-left name with a trailing number is shown isolated, on the connect page and in the list.
+    const rtl = "פודקאסט 2";
+    const connected = await browser.post("/account/app-passwords", { anti_forgery_token: token, label: rtl });
+    expect(await connected.text()).toContain(`<h1>Connect <bdi>${rtl}</bdi></h1>`);
+    expect((await browser.page("/account")).html).toContain(`<td><bdi>${rtl}</bdi></td>`);
+    await browser.post("/account/app-passwords/revoke", {
+      anti_forgery_token: token,
+      id: (
+        await (
+          await databaseFor(userId)
+        )
+          .prepare("SELECT id FROM app_passwords WHERE user_id = ?")
+          .bind(userId)
+          .first<{ id: string }>()
+      )?.id as string,
+    });
     for (const label of ["", "   ", "x".repeat(101)]) {
       const answer = await browser.post("/account/app-passwords", { anti_forgery_token: token, label });
       expect(answer.status, JSON.stringify(label)).toBe(400);

@@ -139,8 +139,11 @@ describe("the grant page: signed in", () => {
     expect(html.match(/<h1[ >]/g)).toHaveLength(1);
     expect(html).not.toContain("<img");
     expect(html).not.toContain("<script");
-    expect(html).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; &#39;AntennaPod&#39;");
-    expect(html).toContain(`<strong>${userId}</strong>`);
+    // As text, and isolated (docs/API.md §16): in the main sentence and in the facts, every time it is shown.
+    const escaped = "&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; &#39;AntennaPod&#39;";
+    expect(html.split(escaped)).toHaveLength(3);
+    expect(html.split(`<strong class="app-name"><bdi>${escaped}</bdi></strong>`)).toHaveLength(3);
+    expect(html).toContain(`<strong><bdi>${userId}</bdi></strong>`);
     const startedAt = (await flowRow(flow.token))?.started_at as number;
     expect(html).toContain(dateTime(startedAt));
     expect(html).toContain("198.51.100.23");
@@ -173,7 +176,7 @@ describe("the grant page: signed in", () => {
     expect(answer.status, html).toBe(200);
     expectPageHeaders(answer);
     expect(html).toContain("<h1>Access granted</h1>");
-    expect(html).toContain(`<strong class="app-name">${ANTENNAPOD}</strong>`);
+    expect(html).toContain(`<strong class="app-name"><bdi>${ANTENNAPOD}</bdi></strong>`);
     expect(html).toContain("return to the app");
     expect(await appPasswordsOf(userId)).toEqual([ANTENNAPOD]);
 
@@ -190,7 +193,9 @@ describe("the grant page: signed in", () => {
     expect((await press(browser, flow, "deny", token)).status).toBe(404);
     expect(await appPasswordsOf(userId)).toEqual([ANTENNAPOD]);
     // The account page lists it like any other, with Revoke.
-    expect((await browser.page("/account")).html).toContain(`Revoke<span class="sr-only"> ${ANTENNAPOD}</span>`);
+    expect((await browser.page("/account")).html).toContain(
+      `Revoke<span class="sr-only"> <bdi>${ANTENNAPOD}</bdi></span>`,
+    );
   });
 
   it("Deny ends the flow: the page says so, the poll answers 404 [], nothing is minted", async () => {
@@ -201,7 +206,7 @@ describe("the grant page: signed in", () => {
     const html = await answer.text();
     expect(answer.status, html).toBe(200);
     expect(html).toContain("<h1>Access denied</h1>");
-    expect(html).toContain(`<strong class="app-name">${ANTENNAPOD}</strong> was not given access`);
+    expect(html).toContain(`<strong class="app-name"><bdi>${ANTENNAPOD}</bdi></strong> was not given access`);
     expect(await flowRow(flow.token)).toBeNull();
     await expectNotGranted(await poll(flow.token));
     expect((await browser.request(pathOf(flow))).status).toBe(404);

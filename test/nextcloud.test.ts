@@ -115,6 +115,17 @@ describe("Login Flow v2: starting (POST /index.php/login/v2)", () => {
     );
   });
 
+  it("removes §15's refused code points from the app's name: bidi controls, C0 and C1 controls, format characters", async () => {
+    // U+202E, U+202C, U+0085 (C1), U+200B (format), U+2066, U+0007 (workerd carries them as the header's UTF-8).
+    const flow = await startFlow({
+      "User-Agent": "Antenna\u202eevil\u202cPod\u0085 3.7\u200b \u2066é\u2069\u0007",
+    });
+    const stored = (await flowRow(flow.token))?.app_name;
+    expect(stored).toBe("AntennaevilPod 3.7 é");
+    const onlyRefused = await startFlow({ "User-Agent": "\u202e\u202c\u200b" });
+    expect((await flowRow(onlyRefused.token))?.app_name).toBe("Unknown app");
+  });
+
   it("builds its links on PUBLIC_BASE_URL when set, and the poll answers it as the server", async () => {
     const base = { PUBLIC_BASE_URL: "https://sync.example.org/podcasts" } as Partial<Bindings>;
     const response = await start({}, base);

@@ -12,6 +12,7 @@ import {
 } from "../db/login-flows";
 import { mintAppPassword, revokeAppPassword } from "../resources/app-password";
 import { type ShardRouting, shardOfBucket, shardOfUser } from "../shards";
+import { withoutForbiddenCharacters } from "../url-text";
 
 /**
  * Nextcloud Login Flow v2 (docs/API.md §17): an app (AntennaPod) starts a flow and gets a poll token T and a
@@ -51,9 +52,13 @@ function loginFlowDatabase(routing: ShardRouting): Database {
   return database(shardOfBucket(routing, 0).database.withSession("first-primary"));
 }
 
-/** The app's name from its User-Agent: at most 100 characters, `Unknown app` when it sent none. */
+/**
+ * The app's name from its User-Agent: §15's refused code points removed (bidi controls, C1 and format
+ * characters: it is shown as text, and becomes a label), at most 100 characters, `Unknown app` when nothing is left.
+ */
 export function appNameOf(userAgent: string | undefined): string {
-  const name = [...(userAgent ?? "").trim().toWellFormed()].slice(0, MAX_APP_NAME_CHARACTERS).join("").trim();
+  const kept = withoutForbiddenCharacters((userAgent ?? "").toWellFormed()).trim();
+  const name = [...kept].slice(0, MAX_APP_NAME_CHARACTERS).join("").trim();
   return name === "" ? UNKNOWN_APP : name;
 }
 

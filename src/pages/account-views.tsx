@@ -8,7 +8,7 @@ import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import type { SignedInAccount } from "../middleware/account-session";
 import { MAX_LABEL_CHARACTERS } from "../resources/app-password";
 import { bytes, count, dateTime, number } from "./format";
-import { AntiForgeryField, Layout, ScreenReaderOnly, SERVICE_NAME } from "./layout";
+import { AntiForgeryField, ChosenName, Layout, ScreenReaderOnly, SERVICE_NAME } from "./layout";
 
 /** The home page: what this is, `Sign in`, and where developers go. */
 export const HomePage: FC = () => (
@@ -165,7 +165,9 @@ const AppPasswords: FC<{ account: SignedInAccount; rows: StoredAppPassword[] }> 
           <tbody>
             {rows.map((row) => (
               <tr>
-                <td>{row.label}</td>
+                <td>
+                  <ChosenName name={row.label} />
+                </td>
                 <td data-label="Created">{dateTime(row.createdAt)}</td>
                 <td data-label="Last used">{row.lastUsedAt === null ? "never" : dateTime(row.lastUsedAt)}</td>
                 <td>
@@ -173,7 +175,11 @@ const AppPasswords: FC<{ account: SignedInAccount; rows: StoredAppPassword[] }> 
                     <AntiForgeryField account={account} />
                     <input type="hidden" name="id" value={row.id} />
                     <button type="submit" class="danger">
-                      Revoke<ScreenReaderOnly> {row.label}</ScreenReaderOnly>
+                      Revoke
+                      <ScreenReaderOnly>
+                        {" "}
+                        <ChosenName name={row.label} />
+                      </ScreenReaderOnly>
                     </button>
                   </form>
                 </td>
@@ -205,9 +211,13 @@ const Devices: FC<{ overview: AccountOverview }> = ({ overview }) => (
             {overview.devices.map((device) => (
               <tr>
                 <td>
-                  <code>{device.id}</code>
+                  <code>
+                    <ChosenName name={device.id} />
+                  </code>
                 </td>
-                <td data-label="Caption">{device.caption}</td>
+                <td data-label="Caption">
+                  <ChosenName name={device.caption} />
+                </td>
                 <td data-label="Type">{device.type}</td>
               </tr>
             ))}
@@ -223,7 +233,11 @@ export const AccountPage: FC<{ account: SignedInAccount; overview: AccountOvervi
   <Layout title="Your account" account={account} current="/account">
     <h1>Your account</h1>
     <p>
-      Signed in as <strong>{account.name}</strong>.
+      Signed in as{" "}
+      <strong>
+        <ChosenName name={account.name} />
+      </strong>
+      .
     </p>
     <Holdings overview={overview} />
     <ConnectForm account={account} full={overview.appPasswords.length >= MAX_APP_PASSWORDS} />
@@ -249,7 +263,9 @@ export const ConnectPage: FC<{
   password: string;
 }> = ({ account, label, server, username, password }) => (
   <Layout title={`Connect ${label}`} account={account} current="/account">
-    <h1>Connect {label}</h1>
+    <h1>
+      Connect <ChosenName name={label} />
+    </h1>
     <p class="notice" role="status">
       Enter these in the app now: the password is shown only this once (only a hash of it is kept). If you lose it,
       revoke it and create another.
