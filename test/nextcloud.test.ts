@@ -4,7 +4,7 @@ import { gpodderUsername } from "../src/auth/gpodder-username";
 import { derivedKey, seal, unseal } from "../src/auth/sealed-secrets";
 import { secretHash } from "../src/auth/secrets";
 import { appPasswordCheckStatements } from "../src/db/app-passwords";
-import { loginFlowStatements } from "../src/db/login-flows";
+import { loginFlowStatements, MAX_PENDING_LOGIN_FLOWS } from "../src/db/login-flows";
 import { denyLoginFlow, grantLoginFlow, LOGIN_FLOW_LIFETIME_MS, pendingLoginFlow } from "../src/nextcloud/login-flow";
 import { uuidV5 } from "../src/podcast-guid";
 import { bucketOf, shardOfBucket, shardRouting } from "../src/shards";
@@ -37,7 +37,6 @@ import {
   nextcloud,
   POLL,
   poll,
-  randomPrefix,
   SECRET,
   SYNC,
   signedInApp,
@@ -49,6 +48,19 @@ import {
  * Nextcloud's Login Flow v2 and the API of the Nextcloud app gPodder Sync (docs/API.md §17). Grants and denials
  * here call the functions the grant page calls (its own tests, through the page: nextcloud-grant-page.test.ts).
  */
+
+/** `count` flows in bucket 0's database, as starts would leave them, expiring at `expiresAt` (token hash `<name>-<i>`). */
+async function seedFlows(name: string, count: number, expiresAt: number) {
+  await flowD1()
+    .prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)
+       INSERT INTO login_flows (token_hash, login_hash, app_name, started_at, started_from, expires_at, sealed_password)
+       SELECT ?2 || '-' || i, ?2 || '-login-' || i, 'Seeded', ?3 - ${LOGIN_FLOW_LIFETIME_MS}, '192.0.2.1', ?3, 'sealed'
+       FROM n`,
+    )
+    .bind(count, name, expiresAt)
+    .run();
+}
 
 describe("sealed secrets (what a granted flow keeps in D1)", () => {
   it("open only with the key derived from the same secret and purpose, in the same context, unaltered", async () => {
@@ -139,20 +151,29 @@ describe("Login Flow v2: starting (POST /index.php/login/v2)", () => {
     expect(((await answer.json()) as { server: string }).server).toBe("https://sync.example.org/podcasts");
   });
 
-  it("starts at most 30 flows a minute per address, an IPv6 address counted by its /64 (429, Retry-After)", async () => {
+  it("starts at most 30 flows a minute per address, an IPv6 address counted by its /56 (429, Retry-After)", async () => {
     await withinOneRateWindow();
     const tight = { LOGIN_FLOW_RATE_LIMITER: env.TIGHT_LOGIN_FLOW_RATE_LIMITER }; // 30 a minute
-    const prefix = randomPrefix();
+    // 2001:db8:<a>:<b>00::/56: 30 starts from 30 different /64s of it.
+    const hextet = () => Math.floor(Math.random() * 0x10000).toString(16);
+    const slash56 = `2001:db8:${hextet()}`;
+    const high = Math.floor(Math.random() * 0x100) << 8;
     for (let i = 0; i < 30; i++) {
-      expect((await start({ "CF-Connecting-IP": `${prefix}::${(i + 1).toString(16)}` }, tight)).status).toBe(200);
+      const address = `${slash56}:${(high | i).toString(16)}::1`;
+      expect((await start({ "CF-Connecting-IP": address }, tight)).status, address).toBe(200);
     }
-    // Another address of the same /64, written another way.
-    const refused = await start({ "CF-Connecting-IP": `${prefix}:0:0:0:ffff`.toUpperCase() }, tight);
+    // Another /64 of the same /56, written another way.
+    const refused = await start(
+      { "CF-Connecting-IP": `${slash56}:${(high | 0xff).toString(16)}:0:0:0:ffff`.toUpperCase() },
+      tight,
+    );
     expect(refused.status).toBe(429);
     expect(refused.headers.get("Retry-After")).toBe("60");
     expect(await refused.json()).toEqual({ error: expect.any(String) });
-    // Another /64, and an IPv4 address, start as before.
-    expect((await start({ "CF-Connecting-IP": `${randomPrefix()}::1` }, tight)).status).toBe(200);
+    // Another /56, and an IPv4 address, start as before.
+    expect(
+      (await start({ "CF-Connecting-IP": `${slash56}:${((high + 0x100) & 0xffff).toString(16)}::1` }, tight)).status,
+    ).toBe(200);
     expect((await start({ "CF-Connecting-IP": "203.0.113.99" }, tight)).status).toBe(200);
   });
 });
@@ -237,6 +258,48 @@ describe("Login Flow v2: granting and polling", () => {
     await runCron();
     expect(await flowRow(flow.token)).toBeNull();
     expect(await flowRow(live.token)).not.toBeNull();
+  });
+
+  it(`at ${MAX_PENDING_LOGIN_FLOWS} pending flows a start is 503 with Retry-After and writes nothing`, async () => {
+    const now = Date.now();
+    const pending = async () =>
+      (
+        await flowD1()
+          .prepare("SELECT count(*) AS n FROM login_flows WHERE expires_at > ?")
+          .bind(now)
+          .first<{ n: number }>()
+      )?.n as number;
+    // Fill up to the limit with flows as an attacker's starts would leave them (and one expired, which counts not).
+    await seedFlows("full", MAX_PENDING_LOGIN_FLOWS - (await pending()), now + LOGIN_FLOW_LIFETIME_MS);
+    await seedFlows("full-expired", 1, now - 1);
+    expect(await pending()).toBe(MAX_PENDING_LOGIN_FLOWS);
+    const refused = await start({ "CF-Connecting-IP": "198.51.100.77" });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("Retry-After")).toBe("60");
+    expect(await refused.json()).toEqual({ error: expect.any(String) });
+    expect(await pending()).toBe(MAX_PENDING_LOGIN_FLOWS);
+    // One flow ends (collected, denied or expired): a start is taken again.
+    await flowD1().prepare("DELETE FROM login_flows WHERE token_hash = 'full-0'").run();
+    expect((await start({ "CF-Connecting-IP": "198.51.100.77" })).status).toBe(200);
+    await flowD1().prepare("DELETE FROM login_flows WHERE token_hash LIKE 'full%'").run();
+  });
+
+  it("the cron deletes every expired flow in one run, however many: more than can expire between two runs", async () => {
+    const now = Date.now();
+    // The limit bounds the flows that expire between two runs (10 minutes apart) to MAX_PENDING_LOGIN_FLOWS; a
+    // backlog of three times that (a run that failed twice) still goes in one run, and no live flow with it.
+    const expired = 3 * MAX_PENDING_LOGIN_FLOWS;
+    await seedFlows("backlog", expired, now - 60_000);
+    await seedFlows("backlog-live", 100, now + 60_000);
+    await runCron(now);
+    const left = await flowD1()
+      .prepare(
+        "SELECT count(*) AS n, sum(expires_at <= ?) AS expired FROM login_flows WHERE token_hash LIKE 'backlog%'",
+      )
+      .bind(now)
+      .first<{ n: number; expired: number }>();
+    expect(left).toEqual({ n: 100, expired: 0 });
+    await flowD1().prepare("DELETE FROM login_flows WHERE token_hash LIKE 'backlog%'").run();
   });
 
   it("Deny ends the flow: it is neither shown, granted nor polled again", async () => {

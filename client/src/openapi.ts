@@ -222,7 +222,7 @@ export interface paths {
   "/index.php/login/v2": {
     /**
      * Start a Login Flow
-     * @description No credentials; any body. The app opens `login` (`/index.php/login/v2/flow/<login id>`) in the browser and polls `poll.endpoint` with `poll.token`. The flow lasts 20 minutes; the app is named by its `User-Agent` (at most 100 characters; absent: `Unknown app`). At most 30 flows are started per minute per address (an IPv6 address by its /64).
+     * @description No credentials; any body. The app opens `login` (`/index.php/login/v2/flow/<login id>`) in the browser and polls `poll.endpoint` with `poll.token`. The flow lasts 20 minutes; the app is named by its `User-Agent` (section 15's refused code points removed, at most 100 characters; absent: `Unknown app`). At most 30 flows are started per minute per address (an IPv6 address by its /56), and at most 10000 are pending at once.
      */
     post: operations["nextcloudStartLoginFlow"];
   };
@@ -3183,7 +3183,7 @@ export interface operations {
   };
   /**
    * Start a Login Flow
-   * @description No credentials; any body. The app opens `login` (`/index.php/login/v2/flow/<login id>`) in the browser and polls `poll.endpoint` with `poll.token`. The flow lasts 20 minutes; the app is named by its `User-Agent` (at most 100 characters; absent: `Unknown app`). At most 30 flows are started per minute per address (an IPv6 address by its /64).
+   * @description No credentials; any body. The app opens `login` (`/index.php/login/v2/flow/<login id>`) in the browser and polls `poll.endpoint` with `poll.token`. The flow lasts 20 minutes; the app is named by its `User-Agent` (section 15's refused code points removed, at most 100 characters; absent: `Unknown app`). At most 30 flows are started per minute per address (an IPv6 address by its /56), and at most 10000 are pending at once.
    */
   nextcloudStartLoginFlow: {
     responses: {
@@ -3232,7 +3232,7 @@ export interface operations {
           };
         };
       };
-      /** @description The database is unreachable; nothing was changed. */
+      /** @description 10000 flows are pending: nothing was started. */
       503: {
         headers: {
           "Retry-After": components["headers"]["Retry-After"];

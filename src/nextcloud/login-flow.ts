@@ -62,16 +62,19 @@ export function appNameOf(userAgent: string | undefined): string {
   return name === "" ? UNKNOWN_APP : name;
 }
 
-/** Starts a flow: the poll token for the app, and the login id for the browser's link. */
+/**
+ * Starts a flow: the poll token for the app, and the login id for the browser's link; undefined (nothing
+ * written) while MAX_PENDING_LOGIN_FLOWS flows are pending.
+ */
 export async function startLoginFlow(
   routing: ShardRouting,
   flow: { appName: string; startedFrom: string; now: number },
-): Promise<{ token: string; loginId: string }> {
+): Promise<{ token: string; loginId: string } | undefined> {
   const token = randomSecret(FLOW_SECRET_BYTES);
   const loginId = randomSecret(FLOW_SECRET_BYTES);
   const loginHash = await secretHash(loginId);
   const pollKey = await derivedKey(token, POLL_KEY);
-  await storeNewFlow(loginFlowDatabase(routing), {
+  const stored = await storeNewFlow(loginFlowDatabase(routing), {
     tokenHash: await secretHash(token),
     loginHash,
     appName: flow.appName,
@@ -80,7 +83,7 @@ export async function startLoginFlow(
     expiresAt: flow.now + LOGIN_FLOW_LIFETIME_MS,
     sealed: await seal(await derivedKey(loginId, LOGIN_KEY), pollKey, loginHash),
   });
-  return { token, loginId };
+  return stored ? { token, loginId } : undefined;
 }
 
 /** What the grant page says about a flow: the app, when (ms) and from which address it started, until when it lasts. */
