@@ -5,7 +5,13 @@ import { derivedKey, seal, unseal } from "../src/auth/sealed-secrets";
 import { secretHash } from "../src/auth/secrets";
 import { appPasswordCheckStatements } from "../src/db/app-passwords";
 import { loginFlowStatements, MAX_PENDING_LOGIN_FLOWS } from "../src/db/login-flows";
-import { denyLoginFlow, grantLoginFlow, LOGIN_FLOW_LIFETIME_MS, pendingLoginFlow } from "../src/nextcloud/login-flow";
+import {
+  denyLoginFlow,
+  grantLoginFlow,
+  LOGIN_FLOW_LIFETIME_MS,
+  POLL_KEY,
+  pendingLoginFlow,
+} from "../src/nextcloud/login-flow";
 import { uuidV5 } from "../src/podcast-guid";
 import { bucketOf, shardOfBucket, shardRouting } from "../src/shards";
 import {
@@ -300,6 +306,59 @@ describe("Login Flow v2: granting and polling", () => {
       .first<{ n: number; expired: number }>();
     expect(left).toEqual({ n: 100, expired: 0 });
     await flowD1().prepare("DELETE FROM login_flows WHERE token_hash LIKE 'backlog%'").run();
+  });
+
+  it("a granted flow that expires uncollected takes its app password with it: it never worked, and it goes", async () => {
+    const user = await as("nc-uncollected");
+    const flow = await startFlow();
+    expect((await grant(user.userId, flow.loginId)).kind).toBe("granted");
+    // The password as the poll would hand it out (the test holds the poll token, as the app does).
+    const row = await flowRow(flow.token);
+    const sealed = await unseal(
+      await derivedKey(flow.token, POLL_KEY),
+      row?.sealed_password as string,
+      row?.login_name as string,
+    );
+    const uncollected = { loginName: row?.login_name as string, appPassword: new TextDecoder().decode(sealed) };
+    // Until the app collects it, it works nowhere (nobody holds it yet), though the person sees it listed.
+    expect((await nextcloud(uncollected).get("subscriptions")).status).toBe(401);
+    expect((await gpodder(uncollected).get(`/api/2/devices/${uncollected.loginName}.json`)).status).toBe(401);
+    expect((await json<{ data: unknown[] }>(user.get("/v1/app-passwords"))).data).toHaveLength(1);
+
+    // The flow expires uncollected (its times, and the password's, 21 minutes in the past).
+    const db = await databaseFor(user.userId);
+    await age(flow.token, LOGIN_FLOW_LIFETIME_MS + 60_000);
+    await db
+      .prepare("UPDATE app_passwords SET expires_at = expires_at - ? WHERE user_id = ?")
+      .bind(LOGIN_FLOW_LIFETIME_MS + 60_000, user.userId)
+      .run();
+    await expectNotGranted(await poll(flow.token));
+    expect((await nextcloud(uncollected).get("subscriptions")).status).toBe(401);
+    // Listed nowhere, counted in no limit: 50 more can be minted.
+    expect((await json<{ data: unknown[] }>(user.get("/v1/app-passwords"))).data).toEqual([]);
+    for (let i = 0; i < 50; i++) await mint(user, `app ${i}`);
+    // The cron deletes it; the 50 held ones stay.
+    await runCron();
+    const left = await db
+      .prepare("SELECT count(*) AS n, count(expires_at) AS uncollected FROM app_passwords WHERE user_id = ?")
+      .bind(user.userId)
+      .first<{ n: number; uncollected: number }>();
+    expect(left).toEqual({ n: 50, uncollected: 0 });
+  });
+
+  it("a collected grant's app password works from the poll on, and the cron keeps it", async () => {
+    const user = await as("nc-collected");
+    const flow = await startFlow();
+    expect((await grant(user.userId, flow.loginId)).kind).toBe("granted");
+    const credentials = await granted(flow.token);
+    const db = await databaseFor(user.userId);
+    // Collected: from then on it is held, and outlives the flow it came from.
+    expect(
+      await db.prepare("SELECT expires_at FROM app_passwords WHERE user_id = ?").bind(user.userId).first("expires_at"),
+    ).toBeNull();
+    await runCron(Date.now() + 2 * LOGIN_FLOW_LIFETIME_MS);
+    expect((await nextcloud(credentials).get("subscriptions")).status).toBe(200);
+    expect((await json<{ data: unknown[] }>(user.get("/v1/app-passwords"))).data).toHaveLength(1);
   });
 
   it("Deny ends the flow: it is neither shown, granted nor polled again", async () => {

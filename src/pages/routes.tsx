@@ -102,7 +102,7 @@ export const pageRoutes = new Hono<AppEnv>()
     if (!account) return renderPage(c, <SignedOutPage signedOut={c.req.query("signed_out") !== undefined} />);
     return renderPage(
       c,
-      <AccountPage account={account} overview={await accountOverview(account.db, account.userId)} />,
+      <AccountPage account={account} overview={await accountOverview(account.db, account.userId, Date.now())} />,
     );
   })
 

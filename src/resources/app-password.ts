@@ -68,10 +68,16 @@ export function isValidLabel(label: unknown): label is string {
 export type MintResult = { kind: "created"; appPassword: StoredAppPassword; password: string } | { kind: "limit" };
 
 /**
- * Mints an app password for the user (the API's POST and the account page's `Create app password`): a random
- * password, of which only the hash is stored, under the user's gpodder username.
+ * Mints an app password for the user (the API's POST, the account page's `Create app password`, a Login Flow's
+ * grant): a random password, of which only the hash is stored, under the user's gpodder username. With
+ * `uncollectedUntil` (a grant's flow expiry, ms) it works only once its app collects it, and not at all after.
  */
-export async function mintAppPassword(db: Database, userId: string, label: string): Promise<MintResult> {
+export async function mintAppPassword(
+  db: Database,
+  userId: string,
+  label: string,
+  uncollectedUntil?: number,
+): Promise<MintResult> {
   const password = randomSecret(PASSWORD_BYTES);
   const result = await createAppPassword(db, userId, {
     id: crypto.randomUUID(),
@@ -79,6 +85,7 @@ export async function mintAppPassword(db: Database, userId: string, label: strin
     label,
     createdAt: Date.now(),
     passwordHash: await secretHash(password),
+    ...(uncollectedUntil === undefined ? {} : { expiresAt: uncollectedUntil }),
   });
   return result.kind === "limit" ? result : { ...result, password };
 }
