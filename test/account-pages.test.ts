@@ -392,7 +392,9 @@ describe("the pages", () => {
     const credentials = await createAppPassword(browser, "gPodder on the laptop");
     expect(credentials.server).toBe(ORIGIN);
     expect(credentials.username).toBe(await gpodderUsername(userId));
-    expect(credentials.password.length).toBeGreaterThanOrEqual(22);
+    // Typeable from another screen: six groups of five, no l/I/1 or O/0 (nor any capital): 30 characters of 32.
+    expect(credentials.password).toMatch(/^[a-km-np-z2-9]{5}(-[a-km-np-z2-9]{5}){5}$/);
+    expect(30 * Math.log2(32)).toBeGreaterThanOrEqual(128);
     const auth = { Authorization: gpodderBasic(credentials.username, credentials.password) };
     const device = await send(
       new Request(`${ORIGIN}/api/2/devices/${credentials.username}/laptop.json`, {
@@ -407,11 +409,14 @@ describe("the pages", () => {
     expect(html).toContain(`Signed in as <strong><bdi>${userId}</bdi></strong>`);
     expect(html).toMatch(/<dt>Subscriptions<\/dt><dd><a href="\/account\/subscriptions">1 podcast<\/a>/);
     expect(html).toMatch(/<dt>Devices<\/dt><dd>1 device/);
+    // In the listener's words: the device by the name they gave it, its id after it; "Listening progress".
+    expect(html).not.toMatch(/Caption|Episode states/);
+    expect(html).toMatch(/<dt>Listening progress<\/dt><dd><a href="\/account\/progress">0 episodes<\/a>/);
     expect(html).toMatch(/<dt>App passwords<\/dt><dd>1 app password/);
     expect(html).toMatch(/Storage used<\/dt><dd>\d+ bytes of 8 MiB/);
     // On a phone the column headers are hidden (pages.css): the cells that do not say what they are carry a label.
     expect(html).toContain(
-      '<td><code><bdi>laptop</bdi></code></td><td data-label="Caption"><bdi>My laptop</bdi></td><td data-label="Type">laptop</td>',
+      '<td><bdi>My laptop</bdi> <span class="secondary">(<code><bdi>laptop</bdi></code>)</span></td><td data-label="Type">laptop</td>',
     );
     expect(html).toMatch(
       /<td><bdi>gPodder on the laptop<\/bdi><\/td><td data-label="Created">[^<]+<\/td><td data-label="Last used">[^<]+<\/td>/,

@@ -176,6 +176,8 @@ describe("the grant page: signed in", () => {
     expect(answer.status, html).toBe(200);
     expectPageHeaders(answer);
     expect(html).toContain("<h1>Access granted</h1>");
+    // Shown as a success (pages.css `.notice.success`), not as the warnings' notice.
+    expect(html).toMatch(/<p class="notice success" role="status">/);
     expect(html).toContain(`<strong class="app-name"><bdi>${ANTENNAPOD}</bdi></strong>`);
     expect(html).toContain("return to the app");
     expect(await appPasswordsOf(userId)).toEqual([ANTENNAPOD]);

@@ -109,7 +109,7 @@ export interface paths {
     get: operations["listAppPasswords"];
     /**
      * Mint an app password
-     * @description Mints a password for an app that speaks the gpodder.net API (gPodder, AntennaPod, Kasts). The answer holds `password` (160 random bits): it is shown this once, only a hash is stored. `username` is the user's gpodder username, the same for every app password. At most 50 per user. A `data.id` answers 403 (the server chooses ids).
+     * @description Mints a password for an app that speaks the gpodder.net API (gPodder, AntennaPod, Kasts). The answer holds `password` (150 random bits, six groups of five lowercase letters and digits without l, o, 0 and 1, joined by `-`: typeable from another screen): it is shown this once, only a hash is stored. `username` is the user's gpodder username, the same for every app password. At most 50 per user. A `data.id` answers 403 (the server chooses ids).
      */
     post: operations["createAppPassword"];
   };
@@ -1809,7 +1809,7 @@ export interface operations {
   };
   /**
    * Mint an app password
-   * @description Mints a password for an app that speaks the gpodder.net API (gPodder, AntennaPod, Kasts). The answer holds `password` (160 random bits): it is shown this once, only a hash is stored. `username` is the user's gpodder username, the same for every app password. At most 50 per user. A `data.id` answers 403 (the server chooses ids).
+   * @description Mints a password for an app that speaks the gpodder.net API (gPodder, AntennaPod, Kasts). The answer holds `password` (150 random bits, six groups of five lowercase letters and digits without l, o, 0 and 1, joined by `-`: typeable from another screen): it is shown this once, only a hash is stored. `username` is the user's gpodder username, the same for every app password. At most 50 per user. A `data.id` answers 403 (the server chooses ids).
    */
   createAppPassword: {
     requestBody: {

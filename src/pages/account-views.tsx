@@ -74,7 +74,7 @@ const Holdings: FC<{ overview: AccountOverview }> = ({ overview }) => {
           </dd>
         </div>
         <div>
-          <dt>Episode states</dt>
+          <dt>Listening progress</dt>
           <dd>
             <a href="/account/progress">{count(holdings.episodes, "episode", "episodes")}</a>{" "}
             <Full
@@ -192,6 +192,28 @@ const AppPasswords: FC<{ account: SignedInAccount; rows: StoredAppPassword[] }> 
   </section>
 );
 
+/**
+ * A device as its listener knows it: the name they gave it in the app (gPodder's caption) first, the id the app
+ * syncs it under after it, smaller; a device without a caption is named by its id alone.
+ */
+const DeviceName: FC<{ caption: string; id: string }> = ({ caption, id }) =>
+  caption.trim() === "" ? (
+    <code>
+      <ChosenName name={id} />
+    </code>
+  ) : (
+    <>
+      <ChosenName name={caption} />{" "}
+      <span class="secondary">
+        (
+        <code>
+          <ChosenName name={id} />
+        </code>
+        )
+      </span>
+    </>
+  );
+
 const Devices: FC<{ overview: AccountOverview }> = ({ overview }) => (
   <section aria-labelledby="devices">
     <h2 id="devices">Devices</h2>
@@ -203,7 +225,6 @@ const Devices: FC<{ overview: AccountOverview }> = ({ overview }) => (
           <thead>
             <tr>
               <th scope="col">Device</th>
-              <th scope="col">Caption</th>
               <th scope="col">Type</th>
             </tr>
           </thead>
@@ -211,12 +232,7 @@ const Devices: FC<{ overview: AccountOverview }> = ({ overview }) => (
             {overview.devices.map((device) => (
               <tr>
                 <td>
-                  <code>
-                    <ChosenName name={device.id} />
-                  </code>
-                </td>
-                <td data-label="Caption">
-                  <ChosenName name={device.caption} />
+                  <DeviceName caption={device.caption} id={device.id} />
                 </td>
                 <td data-label="Type">{device.type}</td>
               </tr>

@@ -99,7 +99,7 @@ export const GrantPage: FC<{
 export const GrantedPage: FC<{ account: SignedInAccount; appName: string }> = ({ account, appName }) => (
   <Layout title="Access granted" account={account}>
     <h1>Access granted</h1>
-    <p class="notice" role="status">
+    <p class="notice success" role="status">
       <AppName name={appName} /> can now sync with your account. You may close this page and return to the app: it
       finishes signing in by itself within a few seconds.
     </p>
