@@ -4,6 +4,7 @@ import {
   purgeEndedSessions,
   purgeExpiredAccountSessions,
   purgeExpiredTombstones,
+  purgeUncollectedAppPasswords,
   TOMBSTONE_RETENTION_MS,
 } from "./db/retention";
 import type { AppBindings } from "./env";
@@ -13,7 +14,8 @@ import { shardOfUser, shardRouting } from "./shards";
  * The retention job of the Cron Trigger (src/scheduled.ts): purges tombstones older than 180 days in every database of
  * the shard map, a bounded slice per database per run (src/db/retention.ts), then gives a slice of the rows from
  * before migration 0004 their url_key, then deletes a slice of ended gpodder sessions and one of expired account
- * page sessions. In each database it writes
+ * page sessions, and one of app passwords that Login Flow grants minted and their apps never collected. In each
+ * database it writes
  * only the rows of users the map places there and whose bucket is not frozen, so a bucket move's copies and
  * checksums stay as the move left them. It also deletes expired Login Flows (docs/API.md §17), which belong to
  * no user: in every database, not only bucket 0's, so flows left behind by a move of bucket 0 go too. A database
@@ -35,6 +37,7 @@ export async function runRetention(controller: ScheduledController, env: AppBind
       const sessions = await purgeEndedSessions(database, controller.scheduledTime, writable);
       const accountSessions = await purgeExpiredAccountSessions(database, controller.scheduledTime, writable);
       const loginFlows = await purgeExpiredLoginFlows(database, controller.scheduledTime);
+      const uncollected = await purgeUncollectedAppPasswords(database, controller.scheduledTime, writable);
       console.log(
         JSON.stringify({
           level: "info",
@@ -45,9 +48,10 @@ export async function runRetention(controller: ScheduledController, env: AppBind
           sessions,
           accountSessions,
           loginFlows,
+          uncollectedAppPasswords: uncollected,
         }),
       );
-      return { users, urlKeys, sessions, accountSessions, loginFlows };
+      return { users, urlKeys, sessions, accountSessions, loginFlows, uncollected };
     } catch (err) {
       console.error(
         JSON.stringify({ level: "error", event: "tombstone_retention_failed", database: name, error: String(err) }),
@@ -71,6 +75,7 @@ export async function runRetention(controller: ScheduledController, env: AppBind
     sessions: done.reduce((sum, run) => sum + run.sessions, 0),
     accountSessions: done.reduce((sum, run) => sum + run.accountSessions, 0),
     loginFlows: done.reduce((sum, run) => sum + run.loginFlows, 0),
+    uncollectedAppPasswords: done.reduce((sum, run) => sum + run.uncollected, 0),
     failedDatabases,
   };
   (failedDatabases.length > 0 ? console.error : console.log)(JSON.stringify(summary));

@@ -1,6 +1,7 @@
 /**
  * The characters that stored URL text never holds (docs/API.md §15): `feedUrl`, and the episode state's
- * `mediaUrl` and `itemGuid`, and the URLs the gpodder API writes. One rule, here, for all of them.
+ * `mediaUrl` and `itemGuid`, the URLs the gpodder API writes, device captions, and a Login Flow's app name.
+ * One rule, here, for all of them.
  *
  * Refused: every code point of the Unicode general categories
  * - Cc (C0, DEL, C1 controls): the URL parser strips or rewrites them, and XML 1.0 cannot carry most;
@@ -19,11 +20,15 @@ const FORBIDDEN_URL_TEXT_CLASS = String.raw`\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Zl}\p{Zp}
 
 const FORBIDDEN_URL_TEXT = new RegExp(`[${FORBIDDEN_URL_TEXT_CLASS}]`, "u");
 
-const FORBIDDEN_URL_TEXT_ALL = new RegExp(`[${FORBIDDEN_URL_TEXT_CLASS}]`, "gu");
+const EVERY_FORBIDDEN_URL_TEXT = new RegExp(`[${FORBIDDEN_URL_TEXT_CLASS}]`, "gu");
 
-/** `value` without the characters stored text refuses (see FORBIDDEN_URL_TEXT_CLASS): text the service keeps from others. */
+/**
+ * `value` with every refused character removed: for text the service keeps from a client that cannot be
+ * asked to send it again (a Login Flow's app name, its `User-Agent`: docs/API.md §17; a feed's text: §18), where refusing the
+ * whole request would help nobody.
+ */
 export function withoutForbiddenCharacters(value: string): string {
-  return value.replace(FORBIDDEN_URL_TEXT_ALL, "");
+  return value.replace(EVERY_FORBIDDEN_URL_TEXT, "");
 }
 
 /** True when `value` holds a character that stored URL text refuses (see FORBIDDEN_URL_TEXT_CLASS). */

@@ -115,7 +115,7 @@ describe.skipIf(skipReason !== undefined)("the account pages in Chromium, JavaSc
     await expect(bar.getAttribute("value")).resolves.toBe("42");
     await expect(bar.getAttribute("max")).resolves.toBe("100");
     await page.goto(`${origin}/account`);
-    await expect(page.locator("main").textContent()).resolves.toMatch(/ci-device\s*CI\s*desktop/);
+    await expect(page.locator("main").textContent()).resolves.toMatch(/CI\s*\(ci-device\)\s*desktop/);
     await expect(page.getByRole("button", { name: "Revoke gPodder" }).count()).resolves.toBe(1);
     for (const [path, name] of [
       ["/account", "account"],

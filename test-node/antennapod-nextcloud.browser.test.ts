@@ -9,7 +9,7 @@ import {
   UPLOAD_BULK_SIZE,
 } from "./antennapod";
 import { browserSkipReason, gpodderClients, launchChromium } from "./debian-clients";
-import { fitsPhone, screenshot, seriousViolations } from "./page-checks";
+import { fitsPhone, SCREENSHOTS, screenshot, seriousViolations } from "./page-checks";
 
 /**
  * AntennaPod's "Nextcloud" option end to end (docs/API.md §17), in AntennaPod's own sequence (test-node/antennapod.ts
@@ -127,6 +127,16 @@ describe.skipIf(skipReason !== undefined)("AntennaPod's Nextcloud option: Login 
     await page.getByRole("button", { name: "Grant access" }).click();
     await expect(page.locator("h1").textContent()).resolves.toBe("Access granted");
     await expect(page.locator("main").textContent()).resolves.toContain("return to the app");
+    // Shown as a success, at both widths (the answer to a POST: taken here, not by reloading it).
+    for (const [width, height, suffix] of [
+      [1280, 900, "desktop"],
+      [360, 740, "phone"],
+    ] as const) {
+      await page.setViewportSize({ width, height });
+      expect(await fitsPhone(page), `Access granted at ${width} px`).toBe(true);
+      await page.screenshot({ path: `${SCREENSHOTS}granted-${suffix}.png`, fullPage: true });
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
     credentials = await polling;
     expect(credentials.server).toBe(origin);
     expect(credentials.loginName).toMatch(/^[a-z0-9][a-z0-9._-]{0,63}$/);

@@ -289,6 +289,101 @@ describe("anti-forgery: every change is a POST with the session's token from thi
   });
 });
 
+describe("a form checks everything it was sent before it writes: a 400 page means nothing changed", () => {
+  /** Posts each bad form to `path` and expects a 400 HTML page and the user's rows as they were. */
+  async function expectRefused(browser: Browser, userId: string, path: string, forms: Record<string, string>[]) {
+    const before = await snapshot(userId);
+    for (const fields of forms) {
+      const answer = await browser.post(path, fields);
+      const html = await answer.text();
+      expect(answer.status, `${path} ${JSON.stringify(fields)}: ${html}`).toBe(400);
+      expect(answer.headers.get("Content-Type")).toMatch(/^text\/html/);
+      expect(await snapshot(userId), `${path} ${JSON.stringify(fields)}`).toBe(before);
+    }
+  }
+
+  /** A form that cannot be read (a multipart body without its boundary): 400 before any field is looked at. */
+  async function expectUnreadableRefused(browser: Browser, userId: string, path: string) {
+    const before = await snapshot(userId);
+    const answer = await browser.request(path, {
+      method: "POST",
+      headers: { Origin: ORIGIN, "Content-Type": "multipart/form-data; boundary=x" },
+      body: "no parts here",
+    });
+    expect(answer.status, path).toBe(400);
+    expect(await snapshot(userId), path).toBe(before);
+  }
+
+  it("Unsubscribe: a missing or malformed guid or return_to unsubscribes nothing", async () => {
+    const { browser, userId } = await signedIn("form-unsubscribe");
+    const feed = crypto.randomUUID();
+    await (await as(userId)).post("/v1/subscriptions", subscriptionDocument(feed, `https://form.example/${feed}`));
+    const token = await tokenOf(browser, "/account/subscriptions");
+    const good = { anti_forgery_token: token, guid: feed, return_to: "/account/subscriptions" };
+    const { return_to: _, ...withoutReturn } = good;
+    const { guid: __, ...withoutGuid } = good;
+    await expectRefused(browser, userId, "/account/subscriptions/unsubscribe", [
+      withoutReturn,
+      { ...good, return_to: "/account/subscriptions?after=not-a-key" },
+      { ...good, return_to: "/account/subscriptions?after=1.2&before=3.4" },
+      { ...good, return_to: "http://[" },
+      withoutGuid,
+      { ...good, guid: "not-a-guid" },
+    ]);
+    await expectUnreadableRefused(browser, userId, "/account/subscriptions/unsubscribe");
+    expect((await browser.post("/account/subscriptions/unsubscribe", good)).status).toBe(303);
+    expect((await (await as(userId)).get(`/v1/subscriptions/${feed}`)).status).toBe(404);
+  });
+
+  it("Create app password: a missing, blank or too long App name creates none", async () => {
+    const { browser, userId } = await signedIn("form-create");
+    const token = await tokenOf(browser);
+    await expectRefused(browser, userId, "/account/app-passwords", [
+      { anti_forgery_token: token },
+      { anti_forgery_token: token, label: " " },
+      { anti_forgery_token: token, label: "x".repeat(101) },
+    ]);
+    await expectUnreadableRefused(browser, userId, "/account/app-passwords");
+  });
+
+  it("Revoke: a form without the app password revokes none", async () => {
+    const { browser, userId } = await signedIn("form-revoke");
+    await createAppPassword(browser, "Kept");
+    const token = await tokenOf(browser);
+    await expectRefused(browser, userId, "/account/app-passwords/revoke", [{ anti_forgery_token: token }]);
+    await expectUnreadableRefused(browser, userId, "/account/app-passwords/revoke");
+  });
+
+  it("Import: no file, an empty one, or one that is not OPML imports nothing", async () => {
+    const { browser, userId } = await signedIn("form-import");
+    const token = await tokenOf(browser, "/account/subscriptions");
+    await expectRefused(browser, userId, "/account/opml", [{ anti_forgery_token: token }]);
+    for (const content of ["", "not xml", "<opml><body><outline xmlUrl="]) {
+      const form = new FormData();
+      form.set("anti_forgery_token", token);
+      form.set("opml", new File([content], "x.opml"));
+      const before = await snapshot(userId);
+      const answer = await browser.request("/account/opml", {
+        method: "POST",
+        headers: { Origin: ORIGIN },
+        body: form,
+      });
+      expect(answer.status, JSON.stringify(content)).toBe(400);
+      expect(await snapshot(userId)).toBe(before);
+    }
+    await expectUnreadableRefused(browser, userId, "/account/opml");
+  });
+
+  it("Erase my account and Sign out: a form that cannot be read, or no Confirm, changes nothing", async () => {
+    const { browser, userId } = await signedIn("form-erase");
+    const token = await tokenOf(browser, "/account/erase");
+    await expectRefused(browser, userId, "/account/erase", [{ anti_forgery_token: token }]);
+    await expectUnreadableRefused(browser, userId, "/account/erase");
+    await expectUnreadableRefused(browser, userId, "/account/signout");
+    expect((await browser.page("/account")).html).toContain("Sign out");
+  });
+});
+
 describe("the pages", () => {
   it("account: who is signed in and what the account holds; connect an app; the app syncs; Revoke stops it", async () => {
     const { browser, userId } = await signedIn("connect");
@@ -298,7 +393,9 @@ describe("the pages", () => {
     const credentials = await createAppPassword(browser, "gPodder on the laptop");
     expect(credentials.server).toBe(ORIGIN);
     expect(credentials.username).toBe(await gpodderUsername(userId));
-    expect(credentials.password.length).toBeGreaterThanOrEqual(22);
+    // Typeable from another screen: six groups of five, no l/I/1 or O/0 (nor any capital): 30 characters of 32.
+    expect(credentials.password).toMatch(/^[a-km-np-z2-9]{5}(-[a-km-np-z2-9]{5}){5}$/);
+    expect(30 * Math.log2(32)).toBeGreaterThanOrEqual(128);
     const auth = { Authorization: gpodderBasic(credentials.username, credentials.password) };
     const device = await send(
       new Request(`${ORIGIN}/api/2/devices/${credentials.username}/laptop.json`, {
@@ -310,20 +407,23 @@ describe("the pages", () => {
     expect(device.status).toBe(200);
 
     const { html } = await browser.page("/account");
-    expect(html).toContain(`Signed in as <strong>${userId}</strong>`);
+    expect(html).toContain(`Signed in as <strong><bdi>${userId}</bdi></strong>`);
     expect(html).toMatch(/<dt>Subscriptions<\/dt><dd><a href="\/account\/subscriptions">1 podcast<\/a>/);
     expect(html).toMatch(/<dt>Devices<\/dt><dd>1 device/);
+    // In the listener's words: the device by the name they gave it, its id after it; "Listening progress".
+    expect(html).not.toMatch(/Caption|Episode states/);
+    expect(html).toMatch(/<dt>Listening progress<\/dt><dd><a href="\/account\/progress">0 episodes<\/a>/);
     expect(html).toMatch(/<dt>App passwords<\/dt><dd>1 app password/);
     expect(html).toMatch(/Storage used<\/dt><dd>\d+ bytes of 8 MiB/);
     // On a phone the column headers are hidden (pages.css): the cells that do not say what they are carry a label.
     expect(html).toContain(
-      '<td><code>laptop</code></td><td data-label="Caption">My laptop</td><td data-label="Type">laptop</td>',
+      '<td><bdi>My laptop</bdi> <span class="secondary">(<code><bdi>laptop</bdi></code>)</span></td><td data-label="Type">laptop</td>',
     );
     expect(html).toMatch(
-      /<td>gPodder on the laptop<\/td><td data-label="Created">[^<]+<\/td><td data-label="Last used">[^<]+<\/td>/,
+      /<td><bdi>gPodder on the laptop<\/bdi><\/td><td data-label="Created">[^<]+<\/td><td data-label="Last used">[^<]+<\/td>/,
     );
     expect(html).toMatch(
-      /<button type="submit" class="danger">Revoke<span class="sr-only"> gPodder on the laptop<\/span><\/button>/,
+      /<button type="submit" class="danger">Revoke<span class="sr-only"> <bdi>gPodder on the laptop<\/bdi><\/span><\/button>/,
     );
     expect(html).toMatch(/<label for="label">App name<\/label>/);
     expect(html).toMatch(/<button type="submit">Create app password<\/button>/);
@@ -345,6 +445,22 @@ describe("the pages", () => {
   it("connect an app: an App name of 1 to 100 characters; at most 50 app passwords, then the page says so", async () => {
     const { browser, userId } = await signedIn("labels");
     const token = await tokenOf(browser);
+    // A right-to-left name with a trailing number is shown isolated, on the connect page and in the list.
+    const rtl = "פודקאסט 2";
+    const connected = await browser.post("/account/app-passwords", { anti_forgery_token: token, label: rtl });
+    expect(await connected.text()).toContain(`<h1>Connect <bdi>${rtl}</bdi></h1>`);
+    expect((await browser.page("/account")).html).toContain(`<td><bdi>${rtl}</bdi></td>`);
+    await browser.post("/account/app-passwords/revoke", {
+      anti_forgery_token: token,
+      id: (
+        await (
+          await databaseFor(userId)
+        )
+          .prepare("SELECT id FROM app_passwords WHERE user_id = ?")
+          .bind(userId)
+          .first<{ id: string }>()
+      )?.id as string,
+    });
     for (const label of ["", "   ", "x".repeat(101)]) {
       const answer = await browser.post("/account/app-passwords", { anti_forgery_token: token, label });
       expect(answer.status, JSON.stringify(label)).toBe(400);

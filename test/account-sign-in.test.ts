@@ -97,17 +97,35 @@ describe("signing in (authorization code, PKCE S256, state, nonce)", () => {
     expect(page.html).toContain(`https://same.example/${feed}`);
   });
 
-  it("starts a new session on every sign-in, never the one the browser came with", async () => {
+  it("starts a new session on every sign-in, never the one the browser came with, and ends that one", async () => {
     const userId = unique("twice");
     const browser = new Browser();
     await browser.signIn(userId);
-    const first = browser.cookie(SESSION_COOKIE);
+    const first = browser.cookie(SESSION_COOKIE) as string;
     await browser.signIn(userId);
     const second = browser.cookie(SESSION_COOKIE);
     expect(second).not.toBe(first);
-    expect((await sessionRows(userId)).map((row) => row.session_hash).sort()).toEqual(
-      [await secretHash(first as string), await secretHash(second as string)].sort(),
-    );
+    expect((await sessionRows(userId)).map((row) => row.session_hash)).toEqual([await secretHash(second as string)]);
+    // The replaced cookie, replayed (a copy of it), is signed out.
+    const replay = new Browser();
+    replay.setCookie(SESSION_COOKIE, first);
+    expect((await replay.page("/account")).html).not.toContain("Sign out");
+  });
+
+  it("signing in as another person ends the session the browser held, on the server", async () => {
+    const [alice, bob] = [unique("replaced"), unique("replacing")];
+    const browser = new Browser();
+    await browser.signIn(alice);
+    const aliceCookie = browser.cookie(SESSION_COOKIE) as string;
+    // Signed out at the provider only (its cookies gone), so that it asks who signs in.
+    for (const origin of [...browser.cookies.keys()]) if (origin !== ORIGIN) browser.cookies.delete(origin);
+    expect((await browser.signIn(bob)).status).toBe(303);
+    expect((await browser.page("/account")).html).toContain(bob);
+    expect(await sessionRows(alice)).toEqual([]);
+    expect(await sessionRows(bob)).toHaveLength(1);
+    const replay = new Browser();
+    replay.setCookie(SESSION_COOKIE, aliceCookie);
+    expect((await replay.page("/account")).html).not.toContain("Sign out");
   });
 
   it("over plain http (local use) sets the cookies without Secure and without the __Host- prefix", async () => {

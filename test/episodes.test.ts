@@ -115,6 +115,50 @@ describe("POST /v1/episodes: create, then merge field by field (docs/API.md §13
     expect(attributes.played).toBe(true);
   });
 
+  it("a merge into an existing state needs no mediaUrl; creating one without it is 422 and writes nothing", async () => {
+    const user = await as("ep-merge-no-media");
+    const id = crypto.randomUUID();
+    const merge = { duration: 3600, position: 120, changedAt: at(20) };
+    // No state yet (and then only a tombstone): creating needs mediaUrl, at /data/attributes.
+    const refused = await user.post("/v1/episodes", episodeDocument(id, merge));
+    expect(refused.status).toBe(422);
+    expect((await body<ErrorDocument>(refused)).errors[0]).toMatchObject({
+      detail: "mediaUrl is required to create an episode state.",
+      source: { pointer: "/data/attributes" },
+    });
+    expect((await user.get(`/v1/episodes/${id}`)).status).toBe(404);
+    expect((await user.post("/v1/episodes", episodeDocument(id, { mediaUrl: MEDIA }))).status).toBe(201);
+    const merged = await user.post("/v1/episodes", episodeDocument(id, merge));
+    expect(merged.status).toBe(200);
+    expect((await body<{ data: EpisodeResource }>(merged)).data.attributes).toMatchObject({
+      mediaUrl: MEDIA,
+      duration: 3600,
+      position: 120,
+      positionChangedAt: at(20),
+    });
+    // Of another feed: 409 as any POST naming another feed.
+    expect((await user.post("/v1/episodes", episodeDocument(id, merge, OTHER_FEED))).status).toBe(409);
+    expect((await user.delete(`/v1/episodes/${id}`)).status).toBe(204);
+    expect((await user.post("/v1/episodes", episodeDocument(id, merge))).status).toBe(422);
+    // In bulk, the same answers inline.
+    const other = crypto.randomUUID();
+    await user.post("/v1/episodes", episodeDocument(other, { mediaUrl: MEDIA }));
+    const bulk = await user.operations({
+      "atomic:operations": [
+        { op: "add", ...episodeDocument(other, { played: true, changedAt: at(30) }) },
+        { op: "add", ...episodeDocument(crypto.randomUUID(), { played: true, changedAt: at(30) }) },
+      ],
+    });
+    const results = (await body<{ "atomic:results": ({ data?: EpisodeResource } & Partial<ErrorDocument>)[] }>(bulk))[
+      "atomic:results"
+    ];
+    expect(results[0].data?.attributes).toMatchObject({ mediaUrl: MEDIA, played: true });
+    expect(results[1].errors?.[0]).toMatchObject({
+      status: "422",
+      source: { pointer: "/atomic:operations/1/data/attributes" },
+    });
+  });
+
   it("mediaUrl, itemGuid and duration replace the stored ones whenever sent; null clears itemGuid and duration", async () => {
     const user = await as("ep-facts");
     const id = crypto.randomUUID();

@@ -31,6 +31,32 @@ describe("unknown paths and methods", () => {
     await expectErrorDocument(await send(new Request(`${ORIGIN}/nothing-here`)), 404);
   });
 
+  it("answers a browser's unknown path with an HTML page that leads to /, API clients still with their JSON", async () => {
+    const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    for (const path of ["/nothing-here", "/v2/subscriptions", "/favicon.ico/x"]) {
+      const page = await send(new Request(`${ORIGIN}${path}`, { headers: { Accept: browserAccept } }));
+      const html = await page.text();
+      expect(page.status, path).toBe(404);
+      expect(page.headers.get("Content-Type")).toMatch(/^text\/html/);
+      expect(html).toMatch(/<h1>Page not found<\/h1>/);
+      expect(html).toContain(`There is no page at ${path}.`);
+      expect(html).toMatch(/<a href="\/">/);
+      // The pages' headers (docs/API.md §16), as on every other page.
+      expect(page.headers.get("Content-Security-Policy")).toContain("frame-ancestors 'none'");
+      expect(page.headers.get("Cache-Control")).toBe("no-store");
+    }
+    await expectErrorDocument(
+      await send(new Request(`${ORIGIN}/nothing-here`, { headers: { Accept: "application/vnd.api+json" } })),
+      404,
+    );
+    await expectErrorDocument(await send(new Request(`${ORIGIN}/nothing-here`, { headers: { Accept: "*/*" } })), 404);
+    const gpodder = await send(
+      new Request(`${ORIGIN}/api/2/nothing.json`, { headers: { Accept: "application/json" } }),
+    );
+    expect(gpodder.status).toBe(404);
+    expect(await gpodder.json()).toEqual({ error: expect.any(String) });
+  });
+
   it("answers 405 with Allow for a known path and another method", async () => {
     const user = await as("methods");
     const put = await send(

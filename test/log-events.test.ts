@@ -277,6 +277,7 @@ describe("log events", () => {
         "urlKeys",
         "sessions",
         "accountSessions",
+        "uncollectedAppPasswords",
       ].sort(),
     );
     expect(runs[0]).toMatchObject({
@@ -294,6 +295,9 @@ describe("log events", () => {
     expect(runs[0].loginFlows).toBe(perDatabase.reduce((sum, line) => sum + Number(line.loginFlows), 0));
     expect(runs[0].sessions).toBe(perDatabase.reduce((sum, line) => sum + Number(line.sessions), 0));
     expect(runs[0].accountSessions).toBe(perDatabase.reduce((sum, line) => sum + Number(line.accountSessions), 0));
+    expect(runs[0].uncollectedAppPasswords).toBe(
+      perDatabase.reduce((sum, line) => sum + Number(line.uncollectedAppPasswords), 0),
+    );
     // Beside retention, the run's feed round logs one line of its own (here FEED_FETCH=off: it fetched nothing).
     const rounds = lines.filter((line) => line.event === "feed_round");
     expect(rounds).toHaveLength(1);

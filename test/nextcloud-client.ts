@@ -165,9 +165,3 @@ export async function json<T>(response: Response | Promise<Response>): Promise<T
 
 export type Changes = { add: string[]; remove: string[]; timestamp: number };
 export type Actions = { actions: Record<string, unknown>[]; timestamp: number };
-
-/** A random IPv6 /64 of the documentation prefix, so the rate-limit tests count from nothing. */
-export function randomPrefix(): string {
-  const hextet = () => Math.floor(Math.random() * 0x10000).toString(16);
-  return `2001:db8:${hextet()}:${hextet()}`;
-}

@@ -139,8 +139,11 @@ describe("the grant page: signed in", () => {
     expect(html.match(/<h1[ >]/g)).toHaveLength(1);
     expect(html).not.toContain("<img");
     expect(html).not.toContain("<script");
-    expect(html).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; &#39;AntennaPod&#39;");
-    expect(html).toContain(`<strong>${userId}</strong>`);
+    // As text, and isolated (docs/API.md §16): in the main sentence and in the facts, every time it is shown.
+    const escaped = "&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; &#39;AntennaPod&#39;";
+    expect(html.split(escaped)).toHaveLength(3);
+    expect(html.split(`<strong class="app-name"><bdi>${escaped}</bdi></strong>`)).toHaveLength(3);
+    expect(html).toContain(`<strong><bdi>${userId}</bdi></strong>`);
     const startedAt = (await flowRow(flow.token))?.started_at as number;
     expect(html).toContain(dateTime(startedAt));
     expect(html).toContain("198.51.100.23");
@@ -173,7 +176,9 @@ describe("the grant page: signed in", () => {
     expect(answer.status, html).toBe(200);
     expectPageHeaders(answer);
     expect(html).toContain("<h1>Access granted</h1>");
-    expect(html).toContain(`<strong class="app-name">${ANTENNAPOD}</strong>`);
+    // Shown as a success (pages.css `.notice.success`), not as the warnings' notice.
+    expect(html).toMatch(/<p class="notice success" role="status">/);
+    expect(html).toContain(`<strong class="app-name"><bdi>${ANTENNAPOD}</bdi></strong>`);
     expect(html).toContain("return to the app");
     expect(await appPasswordsOf(userId)).toEqual([ANTENNAPOD]);
 
@@ -190,7 +195,9 @@ describe("the grant page: signed in", () => {
     expect((await press(browser, flow, "deny", token)).status).toBe(404);
     expect(await appPasswordsOf(userId)).toEqual([ANTENNAPOD]);
     // The account page lists it like any other, with Revoke.
-    expect((await browser.page("/account")).html).toContain(`Revoke<span class="sr-only"> ${ANTENNAPOD}</span>`);
+    expect((await browser.page("/account")).html).toContain(
+      `Revoke<span class="sr-only"> <bdi>${ANTENNAPOD}</bdi></span>`,
+    );
   });
 
   it("Deny ends the flow: the page says so, the poll answers 404 [], nothing is minted", async () => {
@@ -201,7 +208,7 @@ describe("the grant page: signed in", () => {
     const html = await answer.text();
     expect(answer.status, html).toBe(200);
     expect(html).toContain("<h1>Access denied</h1>");
-    expect(html).toContain(`<strong class="app-name">${ANTENNAPOD}</strong> was not given access`);
+    expect(html).toContain(`<strong class="app-name"><bdi>${ANTENNAPOD}</bdi></strong> was not given access`);
     expect(await flowRow(flow.token)).toBeNull();
     await expectNotGranted(await poll(flow.token));
     expect((await browser.request(pathOf(flow))).status).toBe(404);
@@ -249,6 +256,24 @@ describe("the grant page: signed in", () => {
     });
     expect(allowed.status).toBe(200);
     expect((await granted(flow.token)).loginName).toBe(await gpodderUsername(userId));
+  });
+
+  it("a Grant access or Deny form that cannot be read is a 400 page, and the flow still waits", async () => {
+    const flow = await startFlow();
+    const { browser, userId } = await signedIn("unreadable");
+    await grantPage(browser, flow);
+    for (const button of ["grant", "deny"] as const) {
+      const answer = await browser.request(`${pathOf(flow)}/${button}`, {
+        method: "POST",
+        headers: { Origin: ORIGIN, "Content-Type": "multipart/form-data; boundary=x" },
+        body: "no parts here",
+      });
+      expect(answer.status, button).toBe(400);
+      expectPageHeaders(answer);
+    }
+    expect(await pendingLoginFlow(shardRouting(env), flow.loginId, Date.now())).toBeDefined();
+    await expectNotGranted(await poll(flow.token));
+    expect(await appPasswordsOf(userId)).toEqual([]);
   });
 
   it("an expired, used or unknown flow: a 404 page with the pages' headers, and its buttons grant nothing", async () => {

@@ -4,8 +4,14 @@ import { gpodderUsername } from "../src/auth/gpodder-username";
 import { derivedKey, seal, unseal } from "../src/auth/sealed-secrets";
 import { secretHash } from "../src/auth/secrets";
 import { appPasswordCheckStatements } from "../src/db/app-passwords";
-import { loginFlowStatements } from "../src/db/login-flows";
-import { denyLoginFlow, grantLoginFlow, LOGIN_FLOW_LIFETIME_MS, pendingLoginFlow } from "../src/nextcloud/login-flow";
+import { loginFlowStatements, MAX_PENDING_LOGIN_FLOWS } from "../src/db/login-flows";
+import {
+  denyLoginFlow,
+  grantLoginFlow,
+  LOGIN_FLOW_LIFETIME_MS,
+  POLL_KEY,
+  pendingLoginFlow,
+} from "../src/nextcloud/login-flow";
 import { uuidV5 } from "../src/podcast-guid";
 import { bucketOf, shardOfBucket, shardRouting } from "../src/shards";
 import {
@@ -37,7 +43,6 @@ import {
   nextcloud,
   POLL,
   poll,
-  randomPrefix,
   SECRET,
   SYNC,
   signedInApp,
@@ -49,6 +54,19 @@ import {
  * Nextcloud's Login Flow v2 and the API of the Nextcloud app gPodder Sync (docs/API.md §17). Grants and denials
  * here call the functions the grant page calls (its own tests, through the page: nextcloud-grant-page.test.ts).
  */
+
+/** `count` flows in bucket 0's database, as starts would leave them, expiring at `expiresAt` (token hash `<name>-<i>`). */
+async function seedFlows(name: string, count: number, expiresAt: number) {
+  await flowD1()
+    .prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)
+       INSERT INTO login_flows (token_hash, login_hash, app_name, started_at, started_from, expires_at, sealed_password)
+       SELECT ?2 || '-' || i, ?2 || '-login-' || i, 'Seeded', ?3 - ${LOGIN_FLOW_LIFETIME_MS}, '192.0.2.1', ?3, 'sealed'
+       FROM n`,
+    )
+    .bind(count, name, expiresAt)
+    .run();
+}
 
 describe("sealed secrets (what a granted flow keeps in D1)", () => {
   it("open only with the key derived from the same secret and purpose, in the same context, unaltered", async () => {
@@ -115,6 +133,17 @@ describe("Login Flow v2: starting (POST /index.php/login/v2)", () => {
     );
   });
 
+  it("removes §15's refused code points from the app's name: bidi controls, C0 and C1 controls, format characters", async () => {
+    // U+202E, U+202C, U+0085 (C1), U+200B (format), U+2066, U+0007 (workerd carries them as the header's UTF-8).
+    const flow = await startFlow({
+      "User-Agent": "Antenna\u202eevil\u202cPod\u0085 3.7\u200b \u2066é\u2069\u0007",
+    });
+    const stored = (await flowRow(flow.token))?.app_name;
+    expect(stored).toBe("AntennaevilPod 3.7 é");
+    const onlyRefused = await startFlow({ "User-Agent": "\u202e\u202c\u200b" });
+    expect((await flowRow(onlyRefused.token))?.app_name).toBe("Unknown app");
+  });
+
   it("builds its links on PUBLIC_BASE_URL when set, and the poll answers it as the server", async () => {
     const base = { PUBLIC_BASE_URL: "https://sync.example.org/podcasts" } as Partial<Bindings>;
     const response = await start({}, base);
@@ -128,20 +157,29 @@ describe("Login Flow v2: starting (POST /index.php/login/v2)", () => {
     expect(((await answer.json()) as { server: string }).server).toBe("https://sync.example.org/podcasts");
   });
 
-  it("starts at most 30 flows a minute per address, an IPv6 address counted by its /64 (429, Retry-After)", async () => {
+  it("starts at most 30 flows a minute per address, an IPv6 address counted by its /56 (429, Retry-After)", async () => {
     await withinOneRateWindow();
     const tight = { LOGIN_FLOW_RATE_LIMITER: env.TIGHT_LOGIN_FLOW_RATE_LIMITER }; // 30 a minute
-    const prefix = randomPrefix();
+    // 2001:db8:<a>:<b>00::/56: 30 starts from 30 different /64s of it.
+    const hextet = () => Math.floor(Math.random() * 0x10000).toString(16);
+    const slash56 = `2001:db8:${hextet()}`;
+    const high = Math.floor(Math.random() * 0x100) << 8;
     for (let i = 0; i < 30; i++) {
-      expect((await start({ "CF-Connecting-IP": `${prefix}::${(i + 1).toString(16)}` }, tight)).status).toBe(200);
+      const address = `${slash56}:${(high | i).toString(16)}::1`;
+      expect((await start({ "CF-Connecting-IP": address }, tight)).status, address).toBe(200);
     }
-    // Another address of the same /64, written another way.
-    const refused = await start({ "CF-Connecting-IP": `${prefix}:0:0:0:ffff`.toUpperCase() }, tight);
+    // Another /64 of the same /56, written another way.
+    const refused = await start(
+      { "CF-Connecting-IP": `${slash56}:${(high | 0xff).toString(16)}:0:0:0:ffff`.toUpperCase() },
+      tight,
+    );
     expect(refused.status).toBe(429);
     expect(refused.headers.get("Retry-After")).toBe("60");
     expect(await refused.json()).toEqual({ error: expect.any(String) });
-    // Another /64, and an IPv4 address, start as before.
-    expect((await start({ "CF-Connecting-IP": `${randomPrefix()}::1` }, tight)).status).toBe(200);
+    // Another /56, and an IPv4 address, start as before.
+    expect(
+      (await start({ "CF-Connecting-IP": `${slash56}:${((high + 0x100) & 0xffff).toString(16)}::1` }, tight)).status,
+    ).toBe(200);
     expect((await start({ "CF-Connecting-IP": "203.0.113.99" }, tight)).status).toBe(200);
   });
 });
@@ -226,6 +264,101 @@ describe("Login Flow v2: granting and polling", () => {
     await runCron();
     expect(await flowRow(flow.token)).toBeNull();
     expect(await flowRow(live.token)).not.toBeNull();
+  });
+
+  it(`at ${MAX_PENDING_LOGIN_FLOWS} pending flows a start is 503 with Retry-After and writes nothing`, async () => {
+    const now = Date.now();
+    const pending = async () =>
+      (
+        await flowD1()
+          .prepare("SELECT count(*) AS n FROM login_flows WHERE expires_at > ?")
+          .bind(now)
+          .first<{ n: number }>()
+      )?.n as number;
+    // Fill up to the limit with flows as an attacker's starts would leave them (and one expired, which counts not).
+    await seedFlows("full", MAX_PENDING_LOGIN_FLOWS - (await pending()), now + LOGIN_FLOW_LIFETIME_MS);
+    await seedFlows("full-expired", 1, now - 1);
+    expect(await pending()).toBe(MAX_PENDING_LOGIN_FLOWS);
+    const refused = await start({ "CF-Connecting-IP": "198.51.100.77" });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("Retry-After")).toBe("60");
+    expect(await refused.json()).toEqual({ error: expect.any(String) });
+    expect(await pending()).toBe(MAX_PENDING_LOGIN_FLOWS);
+    // One flow ends (collected, denied or expired): a start is taken again.
+    await flowD1().prepare("DELETE FROM login_flows WHERE token_hash = 'full-0'").run();
+    expect((await start({ "CF-Connecting-IP": "198.51.100.77" })).status).toBe(200);
+    await flowD1().prepare("DELETE FROM login_flows WHERE token_hash LIKE 'full%'").run();
+  });
+
+  it("the cron deletes every expired flow in one run, however many: more than can expire between two runs", async () => {
+    const now = Date.now();
+    // The limit bounds the flows that expire between two runs (10 minutes apart) to MAX_PENDING_LOGIN_FLOWS; a
+    // backlog of three times that (a run that failed twice) still goes in one run, and no live flow with it.
+    const expired = 3 * MAX_PENDING_LOGIN_FLOWS;
+    await seedFlows("backlog", expired, now - 60_000);
+    await seedFlows("backlog-live", 100, now + 60_000);
+    await runCron(now);
+    const left = await flowD1()
+      .prepare(
+        "SELECT count(*) AS n, sum(expires_at <= ?) AS expired FROM login_flows WHERE token_hash LIKE 'backlog%'",
+      )
+      .bind(now)
+      .first<{ n: number; expired: number }>();
+    expect(left).toEqual({ n: 100, expired: 0 });
+    await flowD1().prepare("DELETE FROM login_flows WHERE token_hash LIKE 'backlog%'").run();
+  });
+
+  it("a granted flow that expires uncollected takes its app password with it: it never worked, and it goes", async () => {
+    const user = await as("nc-uncollected");
+    const flow = await startFlow();
+    expect((await grant(user.userId, flow.loginId)).kind).toBe("granted");
+    // The password as the poll would hand it out (the test holds the poll token, as the app does).
+    const row = await flowRow(flow.token);
+    const sealed = await unseal(
+      await derivedKey(flow.token, POLL_KEY),
+      row?.sealed_password as string,
+      row?.login_name as string,
+    );
+    const uncollected = { loginName: row?.login_name as string, appPassword: new TextDecoder().decode(sealed) };
+    // Until the app collects it, it works nowhere (nobody holds it yet), though the person sees it listed.
+    expect((await nextcloud(uncollected).get("subscriptions")).status).toBe(401);
+    expect((await gpodder(uncollected).get(`/api/2/devices/${uncollected.loginName}.json`)).status).toBe(401);
+    expect((await json<{ data: unknown[] }>(user.get("/v1/app-passwords"))).data).toHaveLength(1);
+
+    // The flow expires uncollected (its times, and the password's, 21 minutes in the past).
+    const db = await databaseFor(user.userId);
+    await age(flow.token, LOGIN_FLOW_LIFETIME_MS + 60_000);
+    await db
+      .prepare("UPDATE app_passwords SET expires_at = expires_at - ? WHERE user_id = ?")
+      .bind(LOGIN_FLOW_LIFETIME_MS + 60_000, user.userId)
+      .run();
+    await expectNotGranted(await poll(flow.token));
+    expect((await nextcloud(uncollected).get("subscriptions")).status).toBe(401);
+    // Listed nowhere, counted in no limit: 50 more can be minted.
+    expect((await json<{ data: unknown[] }>(user.get("/v1/app-passwords"))).data).toEqual([]);
+    for (let i = 0; i < 50; i++) await mint(user, `app ${i}`);
+    // The cron deletes it; the 50 held ones stay.
+    await runCron();
+    const left = await db
+      .prepare("SELECT count(*) AS n, count(expires_at) AS uncollected FROM app_passwords WHERE user_id = ?")
+      .bind(user.userId)
+      .first<{ n: number; uncollected: number }>();
+    expect(left).toEqual({ n: 50, uncollected: 0 });
+  });
+
+  it("a collected grant's app password works from the poll on, and the cron keeps it", async () => {
+    const user = await as("nc-collected");
+    const flow = await startFlow();
+    expect((await grant(user.userId, flow.loginId)).kind).toBe("granted");
+    const credentials = await granted(flow.token);
+    const db = await databaseFor(user.userId);
+    // Collected: from then on it is held, and outlives the flow it came from.
+    expect(
+      await db.prepare("SELECT expires_at FROM app_passwords WHERE user_id = ?").bind(user.userId).first("expires_at"),
+    ).toBeNull();
+    await runCron(Date.now() + 2 * LOGIN_FLOW_LIFETIME_MS);
+    expect((await nextcloud(credentials).get("subscriptions")).status).toBe(200);
+    expect((await json<{ data: unknown[] }>(user.get("/v1/app-passwords"))).data).toHaveLength(1);
   });
 
   it("Deny ends the flow: it is neither shown, granted nor polled again", async () => {

@@ -313,7 +313,7 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
       const browser = new Browser(signInBindings(store.bindings()));
       browser.setCookie(SESSION_COOKIE, cookie);
       expect((await browser.page("/account")).html, userId).toContain(
-        `Signed in as <strong>${userId} on the page</strong>`,
+        `Signed in as <strong><bdi>${userId} on the page</bdi></strong>`,
       );
     }
     const pieces = async (name: string) =>

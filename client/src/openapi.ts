@@ -123,7 +123,7 @@ export interface paths {
     get: operations["listAppPasswords"];
     /**
      * Mint an app password
-     * @description Mints a password for an app that speaks the gpodder.net API (gPodder, AntennaPod, Kasts). The answer holds `password` (160 random bits): it is shown this once, only a hash is stored. `username` is the user's gpodder username, the same for every app password. At most 50 per user. A `data.id` answers 403 (the server chooses ids).
+     * @description Mints a password for an app that speaks the gpodder.net API (gPodder, AntennaPod, Kasts). The answer holds `password` (150 random bits, six groups of five lowercase letters and digits without l, o, 0 and 1, joined by `-`: typeable from another screen): it is shown this once, only a hash is stored. `username` is the user's gpodder username, the same for every app password. At most 50 per user. A `data.id` answers 403 (the server chooses ids).
      */
     post: operations["createAppPassword"];
   };
@@ -236,7 +236,7 @@ export interface paths {
   "/index.php/login/v2": {
     /**
      * Start a Login Flow
-     * @description No credentials; any body. The app opens `login` (`/index.php/login/v2/flow/<login id>`) in the browser and polls `poll.endpoint` with `poll.token`. The flow lasts 20 minutes; the app is named by its `User-Agent` (at most 100 characters; absent: `Unknown app`). At most 30 flows are started per minute per address (an IPv6 address by its /64).
+     * @description No credentials; any body. The app opens `login` (`/index.php/login/v2/flow/<login id>`) in the browser and polls `poll.endpoint` with `poll.token`. The flow lasts 20 minutes; the app is named by its `User-Agent` (section 15's refused code points removed, at most 100 characters; absent: `Unknown app`). At most 30 flows are started per minute per address (an IPv6 address by its /56), and at most 10000 are pending at once.
      */
     post: operations["nextcloudStartLoginFlow"];
   };
@@ -1942,7 +1942,7 @@ export interface operations {
   };
   /**
    * Mint an app password
-   * @description Mints a password for an app that speaks the gpodder.net API (gPodder, AntennaPod, Kasts). The answer holds `password` (160 random bits): it is shown this once, only a hash is stored. `username` is the user's gpodder username, the same for every app password. At most 50 per user. A `data.id` answers 403 (the server chooses ids).
+   * @description Mints a password for an app that speaks the gpodder.net API (gPodder, AntennaPod, Kasts). The answer holds `password` (150 random bits, six groups of five lowercase letters and digits without l, o, 0 and 1, joined by `-`: typeable from another screen): it is shown this once, only a hash is stored. `username` is the user's gpodder username, the same for every app password. At most 50 per user. A `data.id` answers 403 (the server chooses ids).
    */
   createAppPassword: {
     requestBody: {
@@ -3316,7 +3316,7 @@ export interface operations {
   };
   /**
    * Start a Login Flow
-   * @description No credentials; any body. The app opens `login` (`/index.php/login/v2/flow/<login id>`) in the browser and polls `poll.endpoint` with `poll.token`. The flow lasts 20 minutes; the app is named by its `User-Agent` (at most 100 characters; absent: `Unknown app`). At most 30 flows are started per minute per address (an IPv6 address by its /64).
+   * @description No credentials; any body. The app opens `login` (`/index.php/login/v2/flow/<login id>`) in the browser and polls `poll.endpoint` with `poll.token`. The flow lasts 20 minutes; the app is named by its `User-Agent` (section 15's refused code points removed, at most 100 characters; absent: `Unknown app`). At most 30 flows are started per minute per address (an IPv6 address by its /56), and at most 10000 are pending at once.
    */
   nextcloudStartLoginFlow: {
     responses: {
@@ -3365,7 +3365,7 @@ export interface operations {
           };
         };
       };
-      /** @description The database is unreachable; nothing was changed. */
+      /** @description 10000 flows are pending: nothing was started. */
       503: {
         headers: {
           "Retry-After": components["headers"]["Retry-After"];

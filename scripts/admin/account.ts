@@ -58,9 +58,9 @@ export interface Account {
   devices: StoredDevice[];
 }
 
-/** Reads the account in one D1 call. */
+/** Reads the account in one D1 call (app passwords as the API lists them now: none that expired uncollected). */
 export async function readAccount(db: D1Database, user: string): Promise<Account> {
-  const values = { userId: user };
+  const values = { userId: user, now: Date.now() };
   const [statsRows, appPasswords, gpodderSessions, accountSessions, devices] = await db.batch([
     statsStatement.bind(db, values),
     appPasswordStatements.list.bind(db, values),

@@ -15,6 +15,26 @@ export function randomSecret(bytes: number): string {
 }
 
 /**
+ * What a typed secret is written in: lowercase letters and digits without the ones a person confuses when reading
+ * from another screen (l and 1, o and 0; no capitals, so no I or O either). 32 characters: 5 bits each.
+ */
+export const TYPEABLE_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789";
+const TYPEABLE_GROUP = 5;
+
+/**
+ * A secret a person can type from another screen: `groups` groups of 5 characters of TYPEABLE_ALPHABET joined by
+ * `-` (6 groups: 150 random bits), `xxxxx-xxxxx-...`. Each character is one random byte's low 5 bits (32 divides
+ * 256, so every character is equally likely).
+ */
+export function typeableSecret(groups: number): string {
+  const raw = crypto.getRandomValues(new Uint8Array(groups * TYPEABLE_GROUP));
+  const characters = Array.from(raw, (byte) => TYPEABLE_ALPHABET[byte & 31]);
+  return Array.from({ length: groups }, (_, group) =>
+    characters.slice(group * TYPEABLE_GROUP, (group + 1) * TYPEABLE_GROUP).join(""),
+  ).join("-");
+}
+
+/**
  * HMAC-SHA256 of each message keyed by `key` (a secret of at least 128 random bits, such as an app password), as
  * base64url (256 bits, 43 characters): secrets anyone holding the key can derive again, and nobody else.
  */

@@ -44,7 +44,8 @@ export interface AccountOverview {
  */
 const appPasswordsStatement = statement(sql`
   SELECT ${p.id} AS id, ${p.username} AS username, ${p.label} AS label, ${p.createdAt} AS createdAt,
-    ${p.lastUsedAt} AS lastUsedAt FROM ${p} WHERE ${p.userId} = ${userId}`);
+    ${p.lastUsedAt} AS lastUsedAt FROM ${p}
+  WHERE ${p.userId} = ${userId} AND (${p.expiresAt} IS NULL OR ${p.expiresAt} > ${sql.placeholder("now")})`);
 const devicesStatement = statement(sql`
   SELECT ${d.deviceId} AS id, ${d.caption} AS caption, ${d.type} AS type, ${d.createdAt} AS createdAt
   FROM ${d} WHERE ${d.userId} = ${userId}`);
@@ -53,11 +54,11 @@ const oldestFirst = <T extends { createdAt: number; id: string }>(a: T, b: T) =>
   a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /**
- * The signed-in account page: the counters, every app password and every device, in one batch (one round
- * trip). Rows read: the stats row, and the app passwords and devices shown.
+ * The signed-in account page at `at`: the counters, every app password (none that expired uncollected:
+ * db/app-passwords.ts) and every device, in one batch (one round trip). Rows read: the stats row, and the app passwords and devices shown.
  */
-export async function accountOverview(db: Database, user: string): Promise<AccountOverview> {
-  const values = { userId: user };
+export async function accountOverview(db: Database, user: string, at: number): Promise<AccountOverview> {
+  const values = { userId: user, now: at };
   const batch = new WriteBatch();
   const slot = batch.push(
     holdingsStatement.bind(db, values),

@@ -37,20 +37,32 @@ const username = sql.placeholder("username");
 const passwordHash = sql.placeholder("passwordHash");
 const sessionHash = sql.placeholder("sessionHash");
 const now = sql.placeholder("now");
+/**
+ * A password someone holds: not one a Login Flow grant minted whose app never collected it before the flow
+ * expired (`expires_at` is set only until the poll collects it: docs/API.md §17). Such a one works nowhere (no
+ * Basic sign-in finds it), is listed nowhere and counts in no limit; the retention cron deletes it.
+ */
+const held = sql`(${p.expiresAt} IS NULL OR ${p.expiresAt} > ${now})`;
+
 const columns = sql`${p.id} AS id, ${p.username} AS username, ${p.label} AS label, ${p.createdAt} AS createdAt,
   ${p.lastUsedAt} AS lastUsedAt`;
 
-/** Inserts one app password while the user has fewer than the limit, checked inside the statement. */
+/**
+ * Inserts one app password while the user has fewer than the limit, checked inside the statement; `expiresAt`
+ * only for a Login Flow's, until its app collects it.
+ */
 const createStatement = statement(sql`
-  INSERT INTO ${p} (user_id, id, username, label, password_hash, created_at, last_used_at)
-  SELECT ${userId}, ${id}, ${username}, ${sql.placeholder("label")}, ${passwordHash}, ${now}, NULL
-  WHERE (SELECT count(*) FROM ${p} WHERE ${p.userId} = ${userId}) < ${MAX_APP_PASSWORDS}
+  INSERT INTO ${p} (user_id, id, username, label, password_hash, created_at, last_used_at, expires_at)
+  SELECT ${userId}, ${id}, ${username}, ${sql.placeholder("label")}, ${passwordHash}, ${now}, NULL,
+    ${sql.placeholder("expiresAt")}
+  WHERE (SELECT count(*) FROM ${p} WHERE ${p.userId} = ${userId} AND ${held}) < ${MAX_APP_PASSWORDS}
   RETURNING 1 AS written`);
 
 const listStatement = statement(sql`
-  SELECT ${columns} FROM ${p} WHERE ${p.userId} = ${userId} ORDER BY ${p.createdAt}, ${p.id}`);
+  SELECT ${columns} FROM ${p} WHERE ${p.userId} = ${userId} AND ${held} ORDER BY ${p.createdAt}, ${p.id}`);
 
-const findStatement = statement(sql`SELECT ${columns} FROM ${p} WHERE ${p.userId} = ${userId} AND ${p.id} = ${id}`);
+const findStatement = statement(sql`
+  SELECT ${columns} FROM ${p} WHERE ${p.userId} = ${userId} AND ${p.id} = ${id} AND ${held}`);
 
 /** Deleting an app password ends every session opened with it, in the same transaction. */
 const endSessionsOfStatement = statement(sql`
@@ -61,13 +73,18 @@ const deleteStatement = statement(sql`
 /** The app passwords a username may sign in with: the caller compares the hashes in constant time. */
 const candidatesStatement = statement(sql`
   SELECT ${p.userId} AS userId, ${p.id} AS appPasswordId, ${p.passwordHash} AS passwordHash
-  FROM ${p} WHERE ${p.username} = ${username}`);
+  FROM ${p} WHERE ${p.username} = ${username} AND ${p.expiresAt} IS NULL`);
 
 const sessionHashes = sql.placeholder("sessionHashes");
 
-/** Whether an app password with this hash exists under the username (through the username index). */
-const existsStatement = statement(sql`
-  SELECT 1 AS found FROM ${p} WHERE ${p.username} = ${username} AND ${p.passwordHash} = ${passwordHash}`);
+/**
+ * A Login Flow's poll collects the password it hands out: from then on it is held (through the username index);
+ * written only while it exists and has not expired uncollected.
+ */
+const collectStatement = statement(sql`
+  UPDATE ${p} SET expires_at = NULL
+  WHERE ${p.username} = ${username} AND ${p.passwordHash} = ${passwordHash} AND ${held}
+  RETURNING 1 AS found`);
 
 /**
  * A session that still counts, of the row `alias`: not ended by a logout (which keeps the row, its app password
@@ -78,7 +95,7 @@ const live = (alias: string) =>
   sql`(${sql.raw(alias)}.app_password_id <> '' AND ${sql.raw(alias)}.last_used_at > ${now} - ${SESSION_IDLE_MS})`;
 
 /** The app password a Basic sign-in names, by username and hash (a wrong password names none). */
-const signedInWith = sql`${p.username} = ${username} AND ${p.passwordHash} = ${passwordHash}`;
+const signedInWith = sql`${p.username} = ${username} AND ${p.passwordHash} = ${passwordHash} AND ${p.expiresAt} IS NULL`;
 
 /**
  * Opens or reuses the session a successful Basic sign-in hands out, in the same round trip as the check: written
@@ -203,23 +220,25 @@ export type CreateResult = { kind: "created"; appPassword: StoredAppPassword } |
 export async function createAppPassword(
   db: Database,
   user: string,
-  appPassword: Omit<StoredAppPassword, "lastUsedAt"> & { passwordHash: string },
+  appPassword: Omit<StoredAppPassword, "lastUsedAt"> & { passwordHash: string; expiresAt?: number },
 ): Promise<CreateResult> {
-  const { passwordHash: hash, ...stored } = appPassword;
+  const { passwordHash: hash, expiresAt = null, ...stored } = appPassword;
   const row = await call(() =>
-    createStatement.bind(db, { userId: user, now: stored.createdAt, passwordHash: hash, ...stored }).first(),
+    createStatement.bind(db, { userId: user, now: stored.createdAt, passwordHash: hash, expiresAt, ...stored }).first(),
   );
   return row ? { kind: "created", appPassword: { ...stored, lastUsedAt: null } } : { kind: "limit" };
 }
 
-/** The user's app passwords, oldest first. */
-export async function listAppPasswords(db: Database, user: string): Promise<StoredAppPassword[]> {
-  const { results } = await call(() => listStatement.bind(db, { userId: user }).all<StoredAppPassword>());
+/** The user's app passwords at `at`, oldest first (none that expired uncollected). */
+export async function listAppPasswords(db: Database, user: string, at: number): Promise<StoredAppPassword[]> {
+  const { results } = await call(() => listStatement.bind(db, { userId: user, now: at }).all<StoredAppPassword>());
   return results;
 }
 
-export async function findAppPassword(db: Database, user: string, appPasswordId: string) {
-  const row = await call(() => findStatement.bind(db, { userId: user, id: appPasswordId }).first<StoredAppPassword>());
+export async function findAppPassword(db: Database, user: string, appPasswordId: string, at: number) {
+  const row = await call(() =>
+    findStatement.bind(db, { userId: user, id: appPasswordId, now: at }).first<StoredAppPassword>(),
+  );
   return row ?? undefined;
 }
 
@@ -233,14 +252,16 @@ export async function deleteAppPassword(db: Database, user: string, appPasswordI
 }
 
 /**
- * Whether the password whose hash this is still exists for the username (not revoked, its user not erased). The
- * hash is a stored value's equal, not a guess being tried: Login Flow v2 asks it of a password it minted itself.
+ * Collects a Login Flow's password at `at`: true when it still exists for the username (not revoked, its user not
+ * erased, its flow not expired uncollected), and from now on it works. The hash is a stored value's equal, not a
+ * guess being tried: Login Flow v2 asks it of a password it minted itself.
  */
-export async function appPasswordExists(
+export async function collectAppPassword(
   db: Database,
   credentials: { username: string; passwordHash: string },
+  at: number,
 ): Promise<boolean> {
-  const row = await call(() => existsStatement.bind(db, credentials).first());
+  const row = await call(() => collectStatement.bind(db, { ...credentials, now: at }).first());
   return row !== null;
 }
 
@@ -346,5 +367,5 @@ export const appPasswordStatements: Record<string, Statement> = {
   ...Object.fromEntries(revokeAllStatements.map((revoke, index) => [`revokeAll${index}`, revoke])),
 };
 
-/** The Login Flow poll's check that a granted password still exists; test/nextcloud.test.ts proves its plan. */
-export const appPasswordCheckStatements: Record<string, Statement> = { exists: existsStatement };
+/** The Login Flow poll's collection of a granted password; test/nextcloud.test.ts proves its plan. */
+export const appPasswordCheckStatements: Record<string, Statement> = { collect: collectStatement };

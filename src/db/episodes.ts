@@ -56,9 +56,8 @@ export interface EpisodeWrite {
 }
 
 export type EpisodeOperation =
-  | ({ op: "add"; feedGuid: string; mediaUrl: string } & EpisodeWrite)
-  | ({ op: "update" } & EpisodeWrite)
-  | { op: "remove"; id: string };
+  /** Create or merge; without `mediaUrl` only a merge (creating needs one: `media-url-required`). */
+  ({ op: "add"; feedGuid: string } & EpisodeWrite) | ({ op: "update" } & EpisodeWrite) | { op: "remove"; id: string };
 
 export type EpisodeWriteResult =
   | { kind: "created"; episode: StoredEpisode }
@@ -67,6 +66,7 @@ export type EpisodeWriteResult =
   | { kind: "limit" }
   | { kind: "storage" }
   | { kind: "not-found" }
+  | { kind: "media-url-required" }
   | { kind: "removed" };
 
 const userId = sql.placeholder("userId");
@@ -361,7 +361,9 @@ export function episodeWriter(
       return () => (slot.results()[0].results.length > 0 ? { kind: "removed" } : { kind: "not-found" });
     }
     const values = { ...writeValues(user, operation), ...extra };
-    const [write, rooms] = operation.op === "add" ? [adds.upsert, [adds.room]] : [mergeStatement, mergeRoomStatements];
+    // An add without mediaUrl can only merge (docs/API.md §13): it runs as an update of a state of its feed.
+    const creates = operation.op === "add" && operation.mediaUrl !== undefined;
+    const [write, rooms] = creates ? [adds.upsert, [adds.room]] : [mergeStatement, mergeRoomStatements];
     const readBefore = storedBefore(values);
     written.add(values.id);
     const slot = batch.push(...rooms.map((room) => room.bind(db, values)), write.bind(db, values));
@@ -375,7 +377,7 @@ export function episodeWriter(
       }
       const refused = refusal(results.slice(0, rooms.length));
       if (refused) return { kind: refused };
-      if (!live) return { kind: "not-found" };
+      if (!live) return { kind: operation.op === "add" ? "media-url-required" : "not-found" };
       if (operation.feedGuid !== undefined && live.feedGuid !== operation.feedGuid) {
         return { kind: "feed-mismatch", feedGuid: live.feedGuid };
       }

@@ -13,8 +13,18 @@ import { type Statement, statement } from "./statements";
  * `expires_at` (ms).
  */
 
-/** Expired flows the retention cron deletes per database and run (src/retention.ts). */
-export const LOGIN_FLOWS_PER_RUN = 1000;
+/**
+ * Flows pending at once per database (started, not expired, not collected: docs/API.md §17); a start past it is
+ * refused and writes nothing. It bounds the table, and with it the cron's work: the flows that expire within any
+ * 20 minutes were all pending at its start, so at most this many expire between two cron runs (10 minutes).
+ */
+export const MAX_PENDING_LOGIN_FLOWS = 10_000;
+
+/**
+ * Expired flows one purge statement deletes; the cron repeats it until none is left (src/retention.ts), so every
+ * expired flow goes within a run of expiring, however many there are.
+ */
+export const LOGIN_FLOWS_PER_PURGE = 1000;
 
 /** A started flow as stored. */
 export interface NewLoginFlow {
@@ -42,10 +52,17 @@ const now = sql.placeholder("now");
 const pending = sql`${f.loginHash} = ${loginHash} AND ${f.loginName} IS NULL`;
 const live = sql`${f.expiresAt} > ${now}`;
 
+/**
+ * Written only while fewer than MAX_PENDING_LOGIN_FLOWS flows are live, counted inside the statement through the
+ * expiry index, at most that many entries read (collected and denied flows are deleted, so live is pending).
+ */
 const startStatement = statement(sql`
   INSERT INTO ${f} (token_hash, login_hash, app_name, started_at, started_from, expires_at, login_name, sealed_password)
-  VALUES (${tokenHash}, ${loginHash}, ${sql.placeholder("appName")}, ${sql.placeholder("startedAt")},
-    ${sql.placeholder("startedFrom")}, ${sql.placeholder("expiresAt")}, NULL, ${sql.placeholder("sealed")})`);
+  SELECT ${tokenHash}, ${loginHash}, ${sql.placeholder("appName")}, ${sql.placeholder("startedAt")},
+    ${sql.placeholder("startedFrom")}, ${sql.placeholder("expiresAt")}, NULL, ${sql.placeholder("sealed")}
+  WHERE (SELECT count(*) FROM (SELECT 1 FROM ${f} WHERE ${f.expiresAt} > ${sql.placeholder("startedAt")}
+    LIMIT ${MAX_PENDING_LOGIN_FLOWS})) < ${MAX_PENDING_LOGIN_FLOWS}
+  RETURNING 1 AS written`);
 
 const findPendingStatement = statement(sql`
   SELECT ${f.appName} AS appName, ${f.startedAt} AS startedAt, ${f.startedFrom} AS startedFrom,
@@ -68,13 +85,15 @@ const collectStatement = statement(sql`
   DELETE FROM ${f} WHERE ${f.tokenHash} = ${tokenHash} AND ${f.loginName} IS NOT NULL AND ${live}
   RETURNING ${f.loginName} AS loginName, ${f.sealedPassword} AS sealed`);
 
-/** The oldest expired flows, through the expiry index, a bounded slice per run. */
+/** The oldest expired flows, through the expiry index, a bounded slice per statement. */
 const purgeStatement = statement(sql`
   DELETE FROM ${f} WHERE ${f.tokenHash} IN (
-    SELECT ${f.tokenHash} FROM ${f} WHERE ${f.expiresAt} <= ${now} ORDER BY ${f.expiresAt} LIMIT ${LOGIN_FLOWS_PER_RUN})`);
+    SELECT ${f.tokenHash} FROM ${f} WHERE ${f.expiresAt} <= ${now} ORDER BY ${f.expiresAt} LIMIT ${LOGIN_FLOWS_PER_PURGE})`);
 
-export async function startLoginFlow(db: Database, flow: NewLoginFlow): Promise<void> {
-  await call(() => startStatement.bind(db, { ...flow }).run());
+/** Stores a started flow; false (nothing written) when MAX_PENDING_LOGIN_FLOWS are pending already. */
+export async function startLoginFlow(db: Database, flow: NewLoginFlow): Promise<boolean> {
+  const row = await call(() => startStatement.bind(db, { ...flow }).first());
+  return row !== null;
 }
 
 /** The live flow of this login id hash that is waiting for its grant; undefined when none is. */
@@ -116,10 +135,18 @@ export async function collectLoginFlowGrant(
   return row ?? undefined;
 }
 
-/** Deletes up to LOGIN_FLOWS_PER_RUN flows that expired before `at`, oldest first; how many. */
+/**
+ * Deletes every flow that expired before `at`, oldest first, LOGIN_FLOWS_PER_PURGE a statement until a statement
+ * finds fewer (each its own short write, so no statement holds the database long); how many. The pending limit
+ * bounds how many there can be (MAX_PENDING_LOGIN_FLOWS between two runs).
+ */
 export async function purgeExpiredLoginFlows(db: Database, at: number): Promise<number> {
-  const result = await call(() => purgeStatement.bind(db, { now: at }).run());
-  return result.meta.changes;
+  let deleted = 0;
+  for (;;) {
+    const { meta } = await call(() => purgeStatement.bind(db, { now: at }).run());
+    deleted += meta.changes;
+    if (meta.changes < LOGIN_FLOWS_PER_PURGE) return deleted;
+  }
 }
 
 /** Every statement this module runs, for the test that proves none scans a table. */

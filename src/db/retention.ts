@@ -2,7 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { SESSION_IDLE_MS } from "./app-passwords";
 import { call, type Database } from "./database";
-import { accountSessions, gpodderSessions, userStats as stats, subscriptions } from "./schema";
+import { accountSessions, appPasswords, gpodderSessions, userStats as stats, subscriptions } from "./schema";
 import { type Statement, statement } from "./statements";
 import { episodeTombstones, subscriptionTombstones, type TombstoneTable } from "./storage";
 import { MAX_STORED_SUBSCRIPTIONS } from "./subscriptions";
@@ -268,6 +268,37 @@ export async function purgeExpiredAccountSessions(db: Database, now: number, wri
   return (await call(() => deleteAccountSessions.bind(db, { hashes }).run())).meta.changes;
 }
 
+/**
+ * The app passwords Login Flow grants minted whose apps never collected them before their flows expired, oldest
+ * first, through their partial index (only uncollected ones are in it), the users of `skip` left out.
+ */
+const uncollectedAppPasswords = statement(sql`
+  SELECT ${appPasswords.userId} AS user_id, ${appPasswords.id} AS id
+  FROM ${appPasswords} INDEXED BY app_passwords_uncollected
+  WHERE ${appPasswords.expiresAt} <= ${sql.placeholder("cutoff")} AND ${notSkipped(appPasswords.userId)}
+  ORDER BY ${appPasswords.expiresAt} LIMIT ${SESSIONS_PER_RUN}`);
+
+/** Deletes the given ones, if they are still uncollected and expired (a poll may have collected one since). */
+const deleteUncollectedAppPasswords = statement(sql`
+  DELETE FROM ${appPasswords} WHERE (${appPasswords.userId}, ${appPasswords.id}) IN (
+    SELECT value ->> 0, value ->> 1 FROM json_each(${sql.placeholder("rows")}))
+    AND ${appPasswords.expiresAt} <= ${sql.placeholder("cutoff")}`);
+
+/**
+ * Deletes up to SESSIONS_PER_RUN app passwords that expired uncollected (docs/API.md §17), of users the run may
+ * write. They already work nowhere and count nowhere (db/app-passwords.ts); this removes them. A grant per flow
+ * and at most 10 000 flows pending bound how many there can be; returns how many.
+ */
+export async function purgeUncollectedAppPasswords(db: Database, now: number, writable: WritableUser): Promise<number> {
+  const find = async (skip: string) =>
+    (await call(() => uncollectedAppPasswords.bind(db, { cutoff: now, skip }).all<{ user_id: string; id: string }>()))
+      .results;
+  const rows = await writableWork(find, (row) => row.user_id, writable);
+  if (rows.length === 0) return 0;
+  const values = { rows: JSON.stringify(rows.map((row) => [row.user_id, row.id])), cutoff: now };
+  return (await call(() => deleteUncollectedAppPasswords.bind(db, values).run())).meta.changes;
+}
+
 export const retentionStatementsByName: Record<string, Statement> = {
   ...Object.fromEntries(
     tables.flatMap((table, index) => Object.entries(table).map(([name, query]) => [`${name}${index}`, query])),
@@ -279,4 +310,6 @@ export const retentionStatementsByName: Record<string, Statement> = {
   deleteSessions,
   expiredAccountSessions,
   deleteAccountSessions,
+  uncollectedAppPasswords,
+  deleteUncollectedAppPasswords,
 };

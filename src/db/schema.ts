@@ -155,7 +155,10 @@ export const userStats = sqliteTable("user_stats", {
 /**
  * App passwords: what apps that speak the gpodder.net API send with HTTP Basic (docs/API.md §14). Only a
  * SHA-256 hash of the password is stored (it holds at least 128 random bits, so no slow hash is needed).
- * `username` is the user's gpodder username, the same on every row of the user.
+ * `username` is the user's gpodder username, the same on every row of the user. `expiresAt` (ms) is set only on
+ * a password a Login Flow grant minted that its app has not collected yet (docs/API.md §17): until the poll
+ * collects it (which clears it), it works nowhere, and once that time passes nobody can receive it, so it no longer
+ * counts and the retention cron deletes it.
  */
 export const appPasswords = sqliteTable(
   "app_passwords",
@@ -167,8 +170,13 @@ export const appPasswords = sqliteTable(
     passwordHash: text("password_hash").notNull(),
     createdAt: integer("created_at").notNull(),
     lastUsedAt: integer("last_used_at"),
+    expiresAt: integer("expires_at"),
   },
-  (table) => [primaryKey({ columns: [table.userId, table.id] }), index("app_passwords_username").on(table.username)],
+  (table) => [
+    primaryKey({ columns: [table.userId, table.id] }),
+    index("app_passwords_username").on(table.username),
+    index("app_passwords_uncollected").on(table.expiresAt).where(sql`${table.expiresAt} IS NOT NULL`),
+  ],
 );
 
 /**

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { bucketOfUsername, gpodderUsername } from "../auth/gpodder-username";
 import { randomSecret, secretHash } from "../auth/secrets";
-import { findAccountSession, startAccountSession } from "../db/account-sessions";
+import { endAccountSession, findAccountSession, startAccountSession } from "../db/account-sessions";
 import { type Database, database } from "../db/database";
 import type { AppEnv } from "../env";
 import { ApiError } from "../jsonapi";
@@ -65,14 +65,32 @@ export function pageCookie(c: Context<AppEnv>, name: string): string | undefined
   return getCookie(c, name, isSecure(c) ? "host" : undefined);
 }
 
+/** The database a session cookie's username names (its bucket's), or undefined for a name never issued. */
+function sessionShard(c: Context<AppEnv>, cookie: string | undefined) {
+  const username = cookie?.slice(0, Math.max(0, cookie.indexOf(".")));
+  const bucket = username ? bucketOfUsername(username) : undefined;
+  if (cookie === undefined || username === undefined || bucket === undefined) return undefined;
+  const routing = shardRouting(c.env);
+  return { routing, username, shard: shardOfBucket(routing, bucket) };
+}
+
 /**
  * Starts a session for a person who just signed in: a new random cookie (never one presented before), its hash
- * stored in the user's database. Refused (503) while the user's bucket is being moved: the row could be left
- * behind in the old database.
+ * stored in the user's database. The session the browser came with, whoever's it was, ends first on the server
+ * (docs/API.md §16): it is replaced, and a copy of its cookie must not outlive it. Refused (503) while the
+ * user's bucket, or the replaced session's, is being moved: a row written or deleted now could be left behind
+ * (or survive) in the old database.
  */
 export async function signIn(c: Context<AppEnv>, person: { userId: string; name: string }): Promise<void> {
   const shard = await shardOfUser(shardRouting(c.env), person.userId);
   if (shard.frozen) throw frozenForMove(shard);
+  const presented = pageCookie(c, SESSION_COOKIE);
+  const replaced = sessionShard(c, presented);
+  if (replaced) {
+    if (replaced.shard.frozen) throw frozenForMove(replaced.shard);
+    const db = database(replaced.shard.database.withSession("first-primary"));
+    await endAccountSession(db, await secretHash(presented as string));
+  }
   const cookie = `${await gpodderUsername(person.userId)}.${randomSecret(SESSION_SECRET_BYTES)}`;
   await startAccountSession(database(shard.database.withSession("first-primary")), {
     sessionHash: await secretHash(cookie),
@@ -95,12 +113,10 @@ export function clearSessionCookie(c: Context<AppEnv>): void {
  */
 export const accountSession: MiddlewareHandler<AppEnv> = async (c, next) => {
   const cookie = pageCookie(c, SESSION_COOKIE);
-  const username = cookie?.slice(0, Math.max(0, cookie.indexOf(".")));
-  const bucket = username ? bucketOfUsername(username) : undefined;
-  if (cookie !== undefined && username !== undefined && bucket !== undefined) {
-    const routing = shardRouting(c.env);
+  const named = sessionShard(c, cookie);
+  if (cookie !== undefined && named) {
+    const { routing, username, shard } = named;
     c.set("shards", routing);
-    const shard = shardOfBucket(routing, bucket);
     const db = database(shard.database.withSession("first-primary"));
     const sessionHash = await secretHash(cookie);
     const session = await findAccountSession(db, sessionHash, Date.now());

@@ -69,12 +69,12 @@ function ipv6Groups(text: string): number[] | undefined {
 }
 
 /**
- * The key an address's failures are counted under: an IPv4 address as is, an IPv6 address by its /64 (one
- * subscriber line or host usually holds a whole /64, so counting single addresses would not limit anyone),
- * an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) as its IPv4 address. Text that is no address (local tools
- * send none: "unknown") is its own key.
+ * The key an address is counted under: an IPv4 address as is, an IPv6 address by its prefix of `ipv6Bits` (a
+ * multiple of 8; one subscriber line or host usually holds a whole /64, often a /56, so counting single
+ * addresses would not limit anyone), an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) as its IPv4 address.
+ * Text that is no address (local tools send none: "unknown") is its own key.
  */
-export function failureKeyOfAddress(address: string): string {
+export function addressKey(address: string, ipv6Bits: 56 | 64): string {
   const v4 = ipv4Octets(address);
   if (v4) return v4.join(".");
   const groups = ipv6Groups(address);
@@ -82,10 +82,14 @@ export function failureKeyOfAddress(address: string): string {
   if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
     return [groups[6] >> 8, groups[6] & 0xff, groups[7] >> 8, groups[7] & 0xff].join(".");
   }
-  return `${groups
-    .slice(0, 4)
-    .map((group) => group.toString(16))
-    .join(":")}::/64`;
+  const kept = groups.slice(0, 4);
+  if (ipv6Bits === 56) kept[3] &= 0xff00;
+  return `${kept.map((group) => group.toString(16)).join(":")}::/${ipv6Bits}`;
+}
+
+/** The key an address's failures are counted under (docs/API.md §15): an IPv6 address by its /64. */
+export function failureKeyOfAddress(address: string): string {
+  return addressKey(address, 64);
 }
 
 /** The failure key of the request's client (CF-Connecting-IP, as Cloudflare saw it). */

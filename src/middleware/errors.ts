@@ -119,10 +119,25 @@ export const onError: ErrorHandler<AppEnv> = (err, c) => {
   ]);
 };
 
-export const onNotFound: NotFoundHandler<AppEnv> = (c) =>
-  errorResponse(c, 404, [
+/** A browser's request (it asks for HTML first or among others); API clients ask for JSON or send no Accept. */
+function asksForHtml(c: Context<AppEnv>): boolean {
+  return /(^|,)\s*text\/html\s*(;|,|$)/i.test(c.req.header("Accept") ?? "");
+}
+
+/**
+ * A path nothing serves: a page (with the way to `/`) for a browser, which is a person who followed or typed a
+ * wrong link; the API dialect's error for everyone else, so an API client still reads JSON.
+ */
+export const onNotFound: NotFoundHandler<AppEnv> = (c) => {
+  if (!isPagePath(c.req.path) && asksForHtml(c)) {
+    return pageErrorResponse(c, 404, [
+      toErrorObject({ status: 404, title: "Page not found", detail: `There is no page at ${c.req.path}.` }),
+    ]);
+  }
+  return errorResponse(c, 404, [
     toErrorObject({ status: 404, title: "Not found", detail: `No resource lives at ${c.req.path}.` }),
   ]);
+};
 
 export function methodNotAllowedResponse(c: Context<AppEnv>, methods: string[]): Response | Promise<Response> {
   const allow = methods.join(", ");

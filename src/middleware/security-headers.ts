@@ -11,7 +11,8 @@ import { isPagePath, PAGE_CONTENT_SECURITY_POLICY } from "../pages/paths";
  */
 export function addSecurityHeaders(headers: Headers, path: string): void {
   headers.set("X-Content-Type-Options", "nosniff");
-  if (isPagePath(path)) {
+  // A page anywhere else is the not-found page a browser gets (middleware/errors.ts): a page all the same.
+  if (isPagePath(path) || headers.get("Content-Type")?.startsWith("text/html")) {
     headers.set("Referrer-Policy", "same-origin");
     headers.set("Cache-Control", "no-store");
     headers.set("Content-Security-Policy", PAGE_CONTENT_SECURITY_POLICY);

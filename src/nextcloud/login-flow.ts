@@ -1,7 +1,7 @@
 import { bucketOfUsername, gpodderUsername } from "../auth/gpodder-username";
 import { derivedKey, seal, unseal } from "../auth/sealed-secrets";
 import { randomSecret, secretHash } from "../auth/secrets";
-import { appPasswordExists } from "../db/app-passwords";
+import { collectAppPassword } from "../db/app-passwords";
 import { type Database, database } from "../db/database";
 import {
   collectLoginFlowGrant,
@@ -12,6 +12,7 @@ import {
 } from "../db/login-flows";
 import { mintAppPassword, revokeAppPassword } from "../resources/app-password";
 import { type ShardRouting, shardOfBucket, shardOfUser } from "../shards";
+import { withoutForbiddenCharacters } from "../url-text";
 
 /**
  * Nextcloud Login Flow v2 (docs/API.md §17): an app (AntennaPod) starts a flow and gets a poll token T and a
@@ -40,7 +41,7 @@ const MAX_ADDRESS_CHARACTERS = 64;
 const FLOW_SECRET_BYTES = 32;
 const FLOW_SECRET = /^[A-Za-z0-9_-]{43}$/;
 /** HKDF purposes: the key the password is sealed under (from T), the key that key is sealed under (from F). */
-const POLL_KEY = "podcast-sync login flow v2: app password key";
+export const POLL_KEY = "podcast-sync login flow v2: app password key";
 const LOGIN_KEY = "podcast-sync login flow v2: key of the app password key";
 
 /**
@@ -51,22 +52,29 @@ function loginFlowDatabase(routing: ShardRouting): Database {
   return database(shardOfBucket(routing, 0).database.withSession("first-primary"));
 }
 
-/** The app's name from its User-Agent: at most 100 characters, `Unknown app` when it sent none. */
+/**
+ * The app's name from its User-Agent: §15's refused code points removed (bidi controls, C1 and format
+ * characters: it is shown as text, and becomes a label), at most 100 characters, `Unknown app` when nothing is left.
+ */
 export function appNameOf(userAgent: string | undefined): string {
-  const name = [...(userAgent ?? "").trim().toWellFormed()].slice(0, MAX_APP_NAME_CHARACTERS).join("").trim();
+  const kept = withoutForbiddenCharacters((userAgent ?? "").toWellFormed()).trim();
+  const name = [...kept].slice(0, MAX_APP_NAME_CHARACTERS).join("").trim();
   return name === "" ? UNKNOWN_APP : name;
 }
 
-/** Starts a flow: the poll token for the app, and the login id for the browser's link. */
+/**
+ * Starts a flow: the poll token for the app, and the login id for the browser's link; undefined (nothing
+ * written) while MAX_PENDING_LOGIN_FLOWS flows are pending.
+ */
 export async function startLoginFlow(
   routing: ShardRouting,
   flow: { appName: string; startedFrom: string; now: number },
-): Promise<{ token: string; loginId: string }> {
+): Promise<{ token: string; loginId: string } | undefined> {
   const token = randomSecret(FLOW_SECRET_BYTES);
   const loginId = randomSecret(FLOW_SECRET_BYTES);
   const loginHash = await secretHash(loginId);
   const pollKey = await derivedKey(token, POLL_KEY);
-  await storeNewFlow(loginFlowDatabase(routing), {
+  const stored = await storeNewFlow(loginFlowDatabase(routing), {
     tokenHash: await secretHash(token),
     loginHash,
     appName: flow.appName,
@@ -75,7 +83,7 @@ export async function startLoginFlow(
     expiresAt: flow.now + LOGIN_FLOW_LIFETIME_MS,
     sealed: await seal(await derivedKey(loginId, LOGIN_KEY), pollKey, loginHash),
   });
-  return { token, loginId };
+  return stored ? { token, loginId } : undefined;
 }
 
 /** What the grant page says about a flow: the app, when (ms) and from which address it started, until when it lasts. */
@@ -113,9 +121,10 @@ export type GrantResult =
 /**
  * `Grant access`: mints the user's app password (label: the app's name; one of the 50) in the user's database,
  * then seals it onto the flow in bucket 0's, in that order, so the app is never handed a password that does
- * not exist. When the flow is gone by then (expired, denied, or granted by a second submit), the new password
- * is deleted again; when the database fails between the two writes, it stays, listed and revocable like any
- * other (the app, never answered, starts a new flow). `gone`: nothing to grant; `limit`: the user has 50 app
+ * not exist. The password is uncollected until the app's poll takes it, and expires with the flow otherwise.
+ * When the flow is gone by then (expired, denied, or granted by a second submit), the new password is deleted
+ * again; when the database fails between the two writes, it expires with the flow (the app, never answered,
+ * starts a new flow). `gone`: nothing to grant; `limit`: the user has 50 app
  * passwords; `frozen`: the user's bucket is being moved (a password written now could be left behind), try
  * again shortly. Nothing is written in those three cases.
  */
@@ -134,7 +143,8 @@ export async function grantLoginFlow(
   const flow = await findPendingLoginFlow(flowDb, loginHash, now);
   const pollKey = flow && (await unseal(await derivedKey(loginId, LOGIN_KEY), flow.sealed, loginHash));
   if (!flow || !pollKey) return { kind: "gone" };
-  const minted = await mintAppPassword(userDb, userId, flow.appName);
+  // Uncollected until the app's poll takes it: should the flow expire first, the password goes with it.
+  const minted = await mintAppPassword(userDb, userId, flow.appName, flow.expiresAt);
   if (minted.kind === "limit") return minted;
   const loginName = await gpodderUsername(userId);
   const sealed = await seal(pollKey, new TextEncoder().encode(minted.password), loginName);
@@ -166,10 +176,11 @@ export async function pollToken(token: string | null): Promise<{ token: string; 
  *
  * Also undefined when the password no longer exists: revoked on the account page, or its user erased
  * (docs/API.md §15), between the grant and this poll. The erasure runs in the user's database and cannot reach
- * the flow in bucket 0's, so the poll asks the user's database instead: one read, made only by the one poll
- * that collects a grant. The app then polls `404 []` until it gives up, as for a denied flow. Should that read
- * fail (503), the flow is already collected: the password stays, listed and revocable like any other, and the
- * app, never answered, starts a new flow (as when the grant's second write fails).
+ * the flow in bucket 0's, so the poll asks the user's database instead: one write, made only by the one poll
+ * that collects a grant, which also makes the password work (until then it works nowhere: docs/API.md §17, no
+ * app password that nobody received). The app then polls `404 []` until it gives up, as for a denied flow.
+ * Should that write fail (503), the flow is already collected and the password never handed out: it expires
+ * uncollected with the flow, and the app, never answered, starts a new flow.
  */
 export async function collectGrant(
   routing: ShardRouting,
@@ -183,9 +194,10 @@ export async function collectGrant(
   if (!sealed || bucket === undefined) return undefined;
   const appPassword = new TextDecoder().decode(sealed);
   const userDb = database(shardOfBucket(routing, bucket).database.withSession("first-primary"));
-  const exists = await appPasswordExists(userDb, {
-    username: grant.loginName,
-    passwordHash: await secretHash(appPassword),
-  });
-  return exists ? { loginName: grant.loginName, appPassword } : undefined;
+  const collected = await collectAppPassword(
+    userDb,
+    { username: grant.loginName, passwordHash: await secretHash(appPassword) },
+    now,
+  );
+  return collected ? { loginName: grant.loginName, appPassword } : undefined;
 }

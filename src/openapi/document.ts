@@ -45,7 +45,7 @@ The wire format is [JSON:API 1.1](https://jsonapi.org/format/1.1/): every body, 
 
 **Media types.** Send request bodies as \`${JSONAPI}\` (\`${ATOMIC}\` on \`/v1/operations\`); any other type, a \`charset\` or another parameter than \`ext\`/\`profile\`, or an extension the endpoint does not take answers \`415\`. \`Accept\` may be absent, \`*/*\`, \`application/json\` or the JSON:API type; \`406\` only when every JSON:API type in it is unusable. The OPML endpoints take and give XML: see them.
 
-**Errors.** JSON:API error objects with \`status\`, a stable \`title\`, \`detail\`, and \`source\` (\`pointer\`, \`parameter\` or \`header\`) where it helps. An unknown path answers \`404\`, a known path with another method \`405\` with \`Allow\`.
+**Errors.** JSON:API error objects with \`status\`, a stable \`title\`, \`detail\`, and \`source\` (\`pointer\`, \`parameter\` or \`header\`) where it helps. An unknown path answers \`404\` (to a browser that asks for \`text/html\`, a page leading to \`/\`), a known path with another method \`405\` with \`Allow\`.
 
 **Consistency and caching.** Responses carry \`X-D1-Bookmark\`: send it back on the next request to read your own writes from any database replica. The \`GET\` endpoints (list, change feed, one subscription) answer with an \`ETag\`; send it as \`If-None-Match\` to get \`304\` while nothing changed.
 

@@ -8,7 +8,7 @@ import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import type { SignedInAccount } from "../middleware/account-session";
 import { MAX_LABEL_CHARACTERS } from "../resources/app-password";
 import { bytes, count, dateTime, number } from "./format";
-import { AntiForgeryField, Layout, ScreenReaderOnly, SERVICE_NAME } from "./layout";
+import { AntiForgeryField, ChosenName, Layout, ScreenReaderOnly, SERVICE_NAME } from "./layout";
 
 /** The home page: what this is, `Sign in`, and where developers go. */
 export const HomePage: FC = () => (
@@ -74,7 +74,7 @@ const Holdings: FC<{ overview: AccountOverview }> = ({ overview }) => {
           </dd>
         </div>
         <div>
-          <dt>Episode states</dt>
+          <dt>Listening progress</dt>
           <dd>
             <a href="/account/progress">{count(holdings.episodes, "episode", "episodes")}</a>{" "}
             <Full
@@ -165,7 +165,9 @@ const AppPasswords: FC<{ account: SignedInAccount; rows: StoredAppPassword[] }> 
           <tbody>
             {rows.map((row) => (
               <tr>
-                <td>{row.label}</td>
+                <td>
+                  <ChosenName name={row.label} />
+                </td>
                 <td data-label="Created">{dateTime(row.createdAt)}</td>
                 <td data-label="Last used">{row.lastUsedAt === null ? "never" : dateTime(row.lastUsedAt)}</td>
                 <td>
@@ -173,7 +175,11 @@ const AppPasswords: FC<{ account: SignedInAccount; rows: StoredAppPassword[] }> 
                     <AntiForgeryField account={account} />
                     <input type="hidden" name="id" value={row.id} />
                     <button type="submit" class="danger">
-                      Revoke<ScreenReaderOnly> {row.label}</ScreenReaderOnly>
+                      Revoke
+                      <ScreenReaderOnly>
+                        {" "}
+                        <ChosenName name={row.label} />
+                      </ScreenReaderOnly>
                     </button>
                   </form>
                 </td>
@@ -186,6 +192,28 @@ const AppPasswords: FC<{ account: SignedInAccount; rows: StoredAppPassword[] }> 
   </section>
 );
 
+/**
+ * A device as its listener knows it: the name they gave it in the app (gPodder's caption) first, the id the app
+ * syncs it under after it, smaller; a device without a caption is named by its id alone.
+ */
+const DeviceName: FC<{ caption: string; id: string }> = ({ caption, id }) =>
+  caption.trim() === "" ? (
+    <code>
+      <ChosenName name={id} />
+    </code>
+  ) : (
+    <>
+      <ChosenName name={caption} />{" "}
+      <span class="secondary">
+        (
+        <code>
+          <ChosenName name={id} />
+        </code>
+        )
+      </span>
+    </>
+  );
+
 const Devices: FC<{ overview: AccountOverview }> = ({ overview }) => (
   <section aria-labelledby="devices">
     <h2 id="devices">Devices</h2>
@@ -197,7 +225,6 @@ const Devices: FC<{ overview: AccountOverview }> = ({ overview }) => (
           <thead>
             <tr>
               <th scope="col">Device</th>
-              <th scope="col">Caption</th>
               <th scope="col">Type</th>
             </tr>
           </thead>
@@ -205,9 +232,8 @@ const Devices: FC<{ overview: AccountOverview }> = ({ overview }) => (
             {overview.devices.map((device) => (
               <tr>
                 <td>
-                  <code>{device.id}</code>
+                  <DeviceName caption={device.caption} id={device.id} />
                 </td>
-                <td data-label="Caption">{device.caption}</td>
                 <td data-label="Type">{device.type}</td>
               </tr>
             ))}
@@ -223,7 +249,11 @@ export const AccountPage: FC<{ account: SignedInAccount; overview: AccountOvervi
   <Layout title="Your account" account={account} current="/account">
     <h1>Your account</h1>
     <p>
-      Signed in as <strong>{account.name}</strong>.
+      Signed in as{" "}
+      <strong>
+        <ChosenName name={account.name} />
+      </strong>
+      .
     </p>
     <Holdings overview={overview} />
     <ConnectForm account={account} full={overview.appPasswords.length >= MAX_APP_PASSWORDS} />
@@ -249,7 +279,9 @@ export const ConnectPage: FC<{
   password: string;
 }> = ({ account, label, server, username, password }) => (
   <Layout title={`Connect ${label}`} account={account} current="/account">
-    <h1>Connect {label}</h1>
+    <h1>
+      Connect <ChosenName name={label} />
+    </h1>
     <p class="notice" role="status">
       Enter these in the app now: the password is shown only this once (only a hash of it is kept). If you lose it,
       revoke it and create another.

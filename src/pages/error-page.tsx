@@ -2,11 +2,12 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppEnv } from "../env";
 import type { ErrorObject } from "../jsonapi";
-import { Layout, renderPage } from "./layout";
+import { Layout, renderPage, SERVICE_NAME } from "./layout";
 
 /**
  * A failure on a page (docs/API.md §16), as a page: what went wrong in words, never a stack trace, and the way
- * on: `Sign in` again when signing in failed or the session ended, else back to the account. Rendered by
+ * on: `Sign in` again when signing in failed or the session ended, else back to the account (and, for a page not
+ * found, to the start page `/`). Rendered by
  * app.onError (middleware/errors.ts) for every error on a page path, whoever raised it.
  */
 export function pageErrorResponse(
@@ -32,6 +33,12 @@ export function pageErrorResponse(
         ) : (
           <a href="/account">Back to your account</a>
         )}
+        {status === 404 ? (
+          <>
+            {" "}
+            · <a href="/">{SERVICE_NAME}'s start page</a>
+          </>
+        ) : null}
       </p>
       {status >= 500 ? <p class="hint">Status {status}. If this persists, tell the service's operator.</p> : null}
     </Layout>

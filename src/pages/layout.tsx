@@ -22,6 +22,13 @@ export const AntiForgeryField: FC<{ account: SignedInAccount }> = ({ account }) 
 /** Text only screen readers read (a button's full name, where the row already shows it). */
 export const ScreenReaderOnly: FC<{ children?: Child }> = ({ children }) => <span class="sr-only">{children}</span>;
 
+/**
+ * A name a client or a person chose (an app name, a device's caption or id, an app password's label, who signed
+ * in): isolated from the text around it (docs/API.md §16), so that right-to-left letters or a trailing number in it
+ * cannot reorder the sentence it sits in.
+ */
+export const ChosenName: FC<{ name: string }> = ({ name }) => <bdi>{name}</bdi>;
+
 const ACCOUNT_LINKS = [
   { href: "/account", label: "Account" },
   { href: "/account/subscriptions", label: "Subscriptions" },
@@ -42,7 +49,9 @@ const AccountNavigation: FC<{ account: SignedInAccount; current?: string }> = ({
     </ul>
     <form method="post" action="/account/signout" class="sign-out">
       <AntiForgeryField account={account} />
-      <span class="who">{account.name}</span>
+      <span class="who">
+        <ChosenName name={account.name} />
+      </span>
       <button type="submit">Sign out</button>
     </form>
   </nav>

@@ -2,7 +2,7 @@ import type { FC } from "hono/jsx";
 import type { SignedInAccount } from "../middleware/account-session";
 import type { LoginFlowSummary } from "../nextcloud/login-flow";
 import { dateTime, minutesFrom } from "./format";
-import { AntiForgeryField, Layout, SERVICE_NAME } from "./layout";
+import { AntiForgeryField, ChosenName, Layout, SERVICE_NAME } from "./layout";
 
 /**
  * The grant page of Nextcloud's Login Flow v2 (docs/API.md §17), where a signed-in person lets an app (AntennaPod's
@@ -12,7 +12,11 @@ import { AntiForgeryField, Layout, SERVICE_NAME } from "./layout";
  */
 
 /** The app's name as the starter gave it: set apart, and broken anywhere so that 100 characters fit 360 px. */
-const AppName: FC<{ name: string }> = ({ name }) => <strong class="app-name">{name}</strong>;
+const AppName: FC<{ name: string }> = ({ name }) => (
+  <strong class="app-name">
+    <ChosenName name={name} />
+  </strong>
+);
 
 /** `GET <login>` signed in: who asks, when and from where, the warning, and the two buttons. */
 export const GrantPage: FC<{
@@ -28,7 +32,10 @@ export const GrantPage: FC<{
     <h1>Grant access to your podcasts?</h1>
     <p class="lead">
       An app that calls itself <AppName name={flow.appName} /> asks to sync with the {SERVICE_NAME} account of{" "}
-      <strong>{account.name}</strong>: it could read and change your subscriptions and listening progress.
+      <strong>
+        <ChosenName name={account.name} />
+      </strong>
+      : it could read and change your subscriptions and listening progress.
     </p>
     <dl class="facts">
       <div>
@@ -92,7 +99,7 @@ export const GrantPage: FC<{
 export const GrantedPage: FC<{ account: SignedInAccount; appName: string }> = ({ account, appName }) => (
   <Layout title="Access granted" account={account}>
     <h1>Access granted</h1>
-    <p class="notice" role="status">
+    <p class="notice success" role="status">
       <AppName name={appName} /> can now sync with your account. You may close this page and return to the app: it
       finishes signing in by itself within a few seconds.
     </p>

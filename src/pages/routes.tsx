@@ -63,6 +63,21 @@ function cursorOf(query: URLSearchParams): PageCursor {
   return "first";
 }
 
+/**
+ * The subscriptions page a form returns to (`return_to`: the page it was on, as this service linked it): only its
+ * query counts, and it must be a page link this service made; anything else is a 400.
+ */
+function subscriptionsPageOf(returnTo: string): string {
+  let search: URLSearchParams;
+  try {
+    search = new URL(returnTo, "https://service.invalid").searchParams;
+  } catch {
+    throw badRequest("Invalid page link", "The page to return to is not one this service made; nothing was changed.");
+  }
+  cursorOf(search);
+  return `/account/subscriptions${search.size > 0 ? `?${search}` : ""}`;
+}
+
 const keyText = (key: ListKey) => `${key.subscribedAt}.${key.subscribedSeq}`;
 
 /** The text field `name` of the posted form, or a 400. */
@@ -87,7 +102,7 @@ export const pageRoutes = new Hono<AppEnv>()
     if (!account) return renderPage(c, <SignedOutPage signedOut={c.req.query("signed_out") !== undefined} />);
     return renderPage(
       c,
-      <AccountPage account={account} overview={await accountOverview(account.db, account.userId)} />,
+      <AccountPage account={account} overview={await accountOverview(account.db, account.userId, Date.now())} />,
     );
   })
 
@@ -145,11 +160,11 @@ export const pageRoutes = new Hono<AppEnv>()
     const form = c.get("form");
     const guid = formText(form, "guid", "the subscription");
     if (!guidSchema.safeParse(guid).success) throw badRequest("Invalid subscription", "That is no subscription's id.");
+    // Everything the form sent is checked before the write (docs/API.md §16): a 400 page means nothing changed.
+    const back = subscriptionsPageOf(formText(form, "return_to", "the page to return to"));
     // Already unsubscribed (another tab, another app) needs nothing more: the list shows what is left.
     await unsubscribe(account.db, account.userId, guid, Date.now());
-    const back = new URL(formText(form, "return_to", "the page to return to"), "https://service.invalid");
-    cursorOf(back.searchParams);
-    return c.redirect(`/account/subscriptions${back.search}`, 303);
+    return c.redirect(back, 303);
   })
 
   .get("/account/subscriptions.opml", accountSession, requireSignIn, limitPerUser, async (c) => {

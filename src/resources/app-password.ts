@@ -1,5 +1,5 @@
 import { gpodderUsername } from "../auth/gpodder-username";
-import { randomSecret, secretHash } from "../auth/secrets";
+import { secretHash, typeableSecret } from "../auth/secrets";
 import { verifiedCredentials } from "../auth/verified-credentials";
 import { createAppPassword, deleteAppPassword, MAX_APP_PASSWORDS, type StoredAppPassword } from "../db/app-passwords";
 import type { Database } from "../db/database";
@@ -8,8 +8,11 @@ import { toRfc3339 } from "../timestamps";
 
 export const APP_PASSWORD_TYPE = "app-password";
 export const MAX_LABEL_CHARACTERS = 100;
-/** 160 random bits (the contract asks for at least 128). */
-const PASSWORD_BYTES = 20;
+/**
+ * Six groups of five typeable characters (auth/secrets.ts): 150 random bits (the contract asks for at least 128),
+ * and a person copying it from the account page onto a phone's keyboard meets no l/1 or O/0 to tell apart.
+ */
+const PASSWORD_GROUPS = 6;
 
 export function appPasswordPath(id: string): string {
   return `/v1/app-passwords/${id}`;
@@ -68,17 +71,24 @@ export function isValidLabel(label: unknown): label is string {
 export type MintResult = { kind: "created"; appPassword: StoredAppPassword; password: string } | { kind: "limit" };
 
 /**
- * Mints an app password for the user (the API's POST and the account page's `Create app password`): a random
- * password, of which only the hash is stored, under the user's gpodder username.
+ * Mints an app password for the user (the API's POST, the account page's `Create app password`, a Login Flow's
+ * grant): a random password, of which only the hash is stored, under the user's gpodder username. With
+ * `uncollectedUntil` (a grant's flow expiry, ms) it works only once its app collects it, and not at all after.
  */
-export async function mintAppPassword(db: Database, userId: string, label: string): Promise<MintResult> {
-  const password = randomSecret(PASSWORD_BYTES);
+export async function mintAppPassword(
+  db: Database,
+  userId: string,
+  label: string,
+  uncollectedUntil?: number,
+): Promise<MintResult> {
+  const password = typeableSecret(PASSWORD_GROUPS);
   const result = await createAppPassword(db, userId, {
     id: crypto.randomUUID(),
     username: await gpodderUsername(userId),
     label,
     createdAt: Date.now(),
     passwordHash: await secretHash(password),
+    ...(uncollectedUntil === undefined ? {} : { expiresAt: uncollectedUntil }),
   });
   return result.kind === "limit" ? result : { ...result, password };
 }

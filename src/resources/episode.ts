@@ -86,22 +86,17 @@ const isWholeSeconds = (value: unknown, min: number): value is number =>
 
 /**
  * The attributes of an episode write, checked in a fixed order, each failure a 422 at its pointer
- * (docs/API.md §13): `mediaUrl` (required to create), `itemGuid`, `position`, `duration`, `played`, then
- * `changedAt`, required when `position` or `played` is sent. Read-only and unknown attributes are ignored.
+ * (docs/API.md §13): `mediaUrl`, `itemGuid`, `position`, `duration`, `played`, then `changedAt`, required when
+ * `position` or `played` is sent. Read-only and unknown attributes are ignored. Whether `mediaUrl` is missing
+ * only matters when the write would create the state, which the database decides (`mediaUrlRequired`).
  */
-function parseAttributes(
-  attributes: Record<string, unknown>,
-  base: string,
-  mediaUrl: "required" | "optional",
-  now: number,
-): Validated<EpisodeAttributes> {
+function parseAttributes(attributes: Record<string, unknown>, base: string, now: number): Validated<EpisodeAttributes> {
   const value: EpisodeAttributes = {};
   // Pointers are built for a failure only.
   const at = () => pointerTo(base, "attributes");
   const pointer = (name: string) => pointerTo(base, "attributes", name);
   if (attributes.mediaUrl === undefined) {
-    if (mediaUrl === "required")
-      return invalid(invalidAttribute(at(), "mediaUrl is required to create an episode state."));
+    // Absent: a merge keeps the stored one; a create is refused once the write finds no state (mediaUrlRequired).
   } else if (typeof attributes.mediaUrl !== "string" || !isValidFeedUrl(attributes.mediaUrl)) {
     return invalid(invalidAttribute(pointer("mediaUrl"), urlRulesDetail("mediaUrl")));
   } else {
@@ -245,8 +240,16 @@ function attributesOf(resource: Record<string, unknown>, base: string): Validate
   return { ok: true, value: attributes };
 }
 
-/** An episode to create or merge into: POST's `data` and each bulk `add`'s (`base` is its pointer). */
-export type NewEpisode = EpisodeWrite & { feedGuid: string; mediaUrl: string };
+/**
+ * An episode to create or merge into: POST's `data` and each bulk `add`'s (`base` is its pointer). Without
+ * `mediaUrl` it can only merge: the write answers `media-url-required` when there is no live state.
+ */
+export type NewEpisode = EpisodeWrite & { feedGuid: string };
+
+/** The 422 of a create without `mediaUrl` (docs/API.md §13): at the attributes of the resource object at `base`. */
+export function mediaUrlRequired(base: string): ErrorObject {
+  return invalidAttribute(pointerTo(base, "attributes"), "mediaUrl is required to create an episode state.");
+}
 
 /**
  * Validates an episode resource object that creates or merges (docs/API.md §13), wherever it sits: POST's
@@ -263,12 +266,9 @@ export function parseEpisodeResource(resource: unknown, base: string, now: numbe
   }
   const attributes = attributesOf(object, base);
   if (!attributes.ok) return attributes;
-  const parsed = parseAttributes(attributes.value, base, "required", now);
+  const parsed = parseAttributes(attributes.value, base, now);
   if (!parsed.ok) return parsed;
-  return {
-    ok: true,
-    value: { ...parsed.value, id: id.value, feedGuid: feed.value, mediaUrl: parsed.value.mediaUrl as string },
-  };
+  return { ok: true, value: { ...parsed.value, id: id.value, feedGuid: feed.value } };
 }
 
 /**
@@ -294,7 +294,7 @@ export function parseEpisodePatch(
   }
   const attributes = attributesOf(object, base);
   if (!attributes.ok) return attributes;
-  const parsed = parseAttributes(attributes.value, base, "optional", now);
+  const parsed = parseAttributes(attributes.value, base, now);
   if (!parsed.ok) return parsed;
   return { ok: true, value: { ...parsed.value, id: id.value, ...(feedGuid === undefined ? {} : { feedGuid }) } };
 }

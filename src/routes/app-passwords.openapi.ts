@@ -27,7 +27,11 @@ const appPassword: Json = {
       properties: {
         label: { type: "string", minLength: 1, maxLength: MAX_LABEL_CHARACTERS },
         username: { type: "string", pattern: "^[a-z0-9][a-z0-9._-]{0,63}$" },
-        password: { type: "string", description: "Only in the answer to the POST that minted it." },
+        password: {
+          type: "string",
+          pattern: "^[a-km-np-z2-9]{5}(-[a-km-np-z2-9]{5}){5}$",
+          description: "Only in the answer to the POST that minted it.",
+        },
         createdAt: { type: "string", format: "date-time" },
         lastUsedAt: { type: ["string", "null"], format: "date-time" },
       },
@@ -59,7 +63,7 @@ export const appPasswordPaths: Record<string, Json> = {
       operationId: "createAppPassword",
       tags: ["App passwords"],
       summary: "Mint an app password",
-      description: `Mints a password for an app that speaks the gpodder.net API (gPodder, AntennaPod, Kasts). The answer holds \`password\` (160 random bits): it is shown this once, only a hash is stored. \`username\` is the user's gpodder username, the same for every app password. At most ${MAX_APP_PASSWORDS} per user. A \`data.id\` answers 403 (the server chooses ids).`,
+      description: `Mints a password for an app that speaks the gpodder.net API (gPodder, AntennaPod, Kasts). The answer holds \`password\` (150 random bits, six groups of five lowercase letters and digits without l, o, 0 and 1, joined by \`-\`: typeable from another screen): it is shown this once, only a hash is stored. \`username\` is the user's gpodder username, the same for every app password. At most ${MAX_APP_PASSWORDS} per user. A \`data.id\` answers 403 (the server chooses ids).`,
       requestBody: {
         required: true,
         content: document({

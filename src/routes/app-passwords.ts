@@ -35,7 +35,7 @@ export const appPasswordRoutes = new Hono<AppEnv>()
   })
 
   .get("/", jsonApi, noQueryParameters, async (c) => {
-    const rows = await listAppPasswords(c.get("db"), c.get("userId"));
+    const rows = await listAppPasswords(c.get("db"), c.get("userId"), Date.now());
     return respond(
       c,
       dataDocument(
@@ -46,7 +46,7 @@ export const appPasswordRoutes = new Hono<AppEnv>()
   })
 
   .get("/:id", jsonApi, noQueryParameters, async (c) => {
-    const row = await findAppPassword(c.get("db"), c.get("userId"), c.req.param("id"));
+    const row = await findAppPassword(c.get("db"), c.get("userId"), c.req.param("id"), Date.now());
     if (!row) throw appPasswordNotFound();
     return respond(c, dataDocument(toAppPasswordResource(row)));
   })

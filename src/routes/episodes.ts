@@ -25,6 +25,7 @@ import {
   episodeNotFound,
   episodeNotFoundAt,
   episodePath,
+  mediaUrlRequired,
   parseEpisodePatch,
   parseEpisodeResource,
   toEpisodeResource,
@@ -141,6 +142,8 @@ function failedWrite(result: EpisodeWriteResult, pointer?: string): ErrorObject 
       return episodeLimitReached(pointer);
     case "storage":
       return storageLimitReached(pointer);
+    case "media-url-required":
+      return mediaUrlRequired(pointerTo(pointer ?? "", "data"));
     default:
       return episodeNotFoundAt(pointer ?? "");
   }

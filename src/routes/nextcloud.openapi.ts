@@ -1,3 +1,4 @@
+import { MAX_PENDING_LOGIN_FLOWS } from "../db/login-flows";
 import { MAX_GPODDER_ITEMS } from "../gpodder/protocol";
 import { LOGIN_FLOW_LIFETIME_MS, MAX_APP_NAME_CHARACTERS } from "../nextcloud/login-flow";
 import {
@@ -85,7 +86,7 @@ export const nextcloudPaths: Record<string, Json> = {
     post: operation(
       "nextcloudStartLoginFlow",
       "Start a Login Flow",
-      `No credentials; any body. The app opens \`login\` (\`${LOGIN_GRANT_PATH}/<login id>\`) in the browser and polls \`poll.endpoint\` with \`poll.token\`. The flow lasts ${MINUTES} minutes; the app is named by its \`User-Agent\` (at most ${MAX_APP_NAME_CHARACTERS} characters; absent: \`Unknown app\`). At most 30 flows are started per minute per address (an IPv6 address by its /64).`,
+      `No credentials; any body. The app opens \`login\` (\`${LOGIN_GRANT_PATH}/<login id>\`) in the browser and polls \`poll.endpoint\` with \`poll.token\`. The flow lasts ${MINUTES} minutes; the app is named by its \`User-Agent\` (section 15's refused code points removed, at most ${MAX_APP_NAME_CHARACTERS} characters; absent: \`Unknown app\`). At most 30 flows are started per minute per address (an IPv6 address by its /56), and at most ${MAX_PENDING_LOGIN_FLOWS} are pending at once.`,
       {
         description: "The flow started.",
         content: jsonContent({
@@ -106,7 +107,10 @@ export const nextcloudPaths: Record<string, Json> = {
       },
       {
         signedIn: false,
-        errors: { "429": errorResponse("Too many flows started from this address.", retryAfter) },
+        errors: {
+          "429": errorResponse("Too many flows started from this address.", retryAfter),
+          "503": errorResponse(`${MAX_PENDING_LOGIN_FLOWS} flows are pending: nothing was started.`, retryAfter),
+        },
       },
     ),
   },

@@ -10,9 +10,9 @@ import {
   subscriptionUpload,
   uploadEpisodeActions,
 } from "../gpodder/sync";
-import { absoluteUrl } from "../jsonapi";
+import { ApiError, absoluteUrl } from "../jsonapi";
 import { MAX_BODY_BYTES } from "../limits";
-import { failureKeyOf } from "../middleware/auth-failures";
+import { addressKey } from "../middleware/auth-failures";
 import { tooManyRequests } from "../middleware/rate-limit";
 import { appNameOf, collectGrant, pollToken, startLoginFlow } from "../nextcloud/login-flow";
 import {
@@ -39,17 +39,34 @@ function notGranted(c: Context<AppEnv>): Response {
 
 const latin1 = new TextDecoder("latin1");
 
+/** Seconds to wait when the pending flows are at their limit: flows expire every minute while there are many. */
+const PENDING_FULL_RETRY_AFTER_SECONDS = 60;
+
+/** MAX_PENDING_LOGIN_FLOWS flows are pending (docs/API.md §17): 503, nothing written. */
+function tooManyPendingFlows(): ApiError {
+  return new ApiError({
+    status: 503,
+    title: "Too many sign-ins in progress",
+    detail: "Too many sign-ins are in progress on this service; nothing was started. Retry after Retry-After.",
+    headers: { "Retry-After": String(PENDING_FULL_RETRY_AFTER_SECONDS) },
+  });
+}
+
 export const nextcloudRoutes = new Hono<AppEnv>()
 
-  // Start a flow: nobody is signed in, so this is the one unauthenticated write, limited per address.
+  // Start a flow: nobody is signed in, so this is the one unauthenticated write, limited per address (an IPv6
+  // address by its /56: whoever holds one /48 holds 256 of them, not 65 536 /64s) and by the pending flows.
   .post(LOGIN_FLOW_PATH, async (c) => {
-    const { success } = await c.env.LOGIN_FLOW_RATE_LIMITER.limit({ key: failureKeyOf(c) });
+    const address = c.req.header("CF-Connecting-IP") ?? "unknown";
+    const { success } = await c.env.LOGIN_FLOW_RATE_LIMITER.limit({ key: addressKey(address, 56) });
     if (!success) throw tooManyRequests("Too many sign-ins were started from this address; retry after Retry-After.");
-    const { token, loginId } = await startLoginFlow(shardRouting(c.env), {
+    const started = await startLoginFlow(shardRouting(c.env), {
       appName: appNameOf(c.req.header("User-Agent")),
-      startedFrom: c.req.header("CF-Connecting-IP") ?? "unknown",
+      startedFrom: address,
       now: Date.now(),
     });
+    if (!started) throw tooManyPendingFlows();
+    const { token, loginId } = started;
     return json(c, {
       poll: { token, endpoint: absoluteUrl(c, LOGIN_POLL_PATH) },
       login: absoluteUrl(c, `${LOGIN_GRANT_PATH}/${loginId}`),
