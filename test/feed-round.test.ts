@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, inject, it } from "vitest";
 import { allStatements as feedStatements, findPodcast } from "../src/db/feeds";
 import { urlKey } from "../src/db/url-key";
 import { FETCH_TIMEOUT_MS } from "../src/feeds/fetch";
-import { FEEDS_PER_ROUND, GONE_AFTER_MS, MAX_BACKOFF_MS, REFRESH_MS } from "../src/feeds/round";
+import { FEEDS_PER_ROUND, GONE_AFTER_MS, HEAD_CHARS_PER_ROUND, MAX_BACKOFF_MS, REFRESH_MS } from "../src/feeds/round";
 import { TECH_GUID } from "./feed-documents";
 import {
   as,
@@ -214,6 +214,26 @@ describe("the feed round", () => {
     expect(Array.from(long?.title ?? "").length).toBeGreaterThan(490);
     expect(Array.from(long?.title ?? "").length).toBeLessThanOrEqual(500);
     expect(long?.title).toMatch(/^Long title Long title/);
+  });
+
+  it("parses the short heads of a round first and leaves long ones past its share for the next run", async () => {
+    const user = await as("round-budget");
+    const long = [at("/feeds/endless.rss"), at("/feeds/endless.rss"), at("/feeds/endless.rss")];
+    const short = [at("/feeds/tech.rss"), at("/feeds/atom.xml")];
+    for (const url of [...long, ...short]) await subscribe(user, url);
+    const time = Date.now();
+    await runCron(time, FETCHING);
+    for (const url of short) expect(await feedRow(user.userId, url)).toMatchObject({ status: "ok" });
+    const statuses = async () => Promise.all(long.map(async (url) => (await feedRow(user.userId, url))?.status));
+    // Each long head is 64 KiB: the round's share (HEAD_CHARS_PER_ROUND) holds one beside the short ones.
+    const first = await statuses();
+    expect(first.filter((status) => status === "ok").length).toBeGreaterThanOrEqual(1);
+    expect(first.filter((status) => status === "pending").length).toBeGreaterThanOrEqual(1);
+    expect(HEAD_CHARS_PER_ROUND).toBeLessThan(long.length * 64 * 1024);
+    // Left due, not failed: the next runs take them first.
+    for (let run = 1; run <= 2; run++) await runCron(time + run * 10 * 60 * 1000, FETCHING);
+    expect(await statuses()).toEqual(long.map(() => "ok"));
+    for (const url of long) expect(await feedRow(user.userId, url)).toMatchObject({ title: "Endless", failures: 0 });
   });
 
   it("does not wait for a host that never answers to fetch the others", async () => {

@@ -1,6 +1,6 @@
 import type { Database } from "../db/database";
 import { type DueFeed, dueFeeds, type FeedRecord, recordFeeds } from "../db/feeds";
-import { FETCH_TIMEOUT_MS, type FetchOutcome, fetchFeed, withoutCutTag } from "./fetch";
+import { FETCH_TIMEOUT_MS, type FetchOutcome, fetchFeed } from "./fetch";
 import { type ChannelFacts, NotAFeedError, parseChannelHead } from "./parse";
 
 /**
@@ -22,17 +22,12 @@ export const GONE_AFTER_MS = 30 * 24 * HOUR_MS;
 /** Validators longer than this are not kept (a header of a hostile server). */
 const MAX_VALIDATOR = 256;
 /**
- * The parse is the round's CPU (fetches wait without it): at most this much of one head is parsed, and at most
- * HEAD_CHARS_PER_ROUND in all; a head past what is left of that waits for the next round, where it is first in
- * line (its feed stays due). A real channel head is a few KiB; these bound what a hostile one costs.
+ * The parse is most of the round's CPU (fetches wait without it): at most this much of the heads is parsed a
+ * round; a head past what is left waits for the next round, where it is first in line (its feed stays due). The
+ * first head of a round is always parsed (at most MAX_HEAD_BYTES). A real channel head is 2 to 16 KiB; this bounds
+ * what hostile ones cost (bench/README.md, "The feed round").
  */
-export const HEAD_CHARS_PER_FEED = 256 * 1024;
-export const HEAD_CHARS_PER_ROUND = 512 * 1024;
-
-/** The head as parsed: at most HEAD_CHARS_PER_FEED of it. */
-function parsedHead(head: string): string {
-  return head.length <= HEAD_CHARS_PER_FEED ? head : withoutCutTag(head.slice(0, HEAD_CHARS_PER_FEED));
-}
+export const HEAD_CHARS_PER_ROUND = 128 * 1024;
 
 export interface FeedRoundSettings {
   /** `FEED_FETCH=off`: nothing is fetched. */
@@ -64,22 +59,30 @@ type RoundOutcome =
   | Exclude<FetchOutcome, { kind: "feed" }>
   | ({ kind: "parsed"; facts: ChannelFacts } & Omit<Extract<FetchOutcome, { kind: "feed" }>, "kind" | "head">);
 
-/** Parses the heads in turn within the round's share of CPU (HEAD_CHARS_PER_ROUND); the rest wait their turn. */
+/**
+ * Parses the heads within the round's share of CPU (HEAD_CHARS_PER_ROUND), shortest first, so that one long head
+ * never costs the round its short ones; the first is always parsed, and a head past what is left waits its turn.
+ */
 function parseAll(outcomes: readonly FetchOutcome[]): RoundOutcome[] {
+  const parsed: RoundOutcome[] = [...outcomes] as RoundOutcome[];
+  const heads = outcomes.flatMap((outcome, n) => (outcome.kind === "feed" ? [{ n, outcome }] : []));
+  heads.sort((a, b) => a.outcome.head.length - b.outcome.head.length);
   let left = HEAD_CHARS_PER_ROUND;
-  return outcomes.map((outcome, n) => {
-    if (outcome.kind !== "feed") return outcome;
-    const { head: fetched, kind: _, ...arrival } = outcome;
-    const head = parsedHead(fetched);
-    if (head.length > left && n > 0 && left < HEAD_CHARS_PER_ROUND) return { kind: "deferred" };
+  for (const [order, { n, outcome }] of heads.entries()) {
+    const { head, kind: _, ...arrival } = outcome;
+    if (order > 0 && head.length > left) {
+      parsed[n] = { kind: "deferred" };
+      continue;
+    }
     left -= head.length;
     try {
-      return { kind: "parsed", facts: parseChannelHead(head), ...arrival };
+      parsed[n] = { kind: "parsed", facts: parseChannelHead(head), ...arrival };
     } catch (err) {
       if (!(err instanceof NotAFeedError)) throw err;
-      return { kind: "failed", error: err.message };
+      parsed[n] = { kind: "failed", error: err.message };
     }
-  });
+  }
+  return parsed;
 }
 
 /** The record a database keeps of an outcome, from its own row of the feed (its failures so far). */
