@@ -31,6 +31,7 @@ const { heavyListener, heavyUsers } = await import("./lib/heavy-listener.mjs");
 const { machine, renderMarkdown, summarise } = await import("./lib/report.mjs");
 const scenario = await import("./lib/scenario.mjs");
 const { applyMigrations, startServer } = await import("./lib/server.mjs");
+const feeds = await import("./lib/feeds.mjs");
 
 const {
   BULK_SIZES,
@@ -549,7 +550,7 @@ async function main() {
     probe: "bench/instrumented-worker.ts",
     isolate: "bench/isolate-worker.ts",
     ceiling: "bench/ceiling-worker.ts",
-    ...(options.isolateOnly
+    ...(options.isolateOnly || options.feedsOnly
       ? {}
       : { floor: "bench/d1-floor-worker.ts", statements: "bench/statement-floor-worker.ts" }),
   };
@@ -584,13 +585,21 @@ async function main() {
       // The isolate-only bundle again, keeping local workerd's console: what that costs, reported apart.
       "isolate-console": builds.isolate.script,
     },
-    bindings: { "isolate-console": { BENCH_CONSOLE: "local" } },
+    // The feed round fetches the bench's feed server on loopback (bench/lib/feeds.mjs): allowed in the workers that
+    // record and replay it, as in the tests, never in a deployment.
+    bindings: {
+      "isolate-console": { BENCH_CONSOLE: "local" },
+      probe: { FEED_FETCH_ALLOW_PRIVATE: "true" },
+      isolate: { FEED_FETCH_ALLOW_PRIVATE: "true" },
+    },
     // workerd's inspector: the profiles (--profile), and the heap an upload holds (measureHeapHeld).
     inspector: true,
   });
   const { urls, databases, workerdPid, logs } = server;
   const sockets = Object.entries(urls).map(([name, url]) => `${name} ${url.host}`);
   log(`bench: workerd ${workerdPid ?? "(pid unknown)"}: ${sockets.join(", ")}`);
+
+  if (options.feedsOnly) return feedsOnly(urls, databases, secret, workerdPid, started);
 
   // 3. Schema and data.
   const loadSeconds = settings.warmupSeconds + settings.rounds * settings.seconds + 1;
@@ -939,6 +948,69 @@ async function main() {
   log(
     `\nbench: wrote ${join(outDir, `results${suffix}.json`)} and RESULTS${suffix}.md in ${fmt((Date.now() - started.getTime()) / 1000, 0)} s`,
   );
+}
+
+/** The user whose subscriptions name the feed round's feeds (bench/lib/feeds.mjs). */
+const FEED_USER = { id: "bench-feeds", no: 990_001, active: 0 };
+
+/** Records the feed rounds (after the recordings already loaded, `recordings`), loads and checks their replays. */
+async function recordFeeds(urls, databases, tokens, recordings) {
+  const recorded = await feeds.recordFeedRounds({
+    urls,
+    databases,
+    token: tokens[FEED_USER.id],
+    send: (base, request, status) => sendExpecting(base, request, status),
+    log,
+  });
+  const load = await fetch(new URL("/__bench/recordings", urls.isolate), {
+    method: "POST",
+    body: JSON.stringify({ ...recordings, ...recorded.recordings }),
+  });
+  if (load.status !== 204) throw new Error(`loading the feed recordings answered ${load.status}`);
+  await feeds.checkFeedReplays({ urls, fetches: recorded.fetches, runs: recorded.runs });
+  log(`bench: feed rounds recorded and replayed identically: ${Object.keys(recorded.runs).join(", ")}`);
+  return recorded;
+}
+
+/** Prints the feed figures (bench/README.md, "The feed round"). */
+function logFeeds(figures) {
+  log(`\nThe feed round (isolate CPU, the median over the rounds; the ceiling ${figures.ceiling_cpu_us} µs):`);
+  for (const [name, s] of Object.entries(figures.scenarios)) {
+    log(
+      `${s.pass ? "PASS" : "MISS"}  ${name}: ${s.isolate_cpu_us} µs (${s.isolate_cpu_us_above_ceiling} above the ceiling; rounds ${s.isolate_cpu_us_rounds.join(", ")}), ${s.subrequests} subrequests (${s.fetches} fetches + ${s.d1_calls} D1 calls, ${s.d1_statements} statements); ${s.round.fetched} fetched, ${s.round.deferred} deferred, ${Math.round(s.fetched_bytes / 1024)} KiB read`,
+    );
+  }
+  for (const [name, p] of Object.entries(figures.parse)) {
+    log(
+      `${p.pass ? "PASS" : "MISS"}  parse of ${name} (${p.bytes} bytes): ${p.isolate_cpu_us} µs (rounds ${p.rounds_us.join(", ")}; target ${feeds.PARSE_TARGET_US})`,
+    );
+  }
+}
+
+/** `--feeds-only`: the schema, the feed user, the feed rounds recorded, replayed and measured; nothing written. */
+async function feedsOnly(urls, databases, secret, workerdPid, started) {
+  for (const db of Object.values(databases)) await applyMigrations(db, join(ROOT, "drizzle"));
+  const tokens = await scenario.tokensFor([FEED_USER], secret);
+  const recorded = await recordFeeds(urls, databases, tokens, {});
+  const figures = await feeds.measureFeeds({
+    urls,
+    runs: recorded.runs,
+    settings,
+    workerdPid,
+    ceilingTarget: {
+      base: urls.ceiling,
+      endpoint: {
+        name: "ceiling",
+        expected: [200],
+        dynamic: false,
+        next: () => ({ method: "GET", path: "/", headers: {} }),
+      },
+    },
+    log,
+  });
+  logFeeds(figures);
+  if (process.env.BENCH_FEEDS_JSON) writeFileSync(process.env.BENCH_FEEDS_JSON, JSON.stringify(figures, null, 2));
+  log(`\nbench: feeds-only run, nothing written (${fmt((Date.now() - started.getTime()) / 1000, 0)} s)`);
 }
 
 let exitCode = 0;
