@@ -607,9 +607,11 @@ async function main() {
   const withHeavy = !skip.has("heavy-listener");
   const heavyUserSet = heavyUsers();
   // An isolate-only run sends no load and no probes: their pools of writers are not seeded.
+  const withFeeds = !skip.has("feeds") && !options.profile;
   const userList = [
     ...scenario.allUsers(u, { withWriters: !options.isolateOnly }),
     ...(withHeavy ? Object.values(heavyUserSet) : []),
+    ...(withFeeds ? [FEED_USER] : []),
   ];
   const { migrations, seeded } = await prepareData(databases, userList, [
     u.list,
@@ -866,6 +868,20 @@ async function main() {
     }
   }
 
+  // The feed rounds (bench/lib/feeds.mjs), after the load: a recorded run pushes every seeded feed out of the round,
+  // and its retention job purges and keys a slice of the seeded rows. Measured in rounds of their own.
+  const feedRounds = withFeeds ? await recordFeeds(urls, databases, tokens, isolate.recordings) : undefined;
+  const feedFigures = feedRounds
+    ? await feeds.measureFeeds({
+        urls,
+        runs: feedRounds.runs,
+        settings,
+        workerdPid,
+        ceilingTarget: targets.ceiling,
+        log,
+      })
+    : undefined;
+
   // 7. Results.
   const figures = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, combine(list)]));
   const pools = Object.entries(scenario.pools(u))
@@ -898,6 +914,12 @@ async function main() {
     log(
       `  format floor of ${name}: request + response ${fmt(f.request_us, 0)} µs, + D1 answers ${fmt(f.answer_us, 0)} µs (the app: ${fmt(f.app_us, 0)} µs)`,
     );
+  }
+  if (feedFigures) {
+    summary.results.feeds = feedFigures;
+    Object.assign(summary.results.targets, feeds.feedTargetsOf(feedFigures));
+    Object.assign(summary.directions, feeds.FEED_TARGET_DIRECTIONS);
+    logFeeds(feedFigures);
   }
   if (summary.comparison) log(`\n${summary.comparison}`);
   log("");
@@ -943,7 +965,7 @@ async function main() {
       databases: Object.keys(databases),
       // With --env, the figures of the last run without it (if any) stand beside this run's.
       plain: options.env ? readPlainResults(outDir) : undefined,
-    }),
+    }) + (feedFigures ? feeds.renderFeeds(feedFigures) : ""),
   );
   log(
     `\nbench: wrote ${join(outDir, `results${suffix}.json`)} and RESULTS${suffix}.md in ${fmt((Date.now() - started.getTime()) / 1000, 0)} s`,

@@ -419,3 +419,54 @@ export async function measureFeeds({ urls, runs, settings, workerdPid, ceilingTa
   );
   return { ceiling_cpu_us: Math.round(ceiling), feeds_per_round: FEEDS_PER_ROUND, scenarios, parse };
 }
+
+/** The feed targets of results.json (`targets.<name>: {value, limit, pass}`), and how each compares. */
+export const FEED_TARGET_DIRECTIONS = {
+  feed_round_isolate_cpu_us: "<=",
+  feed_round_subrequests: "<=",
+  feed_round_hostile_isolate_cpu_us: "<=",
+  feed_parse_64kib_isolate_cpu_us: "<=",
+};
+
+export function feedTargetsOf(figures) {
+  const target = (value, limit) => ({ value, limit, pass: value !== null && value <= limit });
+  const scenarios = Object.values(figures.scenarios);
+  const hostile = Object.entries(figures.scenarios)
+    .filter(([name]) => name !== "feed-round")
+    .map(([, s]) => s.isolate_cpu_us);
+  return {
+    feed_round_isolate_cpu_us: target(figures.scenarios["feed-round"]?.isolate_cpu_us ?? null, FREE_CPU_MS * 1000),
+    feed_round_subrequests: target(Math.max(...scenarios.map((s) => s.subrequests)), FREE_SUBREQUESTS),
+    feed_round_hostile_isolate_cpu_us: target(hostile.length > 0 ? Math.max(...hostile) : null, FREE_CPU_MS * 1000),
+    feed_parse_64kib_isolate_cpu_us: target(
+      Math.max(...Object.values(figures.parse).map((p) => p.isolate_cpu_us)),
+      PARSE_TARGET_US,
+    ),
+  };
+}
+
+/** The feed section of RESULTS.md. */
+export function renderFeeds(figures) {
+  const lines = [
+    "",
+    '## The feed round (bench/README.md, "The feed round")',
+    "",
+    `A scheduled run (retention and the feed round) replayed in the isolate-only worker; isolate CPU the median over the rounds (the ceiling ${figures.ceiling_cpu_us} µs, whose HTTP request each replay pays too). Free plan: 10 ms of CPU, 50 subrequests.`,
+    "",
+    "| run | isolate CPU µs | rounds | fetches | D1 calls (statements) | subrequests | fetched | deferred | KiB read | pass |",
+    "|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ...Object.entries(figures.scenarios).map(
+      ([name, s]) =>
+        `| ${name} | ${s.isolate_cpu_us} | ${s.isolate_cpu_us_rounds.join(", ")} | ${s.fetches} | ${s.d1_calls} (${s.d1_statements}) | ${s.subrequests} | ${s.round.fetched} | ${s.round.deferred} | ${Math.round(s.fetched_bytes / 1024)} | ${s.pass ? "yes" : "**no**"} |`,
+    ),
+    "",
+    `| parse of a 64 KiB head | bytes | isolate CPU µs | rounds | ≤ ${PARSE_TARGET_US} µs |`,
+    "|---|---:|---:|---|---|",
+    ...Object.entries(figures.parse).map(
+      ([name, p]) =>
+        `| ${name} | ${p.bytes} | ${p.isolate_cpu_us} | ${p.rounds_us.join(", ")} | ${p.pass ? "yes" : "**no**"} |`,
+    ),
+    "",
+  ];
+  return lines.join("\n");
+}
