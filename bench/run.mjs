@@ -1004,7 +1004,7 @@ function logFeeds(figures) {
   }
   for (const [name, p] of Object.entries(figures.parse)) {
     log(
-      `${p.pass ? "PASS" : "MISS"}  parse of ${name} (${p.bytes} bytes): ${p.isolate_cpu_us} µs (rounds ${p.rounds_us.join(", ")}; target ${feeds.PARSE_TARGET_US})`,
+      `${p.pass ? "PASS" : "MISS"}  parse of ${name} (${p.bytes} bytes): ${p.isolate_cpu_us} µs (rounds ${p.rounds_us.join(", ")}; target ${feeds.PARSE_TARGET_US}; saxes alone ${p.saxes_only_us} µs)`,
     );
   }
 }
