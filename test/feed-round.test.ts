@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, inject, it } from "vitest";
-import { allStatements as feedStatements, findPodcast } from "../src/db/feeds";
+import { CLAIM_MS, dueFeeds, allStatements as feedStatements, findPodcast } from "../src/db/feeds";
 import { urlKey } from "../src/db/url-key";
 import { FETCH_TIMEOUT_MS } from "../src/feeds/fetch";
 import { FEEDS_PER_ROUND, GONE_AFTER_MS, HEAD_CHARS_PER_ROUND, MAX_BACKOFF_MS, REFRESH_MS } from "../src/feeds/round";
@@ -234,6 +234,21 @@ describe("the feed round", () => {
     for (let run = 1; run <= 2; run++) await runCron(time + run * 10 * 60 * 1000, FETCHING);
     expect(await statuses()).toEqual(long.map(() => "ok"));
     for (const url of long) expect(await feedRow(user.userId, url)).toMatchObject({ title: "Endless", failures: 0 });
+  });
+
+  it("claims a round's feeds for an hour: a run stopped before its writes does not hold back the next ones", async () => {
+    const user = await as("round-claim");
+    const url = at("/feeds/tech.rss");
+    await subscribe(user, url);
+    const db = await databaseFor(user.userId);
+    const time = Date.now();
+    // The round's read, as a run the Free plan stops right after it would leave it.
+    expect((await dueFeeds(db, time, FEEDS_PER_ROUND)).map((feed) => feed.url)).toEqual([url]);
+    expect(await dueFeeds(db, time + 10 * 60 * 1000, FEEDS_PER_ROUND)).toEqual([]);
+    await runCron(time + 10 * 60 * 1000, FETCHING);
+    expect(await hitsOf(url)).toEqual([]);
+    await runCron(time + CLAIM_MS, FETCHING);
+    expect(await feedRow(user.userId, url)).toMatchObject({ status: "ok", failures: 0 });
   });
 
   it("does not wait for a host that never answers to fetch the others", async () => {

@@ -86,11 +86,11 @@ function parseAll(outcomes: readonly FetchOutcome[]): RoundOutcome[] {
 }
 
 /** The record a database keeps of an outcome, from its own row of the feed (its failures so far). */
-function recordOf(feed: DueFeed & { url: string }, outcome: RoundOutcome, at: number): FeedRecord | undefined {
+function recordOf(feed: DueFeed & { url: string }, outcome: RoundOutcome, at: number): FeedRecord {
   const { urlKey, url } = feed;
   switch (outcome.kind) {
     case "deferred":
-      return undefined;
+      return { kind: "deferred", urlKey, nextFetchAt: feed.nextFetchAt };
     case "not-modified":
       return { kind: "not-modified", urlKey, url, finalUrl: outcome.finalUrl, nextFetchAt: at + REFRESH_MS };
     case "parsed":
@@ -128,6 +128,27 @@ function failedRecord(feed: DueFeed & { url: string }, error: string, gone: bool
   };
 }
 
+/**
+ * Fetches under way at once. A Worker has at most six connections waiting for their answers' headers and queues
+ * the next one; a queued fetch's 10 s would run out while it waits behind hosts that never answer. Five leaves
+ * the sixth to D1.
+ */
+export const FETCHES_AT_ONCE = 5;
+
+/** `work` of every item, at most `width` at a time, the results in the items' order. */
+async function inTurns<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const n = next++;
+      results[n] = await work(items[n]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+  return results;
+}
+
 export async function runFeedRound(
   databases: ReadonlyMap<string, Database>,
   settings: FeedRoundSettings,
@@ -162,27 +183,33 @@ export async function runFeedRound(
       byUrl.set(feed.url, holders);
     }
   });
-  const round = [...byUrl].slice(0, FEEDS_PER_ROUND);
+  const queued = [...byUrl];
+  const round = queued.slice(0, FEEDS_PER_ROUND);
+  // Claimed by another database's share of the round, but past its feeds: due again as they were.
+  for (const [, holders] of queued.slice(FEEDS_PER_ROUND)) {
+    for (const { index, feed } of holders) {
+      records[index].push({ kind: "deferred", urlKey: feed.urlKey, nextFetchAt: feed.nextFetchAt });
+    }
+    summary.deferred++;
+  }
   const subrequests = { left: FETCHES_PER_ROUND };
   const fetchSettings = { ...settings, timeoutMs: FETCH_TIMEOUT_MS, subrequests };
-  const fetched = await Promise.all(
-    round.map(([url, holders]) => {
-      // Validators only when every database holds the same ones: a 304 answers exactly the copy that was named.
-      const [{ etag, lastModified }, ...others] = holders.map(({ feed }) => feed);
-      const same = others.every((other) => other.etag === etag && other.lastModified === lastModified);
-      return fetchFeed(url, same ? { etag, lastModified } : { etag: null, lastModified: null }, fetchSettings);
-    }),
-  );
+  const fetched = await inTurns(round, FETCHES_AT_ONCE, ([url, holders]) => {
+    // Validators only when every database holds the same ones: a 304 answers exactly the copy that was named.
+    const [{ etag, lastModified }, ...others] = holders.map(({ feed }) => feed);
+    const same = others.every((other) => other.etag === etag && other.lastModified === lastModified);
+    return fetchFeed(url, same ? { etag, lastModified } : { etag: null, lastModified: null }, fetchSettings);
+  });
   summary.subrequests += FETCHES_PER_ROUND - subrequests.left;
   const outcomes = parseAll(fetched);
   round.forEach(([, holders], n) => {
     const kept = holders.map(({ index, feed }) => ({ index, record: recordOf(feed, outcomes[n], at) }));
     const first = kept[0].record;
-    if (first === undefined) summary.deferred++;
+    if (first.kind === "deferred") summary.deferred++;
     else if (first.kind === "fetched") summary.fetched++;
     else if (first.kind === "not-modified") summary.notModified++;
     else if (first.kind === "failed") summary[first.status === "gone" ? "gone" : "failed"]++;
-    for (const { index, record } of kept) if (record) records[index].push(record);
+    for (const { index, record } of kept) records[index].push(record);
   });
   const written = named.filter((_, index) => records[index].length > 0);
   await Promise.all(named.map(([, db], index) => recordFeeds(db, records[index], at)));
