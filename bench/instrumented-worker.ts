@@ -27,7 +27,10 @@ import {
   isD1Binding,
   RECORD_HEADER,
   type RecordedCall,
+  type RecordedFetch,
   type RecordingEnvelope,
+  SCHEDULED_PATH,
+  type ScheduledEnvelope,
 } from "./recording";
 
 interface Counter extends D1Use {
@@ -179,6 +182,87 @@ function useOf({ inFlight: _inFlight, delayMs: _delayMs, tape: _tape, ...use }: 
   return use;
 }
 
+/** Bytes as base64, in slices (String.fromCharCode of a whole 1 MiB chunk would overflow the stack). */
+function base64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let at = 0; at < bytes.length; at += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/**
+ * The real fetch, each answer's body passed through a stream that keeps every chunk the caller reads: what the
+ * isolate-only worker replays (the round reads a feed's body only to its first item or 1 MiB, then cancels it).
+ */
+function recordingFetch(real: typeof fetch, fetches: RecordedFetch[]): typeof fetch {
+  return async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = new Request(input, init);
+    const response = await real(request);
+    const recorded: RecordedFetch = {
+      url: request.url,
+      method: request.method,
+      status: response.status,
+      headers: [...response.headers],
+      chunks: [],
+    };
+    fetches.push(recorded);
+    if (!response.body) return response;
+    const reader = response.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        if (done) return controller.close();
+        recorded.chunks.push(base64(value));
+        controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+/**
+ * `POST SCHEDULED_PATH` with RECORD_HEADER: the worker's scheduled handler (the Cron Trigger's run: retention and
+ * the feed round) with every D1 call counted and recorded, every fetch recorded, and its console lines kept.
+ * The harness sends one at a time: fetch and console are swapped for the run's duration.
+ */
+async function recordScheduled(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
+  const counter: Counter = {
+    rowsRead: 0,
+    rowsWritten: 0,
+    calls: 0,
+    queries: 0,
+    sequential: 0,
+    answerBytes: 0,
+    largestAnswerBytes: 0,
+    inFlight: 0,
+    delayMs: 0,
+    tape: [],
+  };
+  const scheduledTime = Number(new URL(request.url).searchParams.get("at") ?? Date.now());
+  const controller = { scheduledTime, cron: "*/10 * * * *", noRetry() {} } as ScheduledController;
+  const fetches: RecordedFetch[] = [];
+  const lines: string[] = [];
+  const realFetch = globalThis.fetch;
+  const { log, error } = console;
+  globalThis.fetch = recordingFetch(realFetch, fetches);
+  console.log = (...args: unknown[]) => lines.push(args.map(String).join(" "));
+  console.error = console.log;
+  let envelope: ScheduledEnvelope;
+  try {
+    await app.scheduled(controller, countingEnv(env, counter), ctx);
+    envelope = { ok: true, lines, calls: counter.tape ?? [], fetches, use: useOf(counter) };
+  } catch (err) {
+    envelope = { ok: false, error: String(err), lines, calls: counter.tape ?? [], fetches, use: useOf(counter) };
+  } finally {
+    globalThis.fetch = realFetch;
+    console.log = log;
+    console.error = error;
+  }
+  return Response.json(envelope);
+}
+
 const USE_HEADERS: Record<keyof D1Use, string> = {
   rowsRead: "X-Bench-Rows-Read",
   rowsWritten: "X-Bench-Rows-Written",
@@ -192,6 +276,9 @@ const USE_HEADERS: Record<keyof D1Use, string> = {
 export default {
   async fetch(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
     const recording = request.headers.has(RECORD_HEADER);
+    if (recording && request.method === "POST" && new URL(request.url).pathname === SCHEDULED_PATH) {
+      return recordScheduled(request, env, ctx);
+    }
     const counter: Counter = {
       rowsRead: 0,
       rowsWritten: 0,

@@ -30,19 +30,26 @@
 //   parse the request body and send the app's own response text (captured from one app request), and with
 //   `answer` parse the recorded D1 answers too. What a bulk or feed row costs beyond that is the
 //   app's; a target below the floor is out of reach whatever the app does (bench/README.md).
+
+import { SaxesParser } from "saxes";
 import { appPasswordStatements } from "../src/db/app-passwords";
 import { deviceStatements } from "../src/db/devices";
+import { parseChannelHead } from "../src/feeds/parse";
 import app from "../src/index";
 import {
   type D1Operation,
+  FETCHES_PATH,
   FORMAT_FLOOR_HEADER,
   type FormatFloor,
+  HEADS_PATH,
   HOLD_HEADER,
   isD1Binding,
   isRateLimitBinding,
   type RecordedCall,
+  type RecordedFetches,
   type Recordings,
   SCENARIO_HEADER,
+  SCHEDULED_PATH,
   warmUpName,
 } from "./recording";
 
@@ -54,6 +61,8 @@ let recordings: Map<string, RecordedCall[]> = new Map();
 /** The calls of one request, consumed in order. */
 class Tape {
   private next = 0;
+  /** Any order (a scheduled run): the calls already answered. */
+  private readonly answered: boolean[] = [];
 
   constructor(
     private readonly calls: RecordedCall[],
@@ -61,9 +70,24 @@ class Tape {
     private readonly warmUp: RecordedCall[] = [],
     /** Batches are held until released (HOLD_HEADER). */
     readonly holding = false,
+    /**
+     * A scheduled run's jobs (retention, the feed round) run side by side, so their calls interleave as the real
+     * D1's latencies had them: each call is answered by the first recorded call not answered yet with its SQL.
+     */
+    private readonly anyOrder = false,
   ) {}
 
   play<T>(op: D1Operation, sql: string[]): Promise<T> {
+    if (this.anyOrder) {
+      const at = this.calls.findIndex((c, i) => !this.answered[i] && c.op === op && sameStatements(c.sql, sql));
+      if (at < 0) {
+        return Promise.reject(
+          new Error(`replay of ${this.scenario}: no recorded ${op} ${sql.join("; ").slice(0, 200)}`),
+        );
+      }
+      this.answered[at] = true;
+      return Promise.resolve(JSON.parse(this.calls[at].result) as T);
+    }
     const call = this.calls[this.next];
     if (call === undefined || call.op !== op || !sameStatements(call.sql, sql)) {
       const warming = this.warmUp.find((candidate) => candidate.op === op && sameStatements(candidate.sql, sql));
@@ -264,9 +288,115 @@ async function formatFloor(
   return new Response(answered.text, { status: answered.status, headers: answered.headers });
 }
 
+// ---------------------------------------------------------------------------------------------
+// The scheduled run (bench/README.md, "The feed round"): its D1 calls from the tape, its fetches from the recorded
+// answers of the feed hosts.
+
+interface ReplayedFetch {
+  status: number;
+  headers: [string, string][];
+  chunks: Uint8Array[];
+}
+
+/** The recorded answers by URL (each scenario's URLs are its own). */
+const replayedFetches = new Map<string, ReplayedFetch>();
+let realFetch: typeof fetch | undefined;
+
+function bytesOf(base64: string): Uint8Array {
+  const binary = atob(base64);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+function loadFetches(fetches: RecordedFetches): void {
+  replayedFetches.clear();
+  for (const [scenario, list] of Object.entries(fetches)) {
+    for (const { url, status, headers, chunks } of list) {
+      if (replayedFetches.has(url)) throw new Error(`${scenario}: ${url} was recorded twice`);
+      replayedFetches.set(url, { status, headers, chunks: chunks.map(bytesOf) });
+    }
+  }
+  // The feed hosts' answers, as a response whose body gives the recorded chunks (arrived from the network when
+  // deployed); any other URL goes out as usual.
+  realFetch ??= globalThis.fetch;
+  const passOn = realFetch;
+  globalThis.fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+    const url = input instanceof Request ? input.url : String(input);
+    const answer = replayedFetches.get(url);
+    if (!answer) return passOn(input, init);
+    let next = 0;
+    const body =
+      answer.chunks.length === 0
+        ? null
+        : new ReadableStream<Uint8Array>({
+            pull(controller) {
+              if (next < answer.chunks.length) controller.enqueue(answer.chunks[next++]);
+              else controller.close();
+            },
+          });
+    return new Response(body, { status: answer.status, headers: answer.headers });
+  };
+}
+
+async function replayScheduled(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
+  const scenario = request.headers.get(SCENARIO_HEADER) ?? "";
+  const calls = recordings.get(scenario);
+  if (calls === undefined) return new Response(`no recording for ${scenario}`, { status: 500 });
+  const scheduledTime = Number(new URL(request.url).searchParams.get("at") ?? Date.now());
+  const controller = { scheduledTime, cron: "*/10 * * * *", noRetry() {} } as ScheduledController;
+  const tape = new Tape(calls, scenario, [], false, true);
+  const from = traced;
+  try {
+    await app.scheduled(controller, replayEnv(env, tape) as never, ctx);
+  } catch (err) {
+    return new Response(String(err), { status: 500 });
+  }
+  // The run's console lines (whole only when it ran alone, as the harness's check runs it).
+  const lines: string[] = [];
+  for (let n = from; n < traced && n - from < trace.length; n++) lines.push(trace[n % trace.length]);
+  return Response.json(lines);
+}
+
+/** Channel heads to parse, by name (`POST HEADS_PATH`). */
+let heads = new Map<string, string>();
+
+/** saxes alone, as parseChannelHead sets it up, with no handler but the errors': what the parse costs at least. */
+function saxesOnly(head: string): null {
+  const parser = new SaxesParser({ xmlns: true, position: false });
+  parser.on("error", () => {});
+  parser.write(head).close();
+  return null;
+}
+
+/**
+ * `GET HEADS_PATH?head=<name>&times=<n>`: the head parsed n times (0: the request alone), the facts answered; with
+ * `&saxes`, by saxes alone.
+ */
+function parseHeads(url: URL): Response {
+  const head = heads.get(url.searchParams.get("head") ?? "");
+  if (head === undefined) return new Response("no such head", { status: 404 });
+  const times = Number(url.searchParams.get("times") ?? 1);
+  const parse = url.searchParams.has("saxes") ? saxesOnly : parseChannelHead;
+  let facts: unknown = null;
+  for (let n = 0; n < times; n++) facts = parse(head);
+  return Response.json(facts);
+}
+
 export default {
   async fetch(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
     chooseConsole(env);
+    const path = new URL(request.url).pathname;
+    if (path === SCHEDULED_PATH && request.method === "POST") return replayScheduled(request, env, ctx);
+    if (path === FETCHES_PATH && request.method === "POST") {
+      loadFetches((await request.json()) as RecordedFetches);
+      return new Response(null, { status: 204 });
+    }
+    if (path === HEADS_PATH) {
+      if (request.method !== "POST") return parseHeads(new URL(request.url));
+      heads = new Map(Object.entries((await request.json()) as Record<string, string>));
+      return new Response(null, { status: 204 });
+    }
     const scenario = request.headers.get(SCENARIO_HEADER);
     if (scenario !== null) {
       const calls = recordings.get(scenario);
@@ -282,7 +412,6 @@ export default {
       }
       return replay(request);
     }
-    const path = new URL(request.url).pathname;
     if (path === "/__bench/held") {
       // Whether a batch is held now, and its request's length; POST releases it.
       const now = held;

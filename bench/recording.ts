@@ -108,3 +108,40 @@ export function isRateLimitBinding(value: unknown): value is RateLimit {
     typeof candidate === "object" && candidate !== null && typeof candidate.limit === "function" && !isD1Binding(value)
   );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The scheduled run (the Cron Trigger: retention and the feed round, src/scheduled.ts), recorded and replayed
+// like a request: `POST SCHEDULED_PATH` runs the worker's `scheduled` handler. The instrumented worker records its
+// D1 calls and its fetches (the feed hosts' answers, as the round read them); the isolate-only worker replays both.
+
+/** The path of both bench workers that runs the scheduled handler (with SCENARIO_HEADER in the isolate-only one). */
+export const SCHEDULED_PATH = "/__bench/scheduled";
+/** The path of the isolate-only worker that loads the recorded fetches (`POST`, a RecordedFetches body). */
+export const FETCHES_PATH = "/__bench/fetches";
+/** The path of the isolate-only worker that loads channel heads (`POST`, name -> text) and parses them (`GET`). */
+export const HEADS_PATH = "/__bench/heads";
+
+/** One fetch of a scheduled run: the request, and the answer as the round read it (its body's chunks, base64). */
+export interface RecordedFetch {
+  url: string;
+  method: string;
+  status: number;
+  headers: [string, string][];
+  /** The chunks the round read, in order; it read no further (the fetch stops at the first item or 1 MiB). */
+  chunks: string[];
+}
+
+/** `POST FETCHES_PATH` body: the fetches of every scheduled scenario, by scenario name. */
+export type RecordedFetches = Record<string, RecordedFetch[]>;
+
+/** The instrumented worker's answer to a recorded scheduled run. */
+export interface ScheduledEnvelope {
+  /** Whether the handler resolved (true) or threw (its error). */
+  ok: boolean;
+  error?: string;
+  /** The console lines the run wrote (its summaries: `cron_run`, `tombstone_retention`, `feed_round`). */
+  lines: string[];
+  calls: RecordedCall[];
+  fetches: RecordedFetch[];
+  use: D1Use;
+}

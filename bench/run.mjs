@@ -31,6 +31,7 @@ const { heavyListener, heavyUsers } = await import("./lib/heavy-listener.mjs");
 const { machine, renderMarkdown, summarise } = await import("./lib/report.mjs");
 const scenario = await import("./lib/scenario.mjs");
 const { applyMigrations, startServer } = await import("./lib/server.mjs");
+const feeds = await import("./lib/feeds.mjs");
 
 const {
   BULK_SIZES,
@@ -549,7 +550,7 @@ async function main() {
     probe: "bench/instrumented-worker.ts",
     isolate: "bench/isolate-worker.ts",
     ceiling: "bench/ceiling-worker.ts",
-    ...(options.isolateOnly
+    ...(options.isolateOnly || options.feedsOnly
       ? {}
       : { floor: "bench/d1-floor-worker.ts", statements: "bench/statement-floor-worker.ts" }),
   };
@@ -584,7 +585,13 @@ async function main() {
       // The isolate-only bundle again, keeping local workerd's console: what that costs, reported apart.
       "isolate-console": builds.isolate.script,
     },
-    bindings: { "isolate-console": { BENCH_CONSOLE: "local" } },
+    // The feed round fetches the bench's feed server on loopback (bench/lib/feeds.mjs): allowed in the workers that
+    // record and replay it, as in the tests, never in a deployment.
+    bindings: {
+      "isolate-console": { BENCH_CONSOLE: "local" },
+      probe: { FEED_FETCH_ALLOW_PRIVATE: "true" },
+      isolate: { FEED_FETCH_ALLOW_PRIVATE: "true" },
+    },
     // workerd's inspector: the profiles (--profile), and the heap an upload holds (measureHeapHeld).
     inspector: true,
   });
@@ -592,15 +599,19 @@ async function main() {
   const sockets = Object.entries(urls).map(([name, url]) => `${name} ${url.host}`);
   log(`bench: workerd ${workerdPid ?? "(pid unknown)"}: ${sockets.join(", ")}`);
 
+  if (options.feedsOnly) return feedsOnly(urls, databases, secret, workerdPid, started);
+
   // 3. Schema and data.
   const loadSeconds = settings.warmupSeconds + settings.rounds * settings.seconds + 1;
   const u = scenario.users(loadSeconds);
   const withHeavy = !skip.has("heavy-listener");
   const heavyUserSet = heavyUsers();
   // An isolate-only run sends no load and no probes: their pools of writers are not seeded.
+  const withFeeds = !skip.has("feeds") && !options.profile;
   const userList = [
     ...scenario.allUsers(u, { withWriters: !options.isolateOnly }),
     ...(withHeavy ? Object.values(heavyUserSet) : []),
+    ...(withFeeds ? [FEED_USER] : []),
   ];
   const { migrations, seeded } = await prepareData(databases, userList, [
     u.list,
@@ -857,6 +868,20 @@ async function main() {
     }
   }
 
+  // The feed rounds (bench/lib/feeds.mjs), after the load: a recorded run pushes every seeded feed out of the round,
+  // and its retention job purges and keys a slice of the seeded rows. Measured in rounds of their own.
+  const feedRounds = withFeeds ? await recordFeeds(urls, databases, tokens, isolate.recordings) : undefined;
+  const feedFigures = feedRounds
+    ? await feeds.measureFeeds({
+        urls,
+        runs: feedRounds.runs,
+        settings,
+        workerdPid,
+        ceilingTarget: targets.ceiling,
+        log,
+      })
+    : undefined;
+
   // 7. Results.
   const figures = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, combine(list)]));
   const pools = Object.entries(scenario.pools(u))
@@ -889,6 +914,12 @@ async function main() {
     log(
       `  format floor of ${name}: request + response ${fmt(f.request_us, 0)} µs, + D1 answers ${fmt(f.answer_us, 0)} µs (the app: ${fmt(f.app_us, 0)} µs)`,
     );
+  }
+  if (feedFigures) {
+    summary.results.feeds = feedFigures;
+    Object.assign(summary.results.targets, feeds.feedTargetsOf(feedFigures));
+    Object.assign(summary.directions, feeds.FEED_TARGET_DIRECTIONS);
+    logFeeds(feedFigures);
   }
   if (summary.comparison) log(`\n${summary.comparison}`);
   log("");
@@ -934,11 +965,74 @@ async function main() {
       databases: Object.keys(databases),
       // With --env, the figures of the last run without it (if any) stand beside this run's.
       plain: options.env ? readPlainResults(outDir) : undefined,
-    }),
+    }) + (feedFigures ? feeds.renderFeeds(feedFigures) : ""),
   );
   log(
     `\nbench: wrote ${join(outDir, `results${suffix}.json`)} and RESULTS${suffix}.md in ${fmt((Date.now() - started.getTime()) / 1000, 0)} s`,
   );
+}
+
+/** The user whose subscriptions name the feed round's feeds (bench/lib/feeds.mjs). */
+const FEED_USER = { id: "bench-feeds", no: 990_001, active: 0 };
+
+/** Records the feed rounds (after the recordings already loaded, `recordings`), loads and checks their replays. */
+async function recordFeeds(urls, databases, tokens, recordings) {
+  const recorded = await feeds.recordFeedRounds({
+    urls,
+    databases,
+    token: tokens[FEED_USER.id],
+    send: (base, request, status) => sendExpecting(base, request, status),
+    log,
+  });
+  const load = await fetch(new URL("/__bench/recordings", urls.isolate), {
+    method: "POST",
+    body: JSON.stringify({ ...recordings, ...recorded.recordings }),
+  });
+  if (load.status !== 204) throw new Error(`loading the feed recordings answered ${load.status}`);
+  await feeds.checkFeedReplays({ urls, fetches: recorded.fetches, runs: recorded.runs });
+  log(`bench: feed rounds recorded and replayed identically: ${Object.keys(recorded.runs).join(", ")}`);
+  return recorded;
+}
+
+/** Prints the feed figures (bench/README.md, "The feed round"). */
+function logFeeds(figures) {
+  log(`\nThe feed round (isolate CPU, the median over the rounds; the ceiling ${figures.ceiling_cpu_us} µs):`);
+  for (const [name, s] of Object.entries(figures.scenarios)) {
+    log(
+      `${s.pass ? "PASS" : "MISS"}  ${name}: ${s.isolate_cpu_us} µs (${s.isolate_cpu_us_above_ceiling} above the ceiling; rounds ${s.isolate_cpu_us_rounds.join(", ")}), ${s.subrequests} subrequests (${s.fetches} fetches + ${s.d1_calls} D1 calls, ${s.d1_statements} statements); ${s.round.fetched} fetched, ${s.round.deferred} deferred, ${Math.round(s.fetched_bytes / 1024)} KiB read`,
+    );
+  }
+  for (const [name, p] of Object.entries(figures.parse)) {
+    log(
+      `${p.pass ? "PASS" : "MISS"}  parse of ${name} (${p.bytes} bytes): ${p.isolate_cpu_us} µs (rounds ${p.rounds_us.join(", ")}; target ${feeds.PARSE_TARGET_US}; saxes alone ${p.saxes_only_us} µs)`,
+    );
+  }
+}
+
+/** `--feeds-only`: the schema, the feed user, the feed rounds recorded, replayed and measured; nothing written. */
+async function feedsOnly(urls, databases, secret, workerdPid, started) {
+  for (const db of Object.values(databases)) await applyMigrations(db, join(ROOT, "drizzle"));
+  const tokens = await scenario.tokensFor([FEED_USER], secret);
+  const recorded = await recordFeeds(urls, databases, tokens, {});
+  const figures = await feeds.measureFeeds({
+    urls,
+    runs: recorded.runs,
+    settings,
+    workerdPid,
+    ceilingTarget: {
+      base: urls.ceiling,
+      endpoint: {
+        name: "ceiling",
+        expected: [200],
+        dynamic: false,
+        next: () => ({ method: "GET", path: "/", headers: {} }),
+      },
+    },
+    log,
+  });
+  logFeeds(figures);
+  if (process.env.BENCH_FEEDS_JSON) writeFileSync(process.env.BENCH_FEEDS_JSON, JSON.stringify(figures, null, 2));
+  log(`\nbench: feeds-only run, nothing written (${fmt((Date.now() - started.getTime()) / 1000, 0)} s)`);
 }
 
 let exitCode = 0;

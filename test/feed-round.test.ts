@@ -1,8 +1,8 @@
 import { beforeEach, describe, expect, inject, it } from "vitest";
-import { allStatements as feedStatements, findPodcast } from "../src/db/feeds";
+import { CLAIM_MS, dueFeeds, allStatements as feedStatements, findPodcast } from "../src/db/feeds";
 import { urlKey } from "../src/db/url-key";
 import { FETCH_TIMEOUT_MS } from "../src/feeds/fetch";
-import { FEEDS_PER_ROUND, GONE_AFTER_MS, MAX_BACKOFF_MS, REFRESH_MS } from "../src/feeds/round";
+import { FEEDS_PER_ROUND, GONE_AFTER_MS, HEAD_CHARS_PER_ROUND, MAX_BACKOFF_MS, REFRESH_MS } from "../src/feeds/round";
 import { TECH_GUID } from "./feed-documents";
 import {
   as,
@@ -216,6 +216,41 @@ describe("the feed round", () => {
     expect(long?.title).toMatch(/^Long title Long title/);
   });
 
+  it("parses the short heads of a round first and leaves long ones past its share for the next run", async () => {
+    const user = await as("round-budget");
+    const long = [at("/feeds/endless.rss"), at("/feeds/endless.rss"), at("/feeds/endless.rss")];
+    const short = [at("/feeds/tech.rss"), at("/feeds/atom.xml")];
+    for (const url of [...long, ...short]) await subscribe(user, url);
+    const time = Date.now();
+    await runCron(time, FETCHING);
+    for (const url of short) expect(await feedRow(user.userId, url)).toMatchObject({ status: "ok" });
+    const statuses = async () => Promise.all(long.map(async (url) => (await feedRow(user.userId, url))?.status));
+    // Each long head is 64 KiB: the round's share (HEAD_CHARS_PER_ROUND) holds one beside the short ones.
+    const first = await statuses();
+    expect(first.filter((status) => status === "ok").length).toBeGreaterThanOrEqual(1);
+    expect(first.filter((status) => status === "pending").length).toBeGreaterThanOrEqual(1);
+    expect(HEAD_CHARS_PER_ROUND).toBeLessThan(long.length * 64 * 1024);
+    // Left due, not failed: the next runs take them first.
+    for (let run = 1; run <= 2; run++) await runCron(time + run * 10 * 60 * 1000, FETCHING);
+    expect(await statuses()).toEqual(long.map(() => "ok"));
+    for (const url of long) expect(await feedRow(user.userId, url)).toMatchObject({ title: "Endless", failures: 0 });
+  });
+
+  it("claims a round's feeds for an hour: a run stopped before its writes does not hold back the next ones", async () => {
+    const user = await as("round-claim");
+    const url = at("/feeds/tech.rss");
+    await subscribe(user, url);
+    const db = await databaseFor(user.userId);
+    const time = Date.now();
+    // The round's read, as a run the Free plan stops right after it would leave it.
+    expect((await dueFeeds(db, time, FEEDS_PER_ROUND)).map((feed) => feed.url)).toEqual([url]);
+    expect(await dueFeeds(db, time + 10 * 60 * 1000, FEEDS_PER_ROUND)).toEqual([]);
+    await runCron(time + 10 * 60 * 1000, FETCHING);
+    expect(await hitsOf(url)).toEqual([]);
+    await runCron(time + CLAIM_MS, FETCHING);
+    expect(await feedRow(user.userId, url)).toMatchObject({ status: "ok", failures: 0 });
+  });
+
   it("does not wait for a host that never answers to fetch the others", async () => {
     const user = await as("round-hang");
     const hang = at("/hang");
@@ -263,8 +298,9 @@ describe("the feed round", () => {
 
   it("leaves every sync answer as it was when every feed host is down", async () => {
     const user = await as("round-down");
-    // A port nothing listens on, and a host that never answers.
-    const closed = `http://127.0.0.1:9/feed-${Date.now()}.rss`;
+    // A host that answers only errors, and one that never answers. (A port nothing listens on fails the same way,
+    // but workerd prints a stack for every refused connection.)
+    const closed = at("/status/503");
     const silent = at("/hang");
     const guids = [await subscribe(user, closed), await subscribe(user, silent)];
     const reads = async () =>

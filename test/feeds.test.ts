@@ -117,6 +117,22 @@ describe("the parse of a channel's head", () => {
     });
   });
 
+  it("keeps the start of show notes far longer than what is kept, in CDATA or not", () => {
+    const notes = `<p>${"Words of the show notes. ".repeat(3000)}</p>`;
+    const expected = cleanText(notes, 1000);
+    for (const description of [`<![CDATA[${notes}]]>`, notes.replaceAll("<", "&lt;").replaceAll(">", "&gt;")]) {
+      const head = techFeed().replace(
+        /<description>[\s\S]*?<\/description>/,
+        `<description>${description}</description>`,
+      );
+      const facts = parseChannelHead(head.slice(0, head.indexOf("<item")));
+      expect(facts.description).toBe(expected);
+      expect(Array.from(facts.description ?? "").length).toBeGreaterThan(990);
+      expect(Array.from(facts.description ?? "").length).toBeLessThanOrEqual(1000);
+      expect(facts.title).toBe("Tech Talk Weekly");
+    }
+  });
+
   it("bounds every field in code points, with whitespace runs made one space", () => {
     expect(cleanText(`${"é".repeat(600)}`, 500)).toHaveLength(500);
     expect(cleanText("a\t\r\n  b&nbsp;&#x1F600;", 500)).toBe("a b 😀");
@@ -154,11 +170,12 @@ describe("a fetch", () => {
     expect(techFeed().startsWith(outcome.head)).toBe(true);
   });
 
-  it("stops an endless body at 1 MiB, and what it read counts", async () => {
+  it("stops an endless body at its byte limit (64 KiB, under the 1 MiB allowed), and what it read counts", async () => {
     const outcome = await fetchFeed(at("/feeds/endless.rss"), NONE, settings());
     if (outcome.kind !== "feed") throw new Error(`a feed expected, got ${outcome.kind}`);
     expect(new TextEncoder().encode(outcome.head).length).toBeLessThanOrEqual(MAX_HEAD_BYTES);
-    expect(outcome.head.length).toBeGreaterThan(MAX_HEAD_BYTES - 16 * 1024);
+    expect(outcome.head.length).toBeGreaterThan(MAX_HEAD_BYTES - 1024);
+    expect(MAX_HEAD_BYTES).toBeLessThanOrEqual(1024 * 1024);
     expect(parseChannelHead(outcome.head).title).toBe("Endless");
   });
 

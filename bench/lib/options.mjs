@@ -12,8 +12,11 @@ Options:
                       e.g. a two-shard configuration; results go to results-<name>.json / RESULTS-<name>.md
   --isolate-only      only the isolate-only CPU figures (app with D1 and rate limiters replayed in the
                       isolate) beside the ceiling; prints them and writes no file
+  --feeds-only        only the feed round's figures (a scheduled run's isolate CPU and subrequests, the parse of
+                      a 64 KiB channel head; bench/README.md, "The feed round"); prints them and writes no file
   --skip <names>      leave endpoints out, comma-separated (e.g. patch,sync,opml-import); their figures are null;
-                      heavy-listener leaves out the heavy listener's table, far-edge its run with delayed D1 calls
+                      heavy-listener leaves out the heavy listener's table, far-edge its run with delayed D1 calls,
+                      feeds the feed round's figures
   --out <dir>         write the results to <dir> instead of bench/
   --compare <ref>     also build the app of git <ref> (a commit, branch or tag) as a second isolate-only
                       worker and interleave its samples with this tree's: isolate CPU before and after
@@ -41,6 +44,7 @@ export function parseOptions(argv, env) {
   const options = {
     help: false,
     isolateOnly: false,
+    feedsOnly: false,
     skip: new Set(),
     env: env.BENCH_ENV?.trim() || undefined,
     out: undefined,
@@ -70,6 +74,7 @@ export function parseOptions(argv, env) {
     const arg = argv[i];
     if (arg === "-h" || arg === "--help") options.help = true;
     else if (arg === "--isolate-only") options.isolateOnly = true;
+    else if (arg === "--feeds-only") options.feedsOnly = true;
     else if (arg === "--env") options.env = value(i++, arg);
     else if (arg === "--out") options.out = value(i++, arg);
     else if (arg === "--compare") options.compare = value(i++, arg);

@@ -89,7 +89,15 @@ export interface DueFeed {
   lastModified: string | null;
   failures: number;
   failingSince: number | null;
+  /** When it was due: where a feed the round could not finish goes back to. */
+  nextFetchAt: number;
 }
+
+/**
+ * How long a round's feeds stay claimed: a run stopped before it wrote its outcomes (the Free plan's CPU limit
+ * ends it at once) leaves them out of the next rounds for an hour, instead of first in line for every one of them.
+ */
+export const CLAIM_MS = 60 * 60 * 1000;
 
 /**
  * The feeds due by `now`, longest waiting first (never-tried ones have 0), each with the whole URL of one active
@@ -100,12 +108,19 @@ const dueStatement = statement(sql`
     (SELECT ${storedUrl(FEED_URL, "subscriptions")} FROM ${s} INDEXED BY subscriptions_feed_active
       WHERE ${s.urlKey} = ${f.urlKey} AND ${s.unsubscribedAt} IS NULL LIMIT 1) AS url,
     ${f.status} AS status, ${f.etag} AS etag, ${f.lastModified} AS lastModified, ${f.failures} AS failures,
-    ${f.failingSince} AS failingSince
+    ${f.failingSince} AS failingSince, ${f.nextFetchAt} AS nextFetchAt
   FROM ${f} WHERE ${f.nextFetchAt} <= ${now} ORDER BY ${f.nextFetchAt} LIMIT ${sql.placeholder("limit")}`);
 
+/** The same feeds as `dueStatement` (the same walk of the same index, in the same transaction), claimed. */
+const claimStatement = statement(sql`
+  UPDATE ${f} SET next_fetch_at = ${sql.placeholder("claimedUntil")} WHERE ${f.urlKey} IN (
+    SELECT ${f.urlKey} FROM ${f} WHERE ${f.nextFetchAt} <= ${now} ORDER BY ${f.nextFetchAt} LIMIT ${sql.placeholder("limit")})`);
+
+/** The feeds due by `at`, claimed for the round (CLAIM_MS), in one batch: one round trip. */
 export async function dueFeeds(db: Database, at: number, limit: number): Promise<DueFeed[]> {
-  const { results } = await call(() => dueStatement.bind(db, { now: at, limit }).all<DueFeed>());
-  return results;
+  const values = { now: at, limit, claimedUntil: at + CLAIM_MS };
+  const [due] = await call(() => db.batch([dueStatement.bind(db, values), claimStatement.bind(db, values)]));
+  return due.results as unknown as DueFeed[];
 }
 
 /** What one fetch leaves in a feed's row. */
@@ -132,7 +147,9 @@ export type FeedRecord =
       nextFetchAt: number;
     }
   /** No active subscription names the feed any more: what was known of it is forgotten. */
-  | { kind: "forgotten"; urlKey: number };
+  | { kind: "forgotten"; urlKey: number }
+  /** The round could not finish it (its subrequests or parse share ran out): due again as it was. */
+  | { kind: "deferred"; urlKey: number; nextFetchAt: number };
 
 const key = sql.placeholder("urlKey");
 const succeeded = sql`url = ${sql.placeholder("url")}, final_url = ${sql.placeholder("finalUrl")}, status = 'ok',
@@ -152,6 +169,9 @@ const failedStatement = statement(sql`
     last_error = ${sql.placeholder("error")}, failures = ${sql.placeholder("failures")},
     failing_since = ${sql.placeholder("failingSince")}, next_fetch_at = ${sql.placeholder("nextFetchAt")}
   WHERE ${f.urlKey} = ${key}`);
+const deferredStatement = statement(
+  sql`UPDATE ${f} SET next_fetch_at = ${sql.placeholder("nextFetchAt")} WHERE ${f.urlKey} = ${key}`,
+);
 /** Forgets a feed only while no active subscription names it (one may have come since the round read it). */
 const forgetStatement = statement(sql`
   DELETE FROM ${f} WHERE ${f.urlKey} = ${key} AND NOT EXISTS (
@@ -176,6 +196,8 @@ function recordStatement(db: Database, record: FeedRecord, at: number): D1Prepar
       return failedStatement.bind(db, { ...record });
     case "forgotten":
       return forgetStatement.bind(db, { urlKey: record.urlKey });
+    case "deferred":
+      return deferredStatement.bind(db, { ...record });
   }
 }
 
@@ -189,6 +211,8 @@ export async function recordFeeds(db: Database, records: readonly FeedRecord[], 
 export const allStatements: Record<string, Statement> = {
   findPodcast: findPodcastStatement,
   due: dueStatement,
+  claim: claimStatement,
+  deferred: deferredStatement,
   fetched: fetchedStatement,
   notModified: notModifiedStatement,
   failed: failedStatement,

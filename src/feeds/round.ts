@@ -1,6 +1,6 @@
 import type { Database } from "../db/database";
 import { type DueFeed, dueFeeds, type FeedRecord, recordFeeds } from "../db/feeds";
-import { FETCH_TIMEOUT_MS, type FetchOutcome, fetchFeed, withoutCutTag } from "./fetch";
+import { FETCH_TIMEOUT_MS, type FetchOutcome, fetchFeed } from "./fetch";
 import { type ChannelFacts, NotAFeedError, parseChannelHead } from "./parse";
 
 /**
@@ -22,17 +22,12 @@ export const GONE_AFTER_MS = 30 * 24 * HOUR_MS;
 /** Validators longer than this are not kept (a header of a hostile server). */
 const MAX_VALIDATOR = 256;
 /**
- * The parse is the round's CPU (fetches wait without it): at most this much of one head is parsed, and at most
- * HEAD_CHARS_PER_ROUND in all; a head past what is left of that waits for the next round, where it is first in
- * line (its feed stays due). A real channel head is a few KiB; these bound what a hostile one costs.
+ * The parse is most of the round's CPU (fetches wait without it): at most this much of the heads is parsed a
+ * round; a head past what is left waits for the next round, where it is first in line (its feed stays due). The
+ * first head of a round is always parsed (at most MAX_HEAD_BYTES). A real channel head is 2 to 16 KiB; this bounds
+ * what hostile ones cost (bench/README.md, "The feed round").
  */
-export const HEAD_CHARS_PER_FEED = 256 * 1024;
-export const HEAD_CHARS_PER_ROUND = 512 * 1024;
-
-/** The head as parsed: at most HEAD_CHARS_PER_FEED of it. */
-function parsedHead(head: string): string {
-  return head.length <= HEAD_CHARS_PER_FEED ? head : withoutCutTag(head.slice(0, HEAD_CHARS_PER_FEED));
-}
+export const HEAD_CHARS_PER_ROUND = 128 * 1024;
 
 export interface FeedRoundSettings {
   /** `FEED_FETCH=off`: nothing is fetched. */
@@ -64,30 +59,38 @@ type RoundOutcome =
   | Exclude<FetchOutcome, { kind: "feed" }>
   | ({ kind: "parsed"; facts: ChannelFacts } & Omit<Extract<FetchOutcome, { kind: "feed" }>, "kind" | "head">);
 
-/** Parses the heads in turn within the round's share of CPU (HEAD_CHARS_PER_ROUND); the rest wait their turn. */
+/**
+ * Parses the heads within the round's share of CPU (HEAD_CHARS_PER_ROUND), shortest first, so that one long head
+ * never costs the round its short ones; the first is always parsed, and a head past what is left waits its turn.
+ */
 function parseAll(outcomes: readonly FetchOutcome[]): RoundOutcome[] {
+  const parsed: RoundOutcome[] = [...outcomes] as RoundOutcome[];
+  const heads = outcomes.flatMap((outcome, n) => (outcome.kind === "feed" ? [{ n, outcome }] : []));
+  heads.sort((a, b) => a.outcome.head.length - b.outcome.head.length);
   let left = HEAD_CHARS_PER_ROUND;
-  return outcomes.map((outcome, n) => {
-    if (outcome.kind !== "feed") return outcome;
-    const { head: fetched, kind: _, ...arrival } = outcome;
-    const head = parsedHead(fetched);
-    if (head.length > left && n > 0 && left < HEAD_CHARS_PER_ROUND) return { kind: "deferred" };
+  for (const [order, { n, outcome }] of heads.entries()) {
+    const { head, kind: _, ...arrival } = outcome;
+    if (order > 0 && head.length > left) {
+      parsed[n] = { kind: "deferred" };
+      continue;
+    }
     left -= head.length;
     try {
-      return { kind: "parsed", facts: parseChannelHead(head), ...arrival };
+      parsed[n] = { kind: "parsed", facts: parseChannelHead(head), ...arrival };
     } catch (err) {
       if (!(err instanceof NotAFeedError)) throw err;
-      return { kind: "failed", error: err.message };
+      parsed[n] = { kind: "failed", error: err.message };
     }
-  });
+  }
+  return parsed;
 }
 
 /** The record a database keeps of an outcome, from its own row of the feed (its failures so far). */
-function recordOf(feed: DueFeed & { url: string }, outcome: RoundOutcome, at: number): FeedRecord | undefined {
+function recordOf(feed: DueFeed & { url: string }, outcome: RoundOutcome, at: number): FeedRecord {
   const { urlKey, url } = feed;
   switch (outcome.kind) {
     case "deferred":
-      return undefined;
+      return { kind: "deferred", urlKey, nextFetchAt: feed.nextFetchAt };
     case "not-modified":
       return { kind: "not-modified", urlKey, url, finalUrl: outcome.finalUrl, nextFetchAt: at + REFRESH_MS };
     case "parsed":
@@ -125,6 +128,27 @@ function failedRecord(feed: DueFeed & { url: string }, error: string, gone: bool
   };
 }
 
+/**
+ * Fetches under way at once. A Worker has at most six connections waiting for their answers' headers and queues
+ * the next one; a queued fetch's 10 s would run out while it waits behind hosts that never answer. Five leaves
+ * the sixth to D1.
+ */
+export const FETCHES_AT_ONCE = 5;
+
+/** `work` of every item, at most `width` at a time, the results in the items' order. */
+async function inTurns<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const n = next++;
+      results[n] = await work(items[n]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+  return results;
+}
+
 export async function runFeedRound(
   databases: ReadonlyMap<string, Database>,
   settings: FeedRoundSettings,
@@ -159,27 +183,33 @@ export async function runFeedRound(
       byUrl.set(feed.url, holders);
     }
   });
-  const round = [...byUrl].slice(0, FEEDS_PER_ROUND);
+  const queued = [...byUrl];
+  const round = queued.slice(0, FEEDS_PER_ROUND);
+  // Claimed by another database's share of the round, but past its feeds: due again as they were.
+  for (const [, holders] of queued.slice(FEEDS_PER_ROUND)) {
+    for (const { index, feed } of holders) {
+      records[index].push({ kind: "deferred", urlKey: feed.urlKey, nextFetchAt: feed.nextFetchAt });
+    }
+    summary.deferred++;
+  }
   const subrequests = { left: FETCHES_PER_ROUND };
   const fetchSettings = { ...settings, timeoutMs: FETCH_TIMEOUT_MS, subrequests };
-  const fetched = await Promise.all(
-    round.map(([url, holders]) => {
-      // Validators only when every database holds the same ones: a 304 answers exactly the copy that was named.
-      const [{ etag, lastModified }, ...others] = holders.map(({ feed }) => feed);
-      const same = others.every((other) => other.etag === etag && other.lastModified === lastModified);
-      return fetchFeed(url, same ? { etag, lastModified } : { etag: null, lastModified: null }, fetchSettings);
-    }),
-  );
+  const fetched = await inTurns(round, FETCHES_AT_ONCE, ([url, holders]) => {
+    // Validators only when every database holds the same ones: a 304 answers exactly the copy that was named.
+    const [{ etag, lastModified }, ...others] = holders.map(({ feed }) => feed);
+    const same = others.every((other) => other.etag === etag && other.lastModified === lastModified);
+    return fetchFeed(url, same ? { etag, lastModified } : { etag: null, lastModified: null }, fetchSettings);
+  });
   summary.subrequests += FETCHES_PER_ROUND - subrequests.left;
   const outcomes = parseAll(fetched);
   round.forEach(([, holders], n) => {
     const kept = holders.map(({ index, feed }) => ({ index, record: recordOf(feed, outcomes[n], at) }));
     const first = kept[0].record;
-    if (first === undefined) summary.deferred++;
+    if (first.kind === "deferred") summary.deferred++;
     else if (first.kind === "fetched") summary.fetched++;
     else if (first.kind === "not-modified") summary.notModified++;
     else if (first.kind === "failed") summary[first.status === "gone" ? "gone" : "failed"]++;
-    for (const { index, record } of kept) if (record) records[index].push(record);
+    for (const { index, record } of kept) records[index].push(record);
   });
   const written = named.filter((_, index) => records[index].length > 0);
   await Promise.all(named.map(([, db], index) => recordFeeds(db, records[index], at)));

@@ -9,11 +9,12 @@ import { withoutForbiddenCharacters } from "../url-text";
 
 /**
  * At most this much of a field's raw text is read (src/feeds/parse.ts), and at most `rawLimit(max)` of it is
- * cleaned: the bound on the work one field can cost (a 1 MiB title is cut first). Markup rarely takes more than a
- * few times the text it wraps, so 16 characters of raw text per kept code point, plus 4 KiB, keep every real field.
+ * cleaned: the bound on the work one field can cost (a 64 KiB title is cut first; the cleaning was a good part of
+ * a long description's parse in the bench). Markup rarely takes more than a few times the text it wraps, so 8
+ * characters of raw text per kept code point, plus 2 KiB, keep a real field whole.
  */
-export const RAW_TEXT_LIMIT = 32 * 1024;
-const rawLimit = (maxCodePoints: number) => Math.min(RAW_TEXT_LIMIT, maxCodePoints * 16 + 4096);
+export const RAW_TEXT_LIMIT = 12 * 1024;
+const rawLimit = (maxCodePoints: number) => Math.min(RAW_TEXT_LIMIT, maxCodePoints * 8 + 2048);
 
 /** Elements whose content is not text a person reads. */
 const NON_TEXT_ELEMENTS = /<(script|style)\b[^>]*>[\s\S]*?<\/\1\s*>/gi;
