@@ -22,9 +22,14 @@ export interface ServedWorker {
  * Serves the worker as `wrangler dev` would (same wrangler.toml, static assets from public/), on a free loopback
  * port, with its local state (migrated, as `npm run dev` does) in a temporary directory of its own. Its variables
  * come from wrangler.toml and `devVarsFile` alone, never from the checkout's .dev.vars, where `npm run dev` writes
- * OIDC_ISSUER (envFiles replaces wrangler's default files). `oidcIssuer`: the provider it signs in with, if any.
+ * OIDC_ISSUER (envFiles replaces wrangler's default files). `oidcIssuer`: the provider it signs in with, if any;
+ * `vars`: more variables over wrangler.toml's (FEED_FETCH_ALLOW_PRIVATE for the feeds test).
  */
-export async function serveWorker(secret: string, oidcIssuer?: string): Promise<ServedWorker> {
+export async function serveWorker(
+  secret: string,
+  oidcIssuer?: string,
+  vars: Record<string, string> = {},
+): Promise<ServedWorker> {
   // Miniflare would otherwise try to download the Request.cf object from Cloudflare.
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
@@ -40,12 +45,12 @@ export async function serveWorker(secret: string, oidcIssuer?: string): Promise<
   const worker = await unstable_startWorker({
     config: "wrangler.toml",
     envFiles: [devVarsFile],
-    bindings: oidcIssuer
-      ? {
-          OIDC_ISSUER: { type: "plain_text", value: oidcIssuer },
-          OIDC_CLIENT_ID: { type: "plain_text", value: DEV_CLIENT_ID },
-        }
-      : {},
+    bindings: Object.fromEntries(
+      Object.entries({
+        ...(oidcIssuer ? { OIDC_ISSUER: oidcIssuer, OIDC_CLIENT_ID: DEV_CLIENT_ID } : {}),
+        ...vars,
+      }).map(([name, value]) => [name, { type: "plain_text" as const, value }]),
+    ),
     dev: {
       server: { hostname: "127.0.0.1", port: 0 },
       inspector: false,

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { pageOf } from "../src/db/change-feed";
 import type { ChangedEpisode } from "../src/db/episodes";
 import { listEpisodeChanges } from "../src/db/episodes";
-import type { Podcast } from "../src/db/feeds";
+import { PENDING_PODCAST, type Podcast } from "../src/db/feeds";
 import type { ChangedSubscription } from "../src/db/subscriptions";
 import { listChanges, listChangesWithPodcasts, listPageOf, listSubscriptions } from "../src/db/subscriptions";
 import { urlKey } from "../src/db/url-key";
@@ -303,18 +303,7 @@ describe("change feed items written by SQLite", () => {
             ];
           });
           if (statements.length > 0) await db.batch(statements);
-          const podcastOf = (feedUrl: string): Podcast =>
-            known.get(feedUrl) ?? {
-              title: null,
-              author: null,
-              description: null,
-              imageUrl: null,
-              siteUrl: null,
-              language: null,
-              podcastGuid: null,
-              fetchedAt: null,
-              status: "pending",
-            };
+          const podcastOf = (feedUrl: string): Podcast => known.get(feedUrl) ?? PENDING_PODCAST;
           const resourceOf = (row: { guid: string; feedUrl: string }) =>
             toPodcastResource(row.guid, podcastOf(row.feedUrl));
 

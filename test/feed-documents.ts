@@ -15,6 +15,17 @@ const item = (n: number) => `
 
 export const TECH_GUID = "917393e3-1b1e-5cef-ace4-edaa54e1f810";
 
+/** What the service keeps of techFeed's channel: its text clean (docs/API.md §18). */
+export const TECH_FACTS = {
+  title: "Tech Talk Weekly",
+  author: "Ada & Grace",
+  description: "Every week, two engineers talk about the tools they use. Join us & learn.",
+  imageUrl: "https://cdn.example.com/tech/cover.jpg",
+  siteUrl: "https://tech.example.com/",
+  language: "en-us",
+  podcastGuid: TECH_GUID,
+};
+
 /** A podcast feed as hosts write them: iTunes and Podcasting 2.0 namespaces, CDATA, HTML in the description. */
 export const techFeed = (title = "Tech Talk Weekly") => `<?xml version="1.0" encoding="UTF-8"?>
 <rss version="2.0" xmlns:itunes="${ITUNES}" xmlns:podcast="${PODCAST}" xmlns:atom="http://www.w3.org/2005/Atom"

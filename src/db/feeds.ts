@@ -27,6 +27,9 @@ export interface Podcast {
   status: PodcastStatus;
 }
 
+/** What a fetch learns of a feed's channel (src/feeds/parse.ts), `<itunes:new-feed-url>` included. */
+export type PodcastFacts = Omit<Podcast, "fetchedAt" | "status"> & { newFeedUrl: string | null };
+
 const userId = sql.placeholder("userId");
 const guid = sql.placeholder("guid");
 const now = sql.placeholder("now");
@@ -130,7 +133,7 @@ export type FeedRecord =
       urlKey: number;
       url: string;
       finalUrl: string;
-      facts: Omit<Podcast, "fetchedAt" | "status"> & { newFeedUrl: string | null };
+      facts: PodcastFacts;
       etag: string | null;
       lastModified: string | null;
       nextFetchAt: number;

@@ -1,25 +1,16 @@
 import { SaxesParser, type SaxesTagNS } from "saxes";
+import type { PodcastFacts } from "../db/feeds";
 import { cleanPodcastGuid, cleanText, cleanUrl, RAW_TEXT_LIMIT } from "./text";
 
 /**
  * The facts of a feed's channel (docs/API.md §18), read from its head by saxes, the streaming XML parser the OPML
  * import uses: strict XML 1.0 tokens, no DTD processing, never an entity expanded or fetched. Not a feed parser:
  * a parser that builds the whole document (feedsmith, on fast-xml-parser) cost 50 times as much CPU on a head of
- * many small elements (553 ms for 1 MiB in workerd against about 11 ms), the shape a hostile feed can take, and
+ * many small elements (553 ms for 1 MiB in workerd against about 25 ms here), the shape a hostile feed can take, and
  * every channel fact is a direct child of the channel (or of its image or author), so what is read here is a
  * table of element names, below (docs/decisions.md, "Feeds").
  */
-export interface ChannelFacts {
-  title: string | null;
-  author: string | null;
-  description: string | null;
-  imageUrl: string | null;
-  siteUrl: string | null;
-  language: string | null;
-  podcastGuid: string | null;
-  /** `<itunes:new-feed-url>`: where the publisher says the feed moved. */
-  newFeedUrl: string | null;
-}
+export type ChannelFacts = PodcastFacts;
 
 /** A body that is not a feed the service reads; `message` is kept as the feed's last error. */
 export class NotAFeedError extends Error {}

@@ -1,4 +1,4 @@
-import type { Podcast } from "../db/feeds";
+import { PENDING_PODCAST, type Podcast } from "../db/feeds";
 import { MAX_URL_BYTES } from "../db/storage";
 import { MAX_STORED_SUBSCRIPTIONS } from "../db/subscriptions";
 import { dataDocument, errorDocument } from "../jsonapi";
@@ -73,17 +73,7 @@ const knownPodcast: Podcast = {
   fetchedAt: "2026-11-21T23:50:00.000Z",
   status: "ok",
 };
-const pendingPodcast: Podcast = {
-  title: null,
-  author: null,
-  description: null,
-  imageUrl: null,
-  siteUrl: null,
-  language: null,
-  podcastGuid: null,
-  fetchedAt: null,
-  status: "pending",
-};
+const pendingPodcast: Podcast = PENDING_PODCAST;
 const podcastExample = dataDocument(toPodcastResource(FEEDS[0].guid, knownPodcast));
 const pendingPodcastExample = dataDocument(toPodcastResource(FEEDS[1].guid, pendingPodcast));
 const includedListExample = {
