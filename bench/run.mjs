@@ -55,6 +55,8 @@ const HEAP_RUNS = 3;
 const FAR_EDGE_DELAY_MS = 50;
 /** The isolate scenarios whose targets are ratios to the ceiling: each sample is paired with the ceiling's just before. */
 const CEILING_PAIRED = ["list", "get-one"];
+/** The isolate scenarios that read a list page: their recordings count the subscriptions shown (`uses.shown`). */
+const LIST_PAGES = ["list", "list-include-podcast"];
 /** The recordings key of a scenario's warm-up calls (warmUpName in bench/recording.ts). */
 const warmUpName = (scenario) => `warm-up:${scenario}`;
 const { settings } = options;
@@ -140,6 +142,7 @@ function checkStatus(endpoint, status, text, method, path) {
 }
 
 function checkSummary(endpoint, text) {
+  if (endpoint.podcastsShown !== undefined) checkPodcasts(endpoint, text);
   if (endpoint.adds === undefined && endpoint.imports === undefined) return;
   const meta = JSON.parse(text).meta;
   if (endpoint.adds !== undefined && (meta?.succeeded !== endpoint.adds || meta?.failed !== 0)) {
@@ -149,6 +152,20 @@ function checkSummary(endpoint, text) {
     throw new Error(`probe ${endpoint.name}: expected ${endpoint.imports} imported feeds, got ${JSON.stringify(meta)}`);
   }
 }
+
+/** A page with its podcasts (`include=podcast`): one podcast per subscription shown, each of the expected status. */
+function checkPodcasts(endpoint, text) {
+  const { data, included } = JSON.parse(text);
+  const statuses = (included ?? []).map((podcast) => podcast.attributes?.status);
+  if (data.length === 0 || statuses.length !== data.length || statuses.some((s) => s !== endpoint.podcastsShown)) {
+    throw new Error(
+      `${endpoint.name}: expected a ${endpoint.podcastsShown} podcast per subscription shown (${data.length}), got ${JSON.stringify(statuses)}`,
+    );
+  }
+}
+
+/** The resources a JSON:API page shows (its `data`), counted for the rows-per-row targets. */
+const shownOf = (text) => JSON.parse(text).data.length;
 
 /** Sends one request that must answer `status`; returns the response's text. */
 async function sendExpecting(base, request, status) {
@@ -278,7 +295,11 @@ async function recordIsolateScenarios(urls, isolateEndpoints, heavy, databases) 
     checkSummary(endpoint, envelope.body);
     recordings[endpoint.name] = envelope.calls;
     answers[endpoint.name] = envelope;
-    uses[endpoint.name] = { ...envelope.use, responseBytes: Buffer.byteLength(envelope.body) };
+    uses[endpoint.name] = {
+      ...envelope.use,
+      responseBytes: Buffer.byteLength(envelope.body),
+      ...(LIST_PAGES.includes(endpoint.name) ? { shown: shownOf(envelope.body) } : {}),
+    };
     served.push(endpoint);
   }
   if (heavy) {
@@ -913,6 +934,13 @@ async function main() {
   for (const [name, f] of Object.entries(summary.results.details.format_floor_us)) {
     log(
       `  format floor of ${name}: request + response ${fmt(f.request_us, 0)} µs, + D1 answers ${fmt(f.answer_us, 0)} µs (the app: ${fmt(f.app_us, 0)} µs)`,
+    );
+  }
+  const withPodcasts = summary.results.details.list_include_podcast;
+  if (withPodcasts) {
+    const ratios = summary.results.details.isolate_ratio_rounds.isolate_list_include_podcast_vs_list;
+    log(
+      `  list with include=podcast: ${summary.results.isolate_cpu_us["list-include-podcast"]} µs (the list ${summary.results.isolate_cpu_us.list}; rounds ${ratios.join(", ")}), ${withPodcasts.rows_read} rows read for ${withPodcasts.shown} shown (the list ${withPodcasts.rows_read_list}, its constant ${withPodcasts.list_constant_rows}), ${withPodcasts.response_bytes} bytes (the list ${withPodcasts.response_bytes_list})`,
     );
   }
   if (feedFigures) {

@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 
 const BASE_TIME = Date.UTC(2025, 0, 1);
 const SPACING_MS = 4000;
+const DAY_MS = 86_400_000;
 
 /** Deterministic seeded guid n of user number u (lowercase, RFC 9562 syntax). */
 export function seededGuid(userNo, n) {
@@ -116,6 +117,23 @@ const SET_URL_KEYS = `
 UPDATE subscriptions SET url_key = keyed.value ->> 1
 FROM json_each(?2) AS keyed WHERE subscriptions.user_id = ?1 AND subscriptions.guid = keyed.value ->> 0`;
 
+// The feeds of the active subscriptions of users with `feedsFetched` (and `urlKeys`), as a feed round leaves a feed it
+// fetched (src/db/feeds.ts): `ok`, its URL the subscription's, a title, an author, a description of about 300
+// characters, an image, a site, a language and a podcast:guid. The triggers of drizzle/0010 made them `pending`, their
+// URL unknown, when the keys were set: without this, `include=podcast` shows every podcast pending. ?2: fetched_at.
+const FILL_FEEDS = `
+UPDATE feeds SET url = s.feed_url, status = 'ok',
+  title = printf('The Bench Hour %d: Conversations on Software', s.change_seq),
+  author = 'Bench Media Productions',
+  description = printf('Every week the Bench Hour sits down with the people who build, run and repair the software the rest of us use every day: ' ||
+    'what broke, why it broke, and what they changed so it would not break again. Feed %d, hosted by two engineers who have done each of those things at least once.', s.change_seq),
+  image_url = printf('https://images.podcast-host.example.com/shows/%s/cover-3000x3000.jpg', s.guid),
+  site_url = printf('https://podcast.example.com/shows/%s', s.guid),
+  language = 'en-us',
+  podcast_guid = replace(s.guid, '-4000-', '-5000-'),
+  fetched_at = ?2, next_fetch_at = ?2 + 86400000
+FROM subscriptions AS s WHERE s.user_id = ?1 AND s.unsubscribed_at IS NULL AND feeds.url_key = s.url_key`;
+
 const urlKeyOf = (url) => Number.parseInt(createHash("sha256").update(url).digest("hex").slice(0, 12), 16);
 
 /** The guid and URL of the feed of seeded episode states 100k..100k+99 (INSERT_EPISODE_FEEDS). */
@@ -128,7 +146,8 @@ export const episodeFeedCount = (user) => (user.feedsSubscribed ? Math.ceil((use
 /**
  * @param {D1Database} db
  * @param {{ id: string, no: number, active: number, tombstones?: number, episodes?: number, goneEvery?: number,
- *   playedEvery?: number, uuidV5Ids?: boolean, feedsSubscribed?: boolean, urlKeys?: boolean }[]} users
+ *   playedEvery?: number, uuidV5Ids?: boolean, feedsSubscribed?: boolean, urlKeys?: boolean, feedsFetched?: boolean
+ * }[]} users
  */
 export async function seed(db, users) {
   const statements = [];
@@ -155,6 +174,7 @@ export async function seed(db, users) {
         urlKeyOf(`https://feeds.example.com/${id}/${n}.xml`),
       ]);
       statements.push(db.prepare(SET_URL_KEYS).bind(id, JSON.stringify(keys)));
+      if (user.feedsFetched) statements.push(db.prepare(FILL_FEEDS).bind(id, BASE_TIME + DAY_MS));
     }
     const feeds = episodeFeedCount(user);
     if (feeds > 0) {

@@ -121,6 +121,11 @@ const TARGETS = [
   ["account_page_d1_round_trips", "<=", 2],
   ["account_page_rows_read_above_shown", "<=", 3],
   ["isolate_account_page_vs_get_one", "<=", 3],
+  // The list with its podcasts (`include=podcast`, docs/API.md §18, issue 36): its isolate CPU against the list's (the
+  // median over the rounds of each round's ratio, the two sampled one after the other), and its rows read per
+  // subscription shown once the list's own constant (its stats row and the page boundary) is taken off.
+  ["isolate_list_include_podcast_vs_list", "<=", 1.5],
+  ["list_include_podcast_rows_read_per_shown", "<=", 2],
   // AntennaPod's Nextcloud option (docs/API.md §17, issue 29): an upload of 30 actions and a `since` read over 10 000
   // states, one D1 round trip each (steady state).
   ["nextcloud_d1_round_trips", "<=", 1],
@@ -159,6 +164,27 @@ function pairedRatios(figures, name, reference) {
 }
 
 const medianOfRounds = (ratios) => (ratios.length >= MIN_ROUNDS ? round(median(ratios), 2) : null);
+
+/**
+ * The list page with its podcasts beside the same page without, from their recordings: rows read, the subscriptions
+ * shown, the list's constant (what it reads besides the rows it shows: its stats row and the page boundary) and what
+ * the page with podcasts reads per subscription shown once that constant is taken off; null unless both were recorded.
+ */
+function includedPodcasts(list, withPodcasts) {
+  if (!list?.shown || !withPodcasts?.shown) return null;
+  const constant = list.rowsRead - list.shown;
+  return {
+    shown: withPodcasts.shown,
+    rows_read: withPodcasts.rowsRead,
+    rows_read_list: list.rowsRead,
+    list_constant_rows: constant,
+    rows_read_per_shown: round((withPodcasts.rowsRead - constant) / withPodcasts.shown, 2),
+    d1_calls: withPodcasts.calls,
+    d1_calls_list: list.calls,
+    response_bytes: withPodcasts.responseBytes,
+    response_bytes_list: list.responseBytes,
+  };
+}
 
 /** One row of the heavy listener's table: what the recording counted, the isolate CPU, the verdicts. */
 function heavyRow(row, use, cpu, samples) {
@@ -258,6 +284,7 @@ export function summarise({
   const isolateCpuUs = {
     ceiling: cpuOf(ceiling),
     list: isolateCpu("list"),
+    "list-include-podcast": isolateCpu("list-include-podcast"),
     "get-one": isolateCpu("get-one"),
     "post-new": isolateCpu("post-new"),
     "bulk-1": isolateCpu("bulk-1"),
@@ -314,7 +341,9 @@ export function summarise({
     isolate_episode_bulk_100_vs_format_floor: pairedRatios(figures, ...floorOf("episode-bulk-100")),
     isolate_episode_feed_vs_format_floor: pairedRatios(figures, ...floorOf("episode-feed")),
     isolate_account_page_vs_get_one: pairedRatios(figures, "isolate:heavy:account-page", "isolate:get-one"),
+    isolate_list_include_podcast_vs_list: pairedRatios(figures, "isolate:list-include-podcast", "isolate:list"),
   };
+  const listIncludePodcast = includedPodcasts(isolate.uses?.list, isolate.uses?.["list-include-podcast"]);
   const heavyRows = (heavy?.rows ?? []).map((row) => {
     const cpuSamples = (figures[`isolate:${row.name}`]?.samplesCpuUs ?? []).filter((v) => v !== null);
     const cpu = cpuSamples.length >= MIN_ROUNDS ? round(median(cpuSamples), 0) : null;
@@ -381,6 +410,8 @@ export function summarise({
     isolate_episode_bulk_100_vs_format_floor: medianOfRounds(ratioRounds.isolate_episode_bulk_100_vs_format_floor),
     isolate_episode_feed_vs_format_floor: medianOfRounds(ratioRounds.isolate_episode_feed_vs_format_floor),
     gpodder_d1_calls_per_request: gpodderCalls.length === 0 ? null : Math.max(...gpodderCalls),
+    isolate_list_include_podcast_vs_list: medianOfRounds(ratioRounds.isolate_list_include_podcast_vs_list),
+    list_include_podcast_rows_read_per_shown: listIncludePodcast?.rows_read_per_shown ?? null,
     ...heavyTargets,
   };
   const verdict = (value, direction, limit) =>
@@ -475,6 +506,8 @@ export function summarise({
       ),
       isolate_cpu_us: Object.fromEntries(ISOLATE_NAMES.map((name) => [name, isolateCpu(name)])),
       isolate_d1_calls_replayed: isolate.calls,
+      // The list page with its podcasts beside the same page without (their recordings against the real D1).
+      list_include_podcast: listIncludePodcast,
       // Each ratio target's value in every round (its median is the target's value).
       isolate_ratio_rounds: Object.fromEntries(
         Object.entries(ratioRounds).map(([name, ratios]) => [name, ratios.map((v) => round(v, 2))]),
@@ -897,6 +930,18 @@ export function renderMarkdown({
     ),
     "",
   );
+  const withPodcasts = details.list_include_podcast;
+  if (withPodcasts) {
+    const ratios = details.isolate_ratio_rounds.isolate_list_include_podcast_vs_list ?? [];
+    push(
+      `The list with \`include=podcast\` (the same page of ${withPodcasts.shown}, each podcast fetched): ${int(iso["list-include-podcast"])} µs` +
+        ` against the list's ${int(iso.list)} (each round's ratio: ${ratios.map((v) => cell(v)).join(", ") || "–"}),` +
+        ` ${withPodcasts.rows_read} rows read against ${withPodcasts.rows_read_list} (the list's constant: ${withPodcasts.list_constant_rows},` +
+        ` its stats row and the page boundary; so ${cell(withPodcasts.rows_read_per_shown)} per subscription shown),` +
+        ` ${withPodcasts.d1_calls} D1 call(s), ${bytesCell(withPodcasts.response_bytes)} against ${bytesCell(withPodcasts.response_bytes_list)}.`,
+      "",
+    );
+  }
   const floors = Object.entries(details.format_floor_us ?? {});
   if (floors.length > 0) {
     push(
