@@ -163,7 +163,7 @@ const CDATA_CLOSE = "]]>";
  * plain string search: show notes in CDATA are most of a real head's bytes, and saxes reads them character by
  * character (half the parse of a 64 KiB head in the bench) only for the cleaning to drop all but their start.
  */
-function withShortCdata(head: string): string {
+export function withShortCdata(head: string): string {
   let at = head.indexOf(CDATA_OPEN);
   if (at < 0) return head;
   const parts: string[] = [];
