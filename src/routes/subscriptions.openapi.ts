@@ -101,6 +101,15 @@ const caughtUpExample = dataDocument([], {
   links: changeFeedLinks("/v1/subscriptions", { since: 57, size: 25 }, 57, false),
   meta: { syncToken: "57" },
 });
+/** The `400` of every operation on one subscription by its guid (get-one, DELETE, its podcast). */
+const invalidGuidResponse = {
+  description: `The guid is not a UUID. ${COMMON_BAD_REQUEST}`,
+  headers: v1Headers,
+  content: errorContent({
+    ...commonBadRequestExamples,
+    invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
+  }),
+};
 const subscriptionLimit = exampleErrors(subscriptionLimitReached());
 const forbiddenLimit = {
   description: `The user's active subscriptions alone fill the quota of ${MAX_STORED_SUBSCRIPTIONS} stored subscriptions (unsubscribed ones count too, but the oldest are purged first to make room), or the user's URL text would pass the storage budget of ${MAX_URL_BYTES} bytes after purging every unsubscription. The quota's error wins when both apply.`,
@@ -282,14 +291,7 @@ Takes \`page[number]\`, \`page[size]\`, \`filter[since]\` and \`include=podcast\
           }),
         },
         "304": responseRef("NotModified"),
-        "400": {
-          description: `The guid is not a UUID. ${COMMON_BAD_REQUEST}`,
-          headers: v1Headers,
-          content: errorContent({
-            ...commonBadRequestExamples,
-            invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
-          }),
-        },
+        "400": invalidGuidResponse,
         "404": responseRef("SubscriptionNotFound"),
         ...v1Responses,
       },
@@ -355,14 +357,7 @@ Takes \`page[number]\`, \`page[size]\`, \`filter[since]\` and \`include=podcast\
       parameters: v1Parameters,
       responses: {
         "204": { description: "Unsubscribed. No body.", headers: successHeaders },
-        "400": {
-          description: `The guid is not a UUID. ${COMMON_BAD_REQUEST}`,
-          headers: v1Headers,
-          content: errorContent({
-            ...commonBadRequestExamples,
-            invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
-          }),
-        },
+        "400": invalidGuidResponse,
         "404": responseRef("SubscriptionNotFound"),
         ...v1Responses,
       },
@@ -386,14 +381,7 @@ Takes \`page[number]\`, \`page[size]\`, \`filter[since]\` and \`include=podcast\
             pending: example("Not fetched yet", pendingPodcastExample),
           }),
         },
-        "400": {
-          description: `The guid is not a UUID. ${COMMON_BAD_REQUEST}`,
-          headers: v1Headers,
-          content: errorContent({
-            ...commonBadRequestExamples,
-            invalidGuid: example("guid is not a UUID", errorDocument(invalidGuid().errors)),
-          }),
-        },
+        "400": invalidGuidResponse,
         "404": responseRef("SubscriptionNotFound"),
         ...v1Responses,
       },
