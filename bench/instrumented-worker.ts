@@ -222,13 +222,9 @@ function recordingFetch(real: typeof fetch, fetches: RecordedFetch[]): typeof fe
   };
 }
 
-/**
- * `POST SCHEDULED_PATH` with RECORD_HEADER: the worker's scheduled handler (the Cron Trigger's run: retention and
- * the feed round) with every D1 call counted and recorded, every fetch recorded, and its console lines kept.
- * The harness sends one at a time: fetch and console are swapped for the run's duration.
- */
-async function recordScheduled(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
-  const counter: Counter = {
+/** A fresh count of one request's (or scheduled run's) D1 use, recording its calls when `recording`. */
+function newCounter(delayMs: number, recording: boolean): Counter {
+  return {
     rowsRead: 0,
     rowsWritten: 0,
     calls: 0,
@@ -237,9 +233,18 @@ async function recordScheduled(request: Request, env: Cloudflare.Env, ctx: Execu
     answerBytes: 0,
     largestAnswerBytes: 0,
     inFlight: 0,
-    delayMs: 0,
-    tape: [],
+    delayMs,
+    ...(recording ? { tape: [] } : {}),
   };
+}
+
+/**
+ * `POST SCHEDULED_PATH` with RECORD_HEADER: the worker's scheduled handler (the Cron Trigger's run: retention and
+ * the feed round) with every D1 call counted and recorded, every fetch recorded, and its console lines kept.
+ * The harness sends one at a time: fetch and console are swapped for the run's duration.
+ */
+async function recordScheduled(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
+  const counter = newCounter(0, true);
   const scheduledTime = Number(new URL(request.url).searchParams.get("at") ?? Date.now());
   const controller = { scheduledTime, cron: "*/10 * * * *", noRetry() {} } as ScheduledController;
   const fetches: RecordedFetch[] = [];
@@ -279,18 +284,7 @@ export default {
     if (recording && request.method === "POST" && new URL(request.url).pathname === SCHEDULED_PATH) {
       return recordScheduled(request, env, ctx);
     }
-    const counter: Counter = {
-      rowsRead: 0,
-      rowsWritten: 0,
-      calls: 0,
-      queries: 0,
-      sequential: 0,
-      answerBytes: 0,
-      largestAnswerBytes: 0,
-      inFlight: 0,
-      delayMs: Number(request.headers.get(D1_DELAY_HEADER) ?? 0) || 0,
-      ...(recording ? { tape: [] } : {}),
-    };
+    const counter = newCounter(Number(request.headers.get(D1_DELAY_HEADER) ?? 0) || 0, recording);
     const response = await app.fetch(request, countingEnv(env, counter), ctx);
     if (counter.tape) {
       const headers: Record<string, string> = {};
