@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { urlKey } from "../src/db/url-key";
 import { browserSkipReason, gpodderClients, launchChromium } from "./debian-clients";
 import {
@@ -12,6 +12,7 @@ import {
   SCREENSHOTS,
   screenshot as screenshotAt,
 } from "./page-checks";
+import { type SignInWorker, serveSignInWorker } from "./served-worker";
 
 /**
  * The account pages (docs/API.md §16) as a listener uses them: headless Chromium with JavaScript off signs in at
@@ -20,7 +21,12 @@ import {
  * every page, every page fits 360 px, and its screenshots are taken here (page-checks.ts SCREENSHOTS).
  */
 
-const origin = inject("workerOrigin");
+/**
+ * seedFeedRound writes into the worker's database from another process: this file serves its own worker and
+ * identity provider (served-worker.ts says why not the suite's shared one).
+ */
+let served: SignInWorker;
+let origin: string;
 const skipReason = await browserSkipReason("the account pages browser tests");
 
 /** mygpoclient's calls (test-node/gpodder-clients.py): a device, a subscription, a play at 42 s of 100 s. */
@@ -47,7 +53,7 @@ UPDATE feeds SET url = ${quote(FEED)}, final_url = ${quote(FEED)}, status = 'ok'
   fetched_at = ${Date.now()} WHERE url_key = ${key};`;
   execFileSync(
     process.execPath,
-    [WRANGLER, "d1", "execute", "DB", "--local", "--persist-to", inject("workerState"), "--command", command],
+    [WRANGLER, "d1", "execute", "DB", "--local", "--persist-to", served.state, "--command", command],
     { stdio: "pipe", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
   );
 }
@@ -59,12 +65,13 @@ describe.skipIf(skipReason !== undefined)("the account pages in Chromium, JavaSc
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
-  // The node suite's worker starts with an empty database each run, and the files run side by side: a name no
-  // other file uses ("alice" is the docs' examples' user, which the docs test runs against the same worker).
+  // This file's worker starts with an empty database each run: the screenshots show this user alone.
   const userName = "maria";
   let credentials: { server: string; username: string; password: string };
 
   beforeAll(async () => {
+    served = await serveSignInWorker("account-pages-secret-0123456789abcdef0123456789");
+    origin = served.origin;
     browser = await launchChromium();
     context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
@@ -72,6 +79,7 @@ describe.skipIf(skipReason !== undefined)("the account pages in Chromium, JavaSc
 
   afterAll(async () => {
     await browser?.close();
+    await served?.close();
   });
 
   it("signs in from the home page at the local provider (a user name only, for development only)", async () => {

@@ -1,20 +1,21 @@
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sign } from "hono/jwt";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unstable_startWorker } from "wrangler";
 import { DEFAULT_CONFIG, userShardOf } from "../scripts/shards/wrangler";
 import { wranglerD1 } from "../scripts/shards/wrangler-d1";
 import { VERIFIED_FOR_MS } from "../src/auth/verified-credentials";
 import { bucketOf } from "../src/shards";
+import { serveWorker } from "./served-worker";
 
 /**
  * `npm run admin` end to end: the command as an operator runs it (tsx scripts/admin.ts, wrangler d1 execute --local)
- * against the databases of a running worker, on one database (the top level, served by global-setup.ts) and on two
- * shards (`--env shards`, served here); every effect is checked through the worker's API.
+ * against the databases of a running worker, on one database (the top level) and on two shards
+ * (`--env shards`), both served here; every effect is checked through the worker's API.
  */
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -56,9 +57,7 @@ interface Served {
   env?: string;
 }
 
-function secretOf(devVarsFile: string): string {
-  return /AUTH_JWT_SECRET="([^"]+)"/.exec(readFileSync(devVarsFile, "utf8"))?.[1] as string;
-}
+const SINGLE_SECRET = "admin-single-secret-0123456789abcdef0123456789";
 
 function client(served: Served, userId: string) {
   const token = async () => {
@@ -218,12 +217,14 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
       },
     });
     await worker.ready;
-    dispose = () => worker.dispose();
-    const single = {
-      origin: inject("workerOrigin"),
-      state: inject("workerState"),
-      secret: secretOf(inject("devVarsFile")),
+    // The admin command opens the databases from another process: the single database is a worker of this file's
+    // own too (served-worker.ts says why not the suite's shared one).
+    const singleWorker = await serveWorker(SINGLE_SECRET);
+    dispose = async () => {
+      await worker.dispose();
+      await singleWorker.close();
     };
+    const single = { origin: singleWorker.origin, state: singleWorker.state, secret: SINGLE_SECRET };
     const shards = { origin: (await worker.url).origin, state: shardState, secret: shardSecret, env: "shards" };
     setups.push(
       ...(await Promise.all([

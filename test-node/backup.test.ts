@@ -5,9 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sign } from "hono/jwt";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unstable_startWorker } from "wrangler";
 import type { BackupManifest } from "../scripts/backup";
+import { type ServedWorker, serveWorker } from "./served-worker";
 
 /**
  * The backup and its restore (docs/README-ops.md, "Backups"), run locally as the scheduled workflow
@@ -39,7 +40,12 @@ function script(name: string, args: string[], input?: string): Promise<{ status:
   });
 }
 
-const secret = () => /AUTH_JWT_SECRET="([^"]+)"/.exec(readFileSync(inject("devVarsFile"), "utf8"))?.[1] as string;
+/**
+ * The backup script opens the worker's SQLite file from another process: this file serves its own worker
+ * (served-worker.ts says why not the shared one).
+ */
+const SECRET = "backup-test-secret-0123456789abcdef0123456789";
+const secret = () => SECRET;
 
 async function bearer(userId: string) {
   const now = Math.floor(Date.now() / 1000);
@@ -124,19 +130,22 @@ describe("backup and restore (npm run backup, npm run restore)", () => {
   const restored = join(scratch, "restored-state");
   let accounts: Account[] = [];
   let stop = async () => {};
+  let source!: ServedWorker;
 
   beforeAll(async () => {
-    accounts = [await seed(inject("workerOrigin"), "backup-alice"), await seed(inject("workerOrigin"), "backup-bob")];
-  }, 120_000);
+    source = await serveWorker(SECRET);
+    accounts = [await seed(source.origin, "backup-alice"), await seed(source.origin, "backup-bob")];
+  }, 180_000);
   afterAll(async () => {
     await stop();
+    await source?.close();
     rmSync(scratch, { recursive: true, force: true });
   });
 
   it("exports every database of the environment with a manifest of sizes and checksums", {
     timeout: 120_000,
   }, async () => {
-    const run = await script("backup", ["--local", "--persist-to", inject("workerState"), "--out", out]);
+    const run = await script("backup", ["--local", "--persist-to", source.state, "--out", out]);
     expect(run.status, run.output).toBe(0);
     const manifest = JSON.parse(readFileSync(join(out, "manifest.json"), "utf8")) as BackupManifest;
     expect(manifest).toMatchObject({ environment: "(top level)", remote: false, shardMap: "" });
@@ -201,7 +210,7 @@ describe("backup and restore (npm run backup, npm run restore)", () => {
     await worker.ready;
     const origin = (await worker.url).origin;
     for (const account of accounts) {
-      const before = await answers(inject("workerOrigin"), account);
+      const before = await answers(source.origin, account);
       expect(before.list.body).toMatchObject({ meta: { total: 2 } });
       expect(await answers(origin, account)).toEqual(before);
     }

@@ -2,11 +2,10 @@ import { readFileSync } from "node:fs";
 import { sign } from "hono/jwt";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { devClient, startDevProvider } from "../scripts/dev-oidc-provider.mjs";
 import { startFeedServer } from "../test/feed-server";
 import { browserSkipReason, launchChromium } from "./debian-clients";
 import { fitsPhone, SCREENSHOTS } from "./page-checks";
-import { type ServedWorker, serveWorker } from "./served-worker";
+import { type SignInWorker, serveSignInWorker } from "./served-worker";
 
 /**
  * Feeds end to end (docs/API.md §18): `wrangler dev`'s worker with FEED_FETCH_ALLOW_PRIVATE=true, its Cron Trigger
@@ -22,8 +21,7 @@ const DAY = 24 * 60 * 60 * 1000;
 const skipBrowser = await browserSkipReason("the feeds browser test");
 
 let feeds: Awaited<ReturnType<typeof startFeedServer>>;
-let provider: Awaited<ReturnType<typeof startDevProvider>>;
-let worker: ServedWorker;
+let worker: SignInWorker;
 let origin: string;
 
 async function tokenFor(userId: string, secret = SECRET): Promise<string> {
@@ -57,17 +55,12 @@ const requestsAt = async (url: string) => {
 
 beforeAll(async () => {
   feeds = await startFeedServer();
-  // The provider listens first (its address is the worker's OIDC_ISSUER); its client, whose redirect URI is the
-  // worker's, is registered once the worker's port is known.
-  provider = await startDevProvider();
-  worker = await serveWorker(SECRET, provider.issuer, { FEED_FETCH_ALLOW_PRIVATE: "true" });
+  worker = await serveSignInWorker(SECRET, { FEED_FETCH_ALLOW_PRIVATE: "true" });
   origin = worker.origin;
-  provider.serve({ clients: [devClient([`${origin}/account/callback`])] });
 }, 180_000);
 
 afterAll(async () => {
   await worker?.close();
-  await provider?.close();
   await feeds?.close();
 });
 
@@ -229,7 +222,7 @@ describe("feeds, fetched by the service and shown everywhere", () => {
       context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 1280, height: 900 } });
       page = await context.newPage();
       page.on("request", (request) => {
-        if (!request.url().startsWith(origin) && !request.url().startsWith(provider.issuer))
+        if (!request.url().startsWith(origin) && !request.url().startsWith(worker.oidcIssuer))
           elsewhere.push(request.url());
       });
       await page.goto(`${origin}/account`);

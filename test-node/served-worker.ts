@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { unstable_startWorker } from "wrangler";
-import { DEV_CLIENT_ID } from "../scripts/dev-oidc-provider.mjs";
+import { DEV_CLIENT_ID, devClient, startDevProvider } from "../scripts/dev-oidc-provider.mjs";
 
 const WRANGLER = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
 
@@ -13,7 +13,11 @@ export interface ServedWorker {
   origin: string;
   /** A .dev.vars-style file holding the worker's secret, for `DEV_VARS_FILE=... npm run token`. */
   devVarsFile: string;
-  /** The worker's local state directory (as `--persist-to`), for `DEV_STATE_DIR=... npm run db:seed` and the like. */
+  /**
+   * The worker's local state directory (as `--persist-to`), for `DEV_STATE_DIR=... npm run db:seed` and the like.
+   * Only for a worker the test file serves itself: another process opening the SQLite file locks it, and the worker
+   * answers 503 to whatever request meets the lock (CI failed so when the suite's shared worker was used this way).
+   */
   state: string;
   close(): Promise<void>;
 }
@@ -70,6 +74,33 @@ export async function serveWorker(
     close: async () => {
       await worker.dispose();
       rmSync(state, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface SignInWorker extends ServedWorker {
+  /** The local OpenID Connect provider the worker signs in with (scripts/dev-oidc-provider.mjs). */
+  oidcIssuer: string;
+}
+
+/**
+ * serveWorker with a local OpenID Connect provider of its own, as `npm run dev` runs them. The provider listens
+ * first (its address is the worker's OIDC_ISSUER); its client, whose redirect URI is the worker's, is registered
+ * once the worker's port is known.
+ */
+export async function serveSignInWorker(secret: string, vars: Record<string, string> = {}): Promise<SignInWorker> {
+  const provider = await startDevProvider();
+  const worker = await serveWorker(secret, provider.issuer, vars).catch(async (error: unknown) => {
+    await provider.close();
+    throw error;
+  });
+  provider.serve({ clients: [devClient([`${worker.origin}/account/callback`])] });
+  return {
+    ...worker,
+    oidcIssuer: provider.issuer,
+    close: async () => {
+      await worker.close();
+      await provider.close();
     },
   };
 }
