@@ -217,7 +217,7 @@ describe("the feed round", () => {
     for (const url of [...long, ...short]) await subscribe(user, url);
     const time = Date.now();
     await runCron(time, FETCHING);
-    for (const url of short) expect(await feedRow(user.userId, url)).toMatchObject({ status: "ok" });
+    for (const url of short) expect(await feedRow(user.userId, url)).toMatchObject({ status: "ok", last_error: null });
     const statuses = async () => Promise.all(long.map(async (url) => (await feedRow(user.userId, url))?.status));
     // Each long head is 64 KiB: the round's share (HEAD_CHARS_PER_ROUND) holds one beside the short ones.
     const first = await statuses();
