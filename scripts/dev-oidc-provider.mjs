@@ -212,6 +212,10 @@ export async function startDevProvider({ host = "127.0.0.1", port = 0, publicHos
     }
     current.handle(req, res);
   });
+  // Node closes a connection idle for 5 s (keepAliveTimeout); workerd, which pools its connections, can send the
+  // worker's next request on one as Node closes it: that request fails ("Network connection lost") and workerd
+  // prints stacks. Idle connections stay open until the worker closes them, or `close` below.
+  server.keepAliveTimeout = 0;
   await new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, resolve);

@@ -117,6 +117,9 @@ export async function startFeedServer(): Promise<{ origin: string; close: () => 
     state.requests.set(key, seen);
     serve(req, res, url, state);
   });
+  // As scripts/dev-oidc-provider.mjs says: a connection Node closes after 5 s idle, reused by workerd's pool at that
+  // moment, fails the round's fetch (the feed then "failing" in a test that expects it read) with workerd's stacks.
+  server.keepAliveTimeout = 0;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
