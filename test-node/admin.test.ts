@@ -232,15 +232,13 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
         setUp("two shards", shards, ["DB", "DB_1"], false),
       ])),
     );
-  }, 300_000);
+  });
   afterAll(async () => {
     await dispose();
     rmSync(shardState, { recursive: true, force: true });
   });
 
-  it("user: finds the user's shard and reports counts, URL bytes, app passwords with last use, sessions, devices", {
-    timeout: 240_000,
-  }, async () => {
+  it("user: finds the user's shard and reports counts, URL bytes, app passwords with last use, sessions, devices", async () => {
     await Promise.all(
       setups.map(async ({ where, keep }) => {
         for (const user of keep) {
@@ -271,9 +269,7 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
     expect(text.stdout).toContain('"Alice Admin"');
   });
 
-  it("revoke: prints what it will do, asks, and ends every app password and session", {
-    timeout: 240_000,
-  }, async () => {
+  it("revoke: prints what it will do, asks, and ends every app password and session", async () => {
     await Promise.all(
       setups.map(async (setup) => {
         const { where, keep, prompts } = setup;
@@ -311,9 +307,7 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
     );
   });
 
-  it("erase: erases the account as DELETE /v1/account does; a sync token from before gets 410", {
-    timeout: 300_000,
-  }, async () => {
+  it("erase: erases the account as DELETE /v1/account does; a sync token from before gets 410", async () => {
     await Promise.all(
       setups.map(async ({ served, where, gone, prompts }) => {
         for (const [index, user] of gone.entries()) {
@@ -366,7 +360,7 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
     );
   });
 
-  it("usage: per database its buckets, users, rows, URL bytes and largest accounts", { timeout: 180_000 }, async () => {
+  it("usage: per database its buckets, users, rows, URL bytes and largest accounts", async () => {
     await Promise.all(
       setups.map(async ({ where, keep, gone, bindings }) => {
         const run = await admin(["usage", ...where, "--json", "--top", "1000"]);
@@ -402,9 +396,7 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
     expect(text.stdout).toMatch(/^DB: buckets 0-1023, size unknown locally\n {2}users: \d+ with data/);
   });
 
-  it("a revoked app password and its session get 401 once the isolates' 60 s trust has run out, and stay refused", {
-    timeout: VERIFIED_FOR_MS + 60_000,
-  }, async () => {
+  it("a revoked app password and its session get 401 once the isolates' 60 s trust has run out, and stay refused", async () => {
     const statuses = async ({ served, keep }: Setup) => {
       const { appPassword, cookie } = keep[0];
       const url = `${served.origin}/api/2/devices/${appPassword.username}.json`;
@@ -433,7 +425,7 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
 });
 
 describe("npm run admin's command line", () => {
-  it("--help, for the whole and for each command", { timeout: 120_000 }, async () => {
+  it("--help, for the whole and for each command", async () => {
     const general = await admin(["--help"]);
     expect(general.status).toBe(0);
     for (const command of ["user <sub>", "revoke <sub>", "erase <sub>", "usage"])
@@ -446,7 +438,7 @@ describe("npm run admin's command line", () => {
     }
   });
 
-  it("a bad argument is one clear line (never a stack trace) and changes nothing", { timeout: 120_000 }, async () => {
+  it("a bad argument is one clear line (never a stack trace) and changes nothing", async () => {
     const cases: [string[], number, RegExp][] = [
       [[], 2, /name a command: user, revoke, erase or usage/],
       [["frob"], 2, /unknown command "frob"/],

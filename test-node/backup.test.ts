@@ -135,16 +135,14 @@ describe("backup and restore (npm run backup, npm run restore)", () => {
   beforeAll(async () => {
     source = await serveWorker(SECRET);
     accounts = [await seed(source.origin, "backup-alice"), await seed(source.origin, "backup-bob")];
-  }, 180_000);
+  });
   afterAll(async () => {
     await stop();
     await source?.close();
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  it("exports every database of the environment with a manifest of sizes and checksums", {
-    timeout: 120_000,
-  }, async () => {
+  it("exports every database of the environment with a manifest of sizes and checksums", async () => {
     const run = await script("backup", ["--local", "--persist-to", source.state, "--out", out]);
     expect(run.status, run.output).toBe(0);
     const manifest = JSON.parse(readFileSync(join(out, "manifest.json"), "utf8")) as BackupManifest;
@@ -160,9 +158,7 @@ describe("backup and restore (npm run backup, npm run restore)", () => {
     expect(dump.toString()).toContain("backup-alice");
   });
 
-  it("with --env shards, exports each shard and the spare database, each with its buckets", {
-    timeout: 120_000,
-  }, async () => {
+  it("with --env shards, exports each shard and the spare database, each with its buckets", async () => {
     const shards = join(scratch, "shards-backup");
     const run = await script("backup", [
       "--local",
@@ -182,9 +178,7 @@ describe("backup and restore (npm run backup, npm run restore)", () => {
     ]);
   });
 
-  it("restores into an empty database, and the worker served from it answers exactly as before", {
-    timeout: 240_000,
-  }, async () => {
+  it("restores into an empty database, and the worker served from it answers exactly as before", async () => {
     const declined = await script("restore", [join(out, "DB.sql"), "--to", "DB", "--local", "--persist-to", restored]);
     expect(declined.status).toBe(1);
     expect(declined.output).toMatch(/into the empty database DB[\s\S]*no answer could be read/);
@@ -231,7 +225,7 @@ describe("backup and restore (npm run backup, npm run restore)", () => {
     });
   });
 
-  it("refuses to restore over data", { timeout: 120_000 }, async () => {
+  it("refuses to restore over data", async () => {
     const run = await script("restore", [
       join(out, "DB.sql"),
       "--to",

@@ -95,7 +95,7 @@ describe("the client package", () => {
     // The package has no dependencies: the install needs no registry.
     const install = await run("npm", ["install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts"], app);
     expect(install.code, install.output).toBe(0);
-  }, 180_000);
+  });
 
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 

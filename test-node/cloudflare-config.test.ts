@@ -49,9 +49,7 @@ describe("deploy configuration check", () => {
 });
 
 describe("npm run build (the bundle CI builds, and what npm run deploy would upload)", () => {
-  it("prints the database id of wrangler.toml and every binding, for the top-level environment, unwarned", {
-    timeout: 120_000,
-  }, () => {
+  it("prints the database id of wrangler.toml and every binding, for the top-level environment, unwarned", () => {
     const outdir = join(directory, "dist");
     const { scripts } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
     const args = (scripts.build as string).split(" ").slice(1);

@@ -57,7 +57,7 @@ beforeAll(async () => {
   feeds = await startFeedServer();
   worker = await serveSignInWorker(SECRET, { FEED_FETCH_ALLOW_PRIVATE: "true" });
   origin = worker.origin;
-}, 180_000);
+});
 
 afterAll(async () => {
   await worker?.close();
@@ -119,9 +119,7 @@ describe("feeds, fetched by the service and shown everywhere", () => {
     for (const url of Object.values(urls)) expect(await requestsAt(url)).toEqual([]);
   });
 
-  it("fetches each feed once within two scheduled runs, following a 301 chain, and keeps its facts", {
-    timeout: 120_000,
-  }, async () => {
+  it("fetches each feed once within two scheduled runs, following a 301 chain, and keeps its facts", async () => {
     // Twelve new feeds: a round takes eight, the next run the rest (and a long head left for it, past the first
     // round's parse share, is fetched again there: once per round at most).
     await runScheduled(origin, fetchedAt);
@@ -193,7 +191,7 @@ describe("feeds, fetched by the service and shown everywhere", () => {
     expect(opml).not.toContain("<script");
   });
 
-  it("asks again a day later with the validators of the last answer (a 304)", { timeout: 120_000 }, async () => {
+  it("asks again a day later with the validators of the last answer (a 304)", async () => {
     // Every feed is due again by then: two runs of eight take them all.
     await runScheduled(origin, fetchedAt + DAY);
     await runScheduled(origin, fetchedAt + DAY + TEN_MINUTES);
@@ -273,7 +271,7 @@ describe("feeds, fetched by the service and shown everywhere", () => {
 });
 
 describe("without FEED_FETCH_ALLOW_PRIVATE", () => {
-  it("the node suite's worker fetches no feed on a loopback address", { timeout: 120_000 }, async () => {
+  it("the node suite's worker fetches no feed on a loopback address", async () => {
     const base = inject("workerOrigin");
     const secret = readFileSync(inject("devVarsFile"), "utf8").match(/AUTH_JWT_SECRET="([^"]+)"/)?.[1];
     const call = api(base, await tokenFor("feeds-private", secret));

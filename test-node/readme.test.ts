@@ -32,7 +32,7 @@ const README_ORIGIN = "http://localhost:8787";
 let worker: ServedWorker;
 beforeAll(async () => {
   worker = await serveWorker("docs-examples-secret-0123456789abcdef0123456789");
-}, 120_000);
+});
 afterAll(async () => {
   await worker?.close();
 });
@@ -152,7 +152,6 @@ for (const document of DOCUMENTS) {
 
     it.skipIf(runnable.length === 0)(
       "run as written against the worker: exit 0, nothing on stderr, no JSON:API error where success is expected",
-      { timeout: 300_000 },
       async () => {
         const runs = await runDocument(document, runnable);
         EFFECTS[document]?.(runs);

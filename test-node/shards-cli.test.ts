@@ -265,9 +265,7 @@ describe("npm run shards:move against a running wrangler dev --env shards", () =
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("returns only once the worker routes by the final settings, unfrozen; brand-new users writing throughout lose nothing", {
-    timeout: 300_000,
-  }, async () => {
+  it("returns only once the worker routes by the final settings, unfrozen; brand-new users writing throughout lose nothing", async () => {
     const token = async (userId: string) => {
       const now = Math.floor(Date.now() / 1000);
       return sign({ sub: userId, iat: now, exp: now + 3600 }, SECRET, "HS256");

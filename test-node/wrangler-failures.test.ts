@@ -76,9 +76,6 @@ describe("wrangler's failure, told in one line", () => {
   ];
   it.each(cases)(
     "scripts/%s.ts, not logged in: exit 1 and one line on stderr, no stack trace",
-    {
-      timeout: 120_000,
-    },
     async (name, args, line) => {
       const { status, stderr } = await script(name, args);
       expect(status, stderr).toBe(1);
@@ -87,7 +84,7 @@ describe("wrangler's failure, told in one line", () => {
     },
   );
 
-  it("shards:move from a database without tables says which command to run first", { timeout: 120_000 }, async () => {
+  it("shards:move from a database without tables says which command to run first", async () => {
     const state = join(HOME, "empty-state");
     const args = ["--buckets", "0-1", "--from", "DB", "--to", "DB_1", "--env", "shards", "--persist-to", state];
     const { status, stderr } = await script("shards-move", [...args, "--no-worker"]);
