@@ -1,6 +1,8 @@
 import type { Database } from "../db/database";
+import type { LearnedMove } from "../db/feed-aliases";
 import { type DueFeed, dueFeeds, type FeedRecord, recordFeeds } from "../db/feeds";
-import { FETCH_TIMEOUT_MS, type FetchOutcome, fetchFeed } from "./fetch";
+import { FETCH_TIMEOUT_MS, type FetchOutcome, type FetchSettings, fetchFeed } from "./fetch";
+import { type FeedAnswer, MoveChain, NEW_FEED_URL_HOPS } from "./moves";
 import { type ChannelFacts, NotAFeedError, parseChannelHead, withShortCdata } from "./parse";
 
 /**
@@ -9,6 +11,10 @@ import { type ChannelFacts, NotAFeedError, parseChannelHead, withShortCdata } fr
  * it, each outcome written back to every database that had the feed, one batch per database. A round stays within
  * the Workers Free plan's 50 subrequests and 10 ms of CPU with the retention job beside it (bench/README.md
  * measures both): at most FEEDS_PER_ROUND URLs, at most FETCHES_PER_ROUND requests counting redirects.
+ *
+ * A round also learns where feeds have moved (src/feeds/moves.ts): the URLs its feeds' answers name as their new
+ * ones are fetched after them, out of the same subrequests and parse share, and each move learned is written to
+ * every database (a move holds for every user), in the same batch as the outcomes.
  */
 
 export const FEEDS_PER_ROUND = 8;
@@ -44,6 +50,8 @@ export interface FeedRoundSummary {
   gone: number;
   forgotten: number;
   deferred: number;
+  /** Moves learned (src/feeds/moves.ts), each written to every database. */
+  moved: number;
   subrequests: number;
 }
 
@@ -59,25 +67,31 @@ type RoundOutcome =
   | Exclude<FetchOutcome, { kind: "feed" }>
   | ({ kind: "parsed"; facts: ChannelFacts } & Omit<Extract<FetchOutcome, { kind: "feed" }>, "kind" | "head">);
 
+/** What is left of the round's parse share; the round's first head is parsed whatever its length. */
+interface ParseShare {
+  left: number;
+  first: boolean;
+}
+
 /**
  * Parses the heads within the round's share of CPU (HEAD_CHARS_PER_ROUND), shortest first, so that one long head
  * never costs the round its short ones; the first is always parsed, and a head past what is left waits its turn.
  */
-function parseAll(outcomes: readonly FetchOutcome[]): RoundOutcome[] {
+function parseAll(outcomes: readonly FetchOutcome[], share: ParseShare): RoundOutcome[] {
   const parsed: RoundOutcome[] = [...outcomes] as RoundOutcome[];
   // What the parse reads of each head (its long CDATA cut), which is what its CPU is in proportion to.
   const heads = outcomes.flatMap((outcome, n) =>
     outcome.kind === "feed" ? [{ n, outcome, text: withShortCdata(outcome.head) }] : [],
   );
   heads.sort((a, b) => a.text.length - b.text.length);
-  let left = HEAD_CHARS_PER_ROUND;
-  for (const [order, { n, outcome, text }] of heads.entries()) {
+  for (const { n, outcome, text } of heads) {
     const { head: _head, kind: _kind, ...arrival } = outcome;
-    if (order > 0 && text.length > left) {
+    if (!share.first && text.length > share.left) {
       parsed[n] = { kind: "deferred" };
       continue;
     }
-    left -= text.length;
+    share.first = false;
+    share.left -= text.length;
     try {
       parsed[n] = { kind: "parsed", facts: parseChannelHead(text), ...arrival };
     } catch (err) {
@@ -164,6 +178,7 @@ export async function runFeedRound(
     gone: 0,
     forgotten: 0,
     deferred: 0,
+    moved: 0,
     subrequests: 0,
   };
   if (!settings.enabled) return summary;
@@ -203,8 +218,15 @@ export async function runFeedRound(
     const same = others.every((other) => other.etag === etag && other.lastModified === lastModified);
     return fetchFeed(url, same ? { etag, lastModified } : { etag: null, lastModified: null }, fetchSettings);
   });
+  const share = { left: HEAD_CHARS_PER_ROUND, first: true };
+  const outcomes = parseAll(fetched, share);
+  const moves = await learnMoves(
+    round.map(([url, holders], n) => answerOf(url, outcomes[n], holders[0].feed)),
+    fetchSettings,
+    share,
+  );
+  summary.moved = moves.length;
   summary.subrequests += FETCHES_PER_ROUND - subrequests.left;
-  const outcomes = parseAll(fetched);
   round.forEach(([, holders], n) => {
     const kept = holders.map(({ index, feed }) => ({ index, record: recordOf(feed, outcomes[n], at) }));
     const first = kept[0].record;
@@ -214,8 +236,58 @@ export async function runFeedRound(
     else if (first.kind === "failed") summary[first.status === "gone" ? "gone" : "failed"]++;
     for (const { index, record } of kept) records[index].push(record);
   });
-  const written = named.filter((_, index) => records[index].length > 0);
-  await Promise.all(named.map(([, db], index) => recordFeeds(db, records[index], at)));
+  const written = named.filter((_, index) => records[index].length > 0 || moves.length > 0);
+  await Promise.all(named.map(([, db], index) => recordFeeds(db, records[index], moves, at)));
   summary.subrequests += written.length;
   return summary;
+}
+
+/**
+ * What a feed's outcome says about where it is (src/feeds/moves.ts): a parsed head's, or for a `304` what the last
+ * `200` said (the same document, so the same `new-feed-url` and `podcast:guid`; a named URL is fetched without
+ * validators, so it has no `304`); nothing from a failure.
+ */
+function answerOf(
+  url: string,
+  outcome: RoundOutcome,
+  known: Pick<DueFeed, "podcastGuid" | "newFeedUrl"> | null,
+): FeedAnswer | null {
+  if (outcome.kind === "parsed") {
+    const { finalUrl, permanent, facts } = outcome;
+    return { url, finalUrl, permanent, podcastGuid: facts.podcastGuid, newFeedUrl: facts.newFeedUrl };
+  }
+  if (outcome.kind === "not-modified" && known !== null) {
+    const { finalUrl, permanent } = outcome;
+    return { url, finalUrl, permanent, podcastGuid: known.podcastGuid, newFeedUrl: known.newFeedUrl };
+  }
+  return null;
+}
+
+const NO_VALIDATORS = { etag: null, lastModified: null };
+
+/**
+ * The moves the round's answers lead to: each URL they name as their new one fetched (once however many name it,
+ * without validators: its head is what is checked) and parsed out of what is left of the round's subrequests and
+ * parse share, hop by hop, at most NEW_FEED_URL_HOPS. A URL the round could not fetch or parse ends its chain
+ * where it was, as a failed one does; the next fetch of the feed tries again.
+ */
+async function learnMoves(
+  answers: readonly (FeedAnswer | null)[],
+  settings: FetchSettings,
+  share: ParseShare,
+): Promise<LearnedMove[]> {
+  const chains = answers.flatMap((answer) => (answer === null ? [] : [new MoveChain(answer)]));
+  for (let hop = 0; hop < NEW_FEED_URL_HOPS; hop++) {
+    const open = chains.filter((chain) => chain.next !== null);
+    if (open.length === 0) break;
+    const named = [...new Set(open.map((chain) => chain.next as string))];
+    const fetched = await inTurns(named, FETCHES_AT_ONCE, (url) => fetchFeed(url, NO_VALIDATORS, settings));
+    const parsed = parseAll(fetched, share);
+    const answered = new Map(named.map((url, n) => [url, answerOf(url, parsed[n], null)]));
+    for (const chain of open) chain.answered(answered.get(chain.next as string) ?? null);
+  }
+  return chains.flatMap((chain) => {
+    const move = chain.move();
+    return move === null ? [] : [move];
+  });
 }

@@ -1,0 +1,385 @@
+import { beforeEach, describe, expect, inject, it } from "vitest";
+import { allStatements as aliasStatements, canonicalFeedOf, KEYS_PER_STATEMENT } from "../src/db/feed-aliases";
+import { urlKey } from "../src/db/url-key";
+import { NEW_FEED_URL_HOPS } from "../src/feeds/moves";
+import type { NamedFeed } from "./feed-documents";
+import {
+  as,
+  type Caller,
+  databaseFor,
+  queryPlan,
+  runCron,
+  shardDatabases,
+  subscriptionDocument,
+  walksOf,
+} from "./helpers";
+
+/**
+ * Feed moves learned only from the feed itself (docs/API.md §18, "One podcast across its URLs"; src/feeds/moves.ts):
+ * the feed round learns that A moved to B from A's own answer (permanent redirects, or an `itunes:new-feed-url` to a
+ * live feed of the same podcast) and stores the alias in every database (src/db/feed-aliases.ts), where
+ * `canonicalFeedOf` answers it. Every feed is served by the local feed server (test/feed-server.ts).
+ */
+const server = inject("feedServer");
+const FETCHING = { FEED_FETCH: "", FEED_FETCH_ALLOW_PRIVATE: "true" };
+const GUID = "5d2a1c3e-0000-5000-8000-00000000000a";
+const OTHER_GUID = "5d2a1c3e-0000-5000-8000-00000000000b";
+
+let unique = 0;
+const at = (path: string) => `${server}${path}?t=${Date.now()}-${++unique}`;
+/** A URL of `/named/<name>` (what it answers is defined with `define`). */
+const named = () => `${server}/named/n${Date.now()}-${++unique}`;
+/** Defines (or redefines) what the named URL answers. */
+async function define(url: string, feed: NamedFeed): Promise<string> {
+  const name = new URL(url).pathname.split("/").pop();
+  const response = await fetch(`${server}/_define/${name}`, { method: "POST", body: JSON.stringify(feed) });
+  expect(response.status).toBe(204);
+  return url;
+}
+const feed = async (definition: NamedFeed) => define(named(), definition);
+const hitsOf = async (url: string) => {
+  const { pathname, search } = new URL(url);
+  const response = await fetch(`${server}/_requests?url=${encodeURIComponent(`${pathname}${search}`)}`);
+  return ((await response.json()) as unknown[]).length;
+};
+
+async function subscribe(user: Caller, url: string): Promise<string> {
+  const guid = crypto.randomUUID();
+  const response = await user.post("/v1/subscriptions", subscriptionDocument(guid, url));
+  expect(response.status).toBe(201);
+  return guid;
+}
+
+/** What every database answers for `urls` (a move holds for every user, whichever database holds them). */
+async function canonicalEverywhere(urls: string[]): Promise<string[][]> {
+  return Promise.all(shardDatabases().map(({ database }) => canonicalFeedOf(database, urls)));
+}
+const everywhere = (urls: string[]) => shardDatabases().map(() => urls);
+
+/** Pairs in one order, whatever order they were read or written in. */
+const sorted = (pairs: [string, string][]) => pairs.sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+
+/** The alias rows of `urls` in the first database: [url, canonical url]. */
+async function aliasRows(urls: string[]): Promise<[string, string][]> {
+  const { results } = await shardDatabases()[0]
+    .database.prepare(
+      `SELECT url, canonical_url AS canonical FROM feed_aliases WHERE url_key IN (${urls.map(() => "?").join(",")})`,
+    )
+    .bind(...urls.map(urlKey))
+    .all<{ url: string; canonical: string }>();
+  return sorted(results.map((row) => [row.url, row.canonical]));
+}
+
+/** One user per feed, subscribed before the round: the round fetches only subscribed feeds. */
+async function roundOf(urls: string[], time = Date.now()): Promise<void> {
+  const user = await as(`moves-${++unique}`);
+  for (const url of urls) await subscribe(user, url);
+  await runCron(time, FETCHING);
+}
+
+beforeEach(async () => {
+  for (const { database } of shardDatabases()) await database.prepare("DELETE FROM feeds").run();
+});
+
+describe("moves learned from permanent redirects", () => {
+  it("moves a feed whose fetch ends through 301s and 308s only at a feed, to where it ends, for every user", async () => {
+    const moved = [
+      at("/redirect/301/1/feeds/tech.rss"),
+      at("/redirect/308/1/feeds/tech.rss"),
+      at("/redirect/301/3/feeds/atom.xml"),
+      at("/redirect/308/1/redirect/301/2/feeds/tech.rss"),
+    ];
+    // Users in every database: the move is written to each, whoever subscribed.
+    const users = await Promise.all(["moves-ann", "moves-bob", "moves-cy"].map((name) => as(name)));
+    for (const user of users) for (const url of moved) await subscribe(user, url);
+    await runCron(Date.now(), FETCHING);
+    const ends = moved.map((url) => url.replace(/\/redirect\/.*\/feeds\//, "/feeds/"));
+    expect(ends[0]).toMatch(/\/feeds\/tech\.rss\?t=/);
+    expect(await canonicalEverywhere(moved)).toEqual(everywhere(ends));
+    // The new URLs are stored under themselves: the table is resolved.
+    expect(await canonicalEverywhere(ends)).toEqual(everywhere(ends));
+    expect(await aliasRows(ends)).toEqual([]);
+    // The podcast is still known under the URL the users store (the round keeps what it fetched).
+    const row = await (await databaseFor(users[0].userId))
+      .prepare("SELECT status, final_url FROM feeds WHERE url_key = ?")
+      .bind(urlKey(moved[0]))
+      .first();
+    expect(row).toEqual({ status: "ok", final_url: ends[0] });
+  });
+
+  it("never moves a feed through a temporary redirect (302, 303, 307), nor a chain with one temporary hop", async () => {
+    const kept = [
+      at("/redirect/302/1/feeds/tech.rss"),
+      at("/redirect/303/1/feeds/tech.rss"),
+      at("/redirect/307/1/feeds/tech.rss"),
+      at("/redirect/301/1/redirect/302/1/feeds/tech.rss"),
+      at("/redirect/302/1/redirect/301/1/feeds/tech.rss"),
+      at("/redirect/308/2/redirect/307/1/feeds/tech.rss"),
+    ];
+    await roundOf(kept);
+    for (const url of kept) expect(await hitsOf(url)).toBe(1);
+    expect(await canonicalEverywhere(kept)).toEqual(everywhere(kept));
+    expect(await aliasRows(kept)).toEqual([]);
+  });
+
+  it("moves nothing when the redirects end at no feed: gone, an error, an HTML page, or a loop", async () => {
+    const loopBack = named();
+    const loopThere = await feed({ status: 301, location: loopBack });
+    await define(loopBack, { status: 308, location: loopThere });
+    const failing = [
+      at("/redirect/301/1/status/410"),
+      at("/redirect/301/1/status/404"),
+      at("/redirect/308/1/feeds/html"),
+      loopBack,
+    ];
+    await roundOf(failing);
+    expect(await canonicalEverywhere(failing)).toEqual(everywhere(failing));
+    expect(await aliasRows([...failing, loopThere])).toEqual([]);
+    expect(await Promise.all(failing.map(feedOf))).toEqual([
+      { status: "gone", error: "HTTP 410 Gone" },
+      { status: "failing", error: "HTTP 404" },
+      { status: "failing", error: "not a feed: an HTML page" },
+      { status: "failing", error: "more than 5 redirects" },
+    ]);
+  });
+});
+
+/** A feed's status and last error, from whichever database holds it. */
+async function feedOf(url: string): Promise<unknown> {
+  for (const { database } of shardDatabases()) {
+    const row = await database
+      .prepare("SELECT status, last_error AS error FROM feeds WHERE url_key = ?")
+      .bind(urlKey(url))
+      .first();
+    if (row) return row;
+  }
+  return null;
+}
+
+describe("moves learned from itunes:new-feed-url", () => {
+  it("moves a feed to the URL it names when that answers a feed of the same podcast", async () => {
+    const sameGuid = await feed({ title: "B", guid: GUID });
+    const noGuidThere = await feed({ title: "B2" });
+    const guidOnlyThere = await feed({ title: "B3", guid: GUID });
+    const redirectsOn = await feed({ title: "B4", guid: GUID });
+    const sources = [
+      await feed({ guid: GUID, newFeedUrl: sameGuid }),
+      await feed({ guid: GUID, newFeedUrl: noGuidThere }),
+      await feed({ newFeedUrl: guidOnlyThere }),
+      // The named URL itself redirects permanently: the move goes to where that ends.
+      await feed({ guid: GUID, newFeedUrl: await feed({ status: 301, location: redirectsOn }) }),
+    ];
+    await roundOf(sources);
+    expect(await canonicalEverywhere(sources)).toEqual(everywhere([sameGuid, noGuidThere, guidOnlyThere, redirectsOn]));
+  });
+
+  it("takes a named URL that redirects temporarily as named, and a feed naming itself as no move", async () => {
+    const behind = await feed({ title: "behind a 302", guid: GUID });
+    const temporary = await feed({ status: 302, location: behind });
+    const source = await feed({ guid: GUID, newFeedUrl: temporary });
+    const self = named();
+    await define(self, { guid: GUID, newFeedUrl: self });
+    await roundOf([source, self]);
+    expect(await canonicalEverywhere([source, self])).toEqual(everywhere([temporary, self]));
+  });
+
+  it("moves nothing to another podcast, to a gone feed, to an error or to what is not a feed", async () => {
+    const other = await feed({ title: "Another show", guid: OTHER_GUID });
+    const sources = [
+      await feed({ guid: GUID, newFeedUrl: other }),
+      await feed({ guid: GUID, newFeedUrl: await feed({ status: 410 }) }),
+      await feed({ guid: GUID, newFeedUrl: at("/status/404") }),
+      await feed({ guid: GUID, newFeedUrl: at("/feeds/html") }),
+      await feed({ guid: GUID, newFeedUrl: at("/feeds/doctype.rss") }),
+      await feed({ guid: GUID, newFeedUrl: at("/redirect/301/1/status/410") }),
+    ];
+    await roundOf(sources);
+    expect(await canonicalEverywhere(sources)).toEqual(everywhere(sources));
+    expect(await aliasRows(sources)).toEqual([]);
+    // The named URL was fetched (once) and found wanting; the feed itself is known as it answered.
+    expect(await hitsOf(other)).toBe(1);
+    for (const url of sources) expect(await feedOf(url)).toEqual({ status: "ok", error: null });
+  });
+
+  it("follows a chain of named URLs to its end, every podcast:guid on the way the same", async () => {
+    const end = await feed({ title: "C", guid: GUID });
+    const middle = await feed({ title: "B", newFeedUrl: end });
+    const chain = await feed({ guid: GUID, newFeedUrl: middle });
+    // A chain whose last hop is another podcast ends at the hop before.
+    const strangerEnd = await feed({ guid: OTHER_GUID });
+    const strangerMiddle = await feed({ newFeedUrl: strangerEnd });
+    const toStranger = await feed({ guid: GUID, newFeedUrl: strangerMiddle });
+    // Longer than a round follows: it ends at the last URL it fetched.
+    const hops = [named()];
+    for (let n = 0; n < NEW_FEED_URL_HOPS + 1; n++) hops.push(named());
+    for (const [n, url] of hops.entries()) await define(url, { guid: GUID, newFeedUrl: hops[n + 1] });
+    await roundOf([chain, toStranger, hops[0]]);
+    expect(await canonicalEverywhere([chain, toStranger, hops[0]])).toEqual(
+      everywhere([end, strangerMiddle, hops[NEW_FEED_URL_HOPS]]),
+    );
+  });
+
+  it("moves nothing by named URLs that lead back: two feeds naming each other, or a named URL redirecting back", async () => {
+    const a = named();
+    const b = await feed({ guid: GUID, newFeedUrl: a });
+    await define(a, { guid: GUID, newFeedUrl: b });
+    const c = named();
+    const d = await feed({ guid: GUID, newFeedUrl: await feed({ status: 301, location: c }) });
+    await define(c, { guid: GUID, newFeedUrl: d });
+    // Three in a ring.
+    const [x, y, z] = [named(), named(), named()];
+    await define(x, { newFeedUrl: y });
+    await define(y, { newFeedUrl: z });
+    await define(z, { newFeedUrl: x });
+    await roundOf([a, b, c, x]);
+    expect(await canonicalEverywhere([a, b, c, x])).toEqual(everywhere([a, b, c, x]));
+    expect(await aliasRows([a, b, c, d, x, y, z])).toEqual([]);
+  });
+
+  it("keeps a permanent redirect's move when the feed it ends at names the old URL back", async () => {
+    const source = named();
+    const target = await feed({ guid: GUID, newFeedUrl: source });
+    await define(source, { status: 301, location: target });
+    await roundOf([source]);
+    expect(await canonicalEverywhere([source])).toEqual(everywhere([target]));
+  });
+});
+
+describe("a popular feed's subscribers", () => {
+  it("are moved by nothing but their feed's own answer: not by a feed claiming its podcast:guid, nor by one naming it", async () => {
+    const popular = await feed({ title: "Popular", guid: GUID });
+    const fans = await Promise.all(["fan-1", "fan-2", "fan-3", "fan-4"].map((name) => as(`moves-${name}`)));
+    for (const fan of fans) await subscribe(fan, popular);
+    const before = await Promise.all(fans.map(async (fan) => (await fan.get("/v1/subscriptions")).text()));
+    // The impostor claims the popular feed's podcast:guid and names itself; a second one names the popular feed as
+    // its own new URL, and a third redirects to it permanently (each moves only its own subscribers).
+    const impostor = named();
+    await define(impostor, { title: "Popular (real one, promise)", guid: GUID, newFeedUrl: impostor });
+    const namer = await feed({ title: "Namer", guid: GUID, newFeedUrl: popular });
+    const redirector = await feed({ status: 301, location: popular });
+    const attacker = await as("moves-attacker");
+    for (const url of [impostor, namer, redirector]) await subscribe(attacker, url);
+    await runCron(Date.now(), FETCHING);
+
+    expect(await canonicalEverywhere([popular, impostor])).toEqual(everywhere([popular, impostor]));
+    expect(await canonicalEverywhere([namer, redirector])).toEqual(everywhere([popular, popular]));
+    expect(await aliasRows([popular])).toEqual([]);
+    const after = await Promise.all(fans.map(async (fan) => (await fan.get("/v1/subscriptions")).text()));
+    expect(after).toEqual(before);
+  });
+
+  it("stay when their feed names another podcast, a gone feed, or a feed that points back", async () => {
+    const popular = named();
+    const pointsBack = await feed({ guid: GUID, newFeedUrl: popular });
+    const attempts: NamedFeed[] = [
+      { guid: GUID, newFeedUrl: await feed({ guid: OTHER_GUID, title: "Spam" }) },
+      { guid: GUID, newFeedUrl: await feed({ status: 410 }) },
+      { guid: GUID, newFeedUrl: pointsBack },
+    ];
+    const fan = await as("moves-fan-stays");
+    await subscribe(fan, popular);
+    let time = Date.now();
+    for (const attempt of attempts) {
+      await define(popular, { title: "Popular", ...attempt });
+      await runCron(time, FETCHING);
+      expect(await canonicalEverywhere([popular])).toEqual(everywhere([popular]));
+      // Due again: the next attempt is fetched at the next run.
+      await (await databaseFor(fan.userId))
+        .prepare("UPDATE feeds SET next_fetch_at = 0 WHERE url_key = ?")
+        .bind(urlKey(popular))
+        .run();
+      time += 10 * 60 * 1000;
+    }
+    expect(await aliasRows([popular])).toEqual([]);
+  });
+});
+
+describe("the aliases stay resolved", () => {
+  it("moves a feed's aliases on when it moves on, and drops the alias of a URL that answers as itself again", async () => {
+    const a = named();
+    const b = named();
+    const c = named();
+    await define(a, { guid: GUID, newFeedUrl: b });
+    await define(b, { guid: GUID });
+    const time = Date.now();
+    await roundOf([a], time);
+    expect(await aliasRows([a, b, c])).toEqual([[a, b]]);
+
+    // B moves on to C: A's alias follows, so every lookup stays one row.
+    await define(b, { guid: GUID, newFeedUrl: c });
+    await define(c, { guid: GUID });
+    await roundOf([b], time + 10 * 60 * 1000);
+    expect(await aliasRows([a, b, c])).toEqual(
+      sorted([
+        [a, c],
+        [b, c],
+      ]),
+    );
+    expect(await canonicalEverywhere([a, b, c])).toEqual(everywhere([c, c, c]));
+
+    // The publisher moves back to A, which answers as itself: A is canonical again, and so is every URL's lookup.
+    await define(c, { guid: GUID, newFeedUrl: a });
+    await define(a, { guid: GUID });
+    await roundOf([c], time + 20 * 60 * 1000);
+    expect(await aliasRows([a, b, c])).toEqual(
+      sorted([
+        [b, a],
+        [c, a],
+      ]),
+    );
+    expect(await canonicalEverywhere([a, b, c])).toEqual(everywhere([a, a, a]));
+  });
+});
+
+describe("canonicalFeedOf", () => {
+  it("answers each URL in order, itself when it never moved, duplicates too, and nothing for none", async () => {
+    const db = shardDatabases()[0].database;
+    const moved = await feed({ guid: GUID, newFeedUrl: await feed({ guid: GUID }) });
+    await roundOf([moved]);
+    const [[target]] = await canonicalEverywhere([moved]);
+    expect(target).not.toBe(moved);
+    const plain = at("/feeds/never-moved");
+    expect(await canonicalFeedOf(db, [plain, moved, plain, moved])).toEqual([plain, target, plain, target]);
+    expect(await canonicalFeedOf(db, [])).toEqual([]);
+  });
+
+  it("answers a row whose key another URL shares as no alias of this one", async () => {
+    const db = shardDatabases()[0].database;
+    const url = at("/feeds/collides");
+    await db
+      .prepare(
+        "INSERT INTO feed_aliases (url_key, url, canonical_url, canonical_key, learned_at) VALUES (?, ?, ?, ?, 0)",
+      )
+      .bind(urlKey(url), `${url}-another`, "https://elsewhere.example/feed", urlKey("https://elsewhere.example/feed"))
+      .run();
+    expect(await canonicalFeedOf(db, [url])).toEqual([url]);
+  });
+
+  it("takes more URLs than one statement holds (one batch), and reads at most two rows per URL", async () => {
+    const db = shardDatabases()[0].database;
+    const moved = await feed({ guid: GUID, newFeedUrl: await feed({ guid: GUID }) });
+    await roundOf([moved]);
+    const [[target]] = await canonicalEverywhere([moved]);
+    const many = Array.from({ length: KEYS_PER_STATEMENT + 5 }, (_, n) => `https://many.example/${n}`);
+    const answer = await canonicalFeedOf(db, [...many, moved]);
+    expect(answer).toEqual([...many, target]);
+    for (const keys of [
+      [urlKey(moved)],
+      many.slice(0, 100).map(urlKey),
+      [...many.slice(0, 99).map(urlKey), urlKey(moved)],
+    ]) {
+      const { meta } = await aliasStatements.aliases.bind(db, { keys: JSON.stringify(keys) }).all();
+      // D1 counts the sent key and its primary-key probe, found or not: two rows per URL, however many aliases.
+      expect(meta.rows_read).toBeLessThanOrEqual(2 * keys.length);
+    }
+  });
+
+  it("scans no table: every statement of the aliases finds its rows by a key", async () => {
+    const db = shardDatabases()[0].database;
+    for (const [name, statement] of Object.entries(aliasStatements)) {
+      const parameters = Math.max(0, ...[...statement.sql.matchAll(/\?(\d+)/g)].map((match) => Number(match[1])));
+      const plan = await queryPlan(db, statement.sql, Array(parameters).fill(1));
+      expect(walksOf(plan, ["feed_aliases"]), `${name}\n${plan.join("\n")}`).toEqual([]);
+    }
+  });
+});
