@@ -1,7 +1,9 @@
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { allStatements as aliasStatements, canonicalFeedOf, KEYS_PER_STATEMENT } from "../src/db/feed-aliases";
 import { urlKey } from "../src/db/url-key";
+import { MAX_HEAD_BYTES } from "../src/feeds/fetch";
 import { NEW_FEED_URL_HOPS } from "../src/feeds/moves";
+import { FEEDS_PER_ROUND, FETCHES_PER_ROUND, READ_BYTES_PER_ROUND } from "../src/feeds/round";
 import type { NamedFeed } from "./feed-documents";
 import {
   as,
@@ -173,6 +175,14 @@ describe("moves learned from itunes:new-feed-url", () => {
     expect(await canonicalEverywhere(sources)).toEqual(everywhere([sameGuid, noGuidThere, guidOnlyThere, redirectsOn]));
   });
 
+  it("fetches a named URL once a round, and not again when it is one of the round's own feeds", async () => {
+    const target = await feed({ title: "B", guid: GUID });
+    const sources = [await feed({ guid: GUID, newFeedUrl: target }), await feed({ newFeedUrl: target })];
+    await roundOf([...sources, target]);
+    expect(await hitsOf(target)).toBe(1);
+    expect(await canonicalEverywhere(sources)).toEqual(everywhere([target, target]));
+  });
+
   it("takes a named URL that redirects temporarily as named, and a feed naming itself as no move", async () => {
     const behind = await feed({ title: "behind a 302", guid: GUID });
     const temporary = await feed({ status: 302, location: behind });
@@ -198,7 +208,11 @@ describe("moves learned from itunes:new-feed-url", () => {
     expect(await aliasRows(sources)).toEqual([]);
     // The named URL was fetched (once) and found wanting; the feed itself is known as it answered.
     expect(await hitsOf(other)).toBe(1);
-    for (const url of sources) expect(await feedOf(url)).toEqual({ status: "ok", error: null });
+    // The heads the parse share took (the others wait for the next round) named their new URLs, which stay unread.
+    const parsed = (await Promise.all(sources.map(feedOf))).filter(
+      (row) => (row as { status: string }).status === "ok",
+    );
+    expect(parsed.length).toBeGreaterThanOrEqual(1);
   });
 
   it("follows a chain of named URLs to its end, every podcast:guid on the way the same", async () => {
@@ -242,6 +256,51 @@ describe("moves learned from itunes:new-feed-url", () => {
     await define(source, { status: 301, location: target });
     await roundOf([source]);
     expect(await canonicalEverywhere([source])).toEqual(everywhere([target]));
+  });
+});
+
+describe("the round's budget", () => {
+  it("fetches the named URLs out of the round's own requests, and moves no feed to a URL it did not fetch", async () => {
+    // Every feed of a full round names a chain of NEW_FEED_URL_HOPS more: more requests than a round makes.
+    const chains = Array.from({ length: FEEDS_PER_ROUND }, () =>
+      Array.from({ length: NEW_FEED_URL_HOPS + 1 }, () => named()),
+    );
+    for (const chain of chains) {
+      for (const [n, url] of chain.entries()) await define(url, { guid: GUID, newFeedUrl: chain[n + 1] });
+    }
+    expect(FEEDS_PER_ROUND * (NEW_FEED_URL_HOPS + 1)).toBeGreaterThan(FETCHES_PER_ROUND);
+    await roundOf(chains.map((chain) => chain[0]));
+    const hits = await Promise.all(chains.map((chain) => Promise.all(chain.map(hitsOf))));
+    expect(hits.flat().reduce((sum, n) => sum + n, 0)).toBeLessThanOrEqual(FETCHES_PER_ROUND);
+    // Every feed of the round was fetched; a move, when the budget allowed one, goes to a URL that answered.
+    expect(hits.map((each) => each[0])).toEqual(chains.map(() => 1));
+    const [canonical] = await canonicalEverywhere(chains.map((chain) => chain[0]));
+    for (const [n, chain] of chains.entries()) {
+      const end = chain.indexOf(canonical[n]);
+      expect(end).toBeGreaterThanOrEqual(0);
+      for (const hop of chain.slice(0, end + 1)) expect(await hitsOf(hop)).toBe(1);
+    }
+    // Hop by hop across the round's feeds: what is left after the round's own fetches takes each of them as far as
+    // it goes (here two hops each), instead of one feed's whole chain; the rest is learned at their next fetch.
+    const hops = Math.floor((FETCHES_PER_ROUND - FEEDS_PER_ROUND) / FEEDS_PER_ROUND);
+    expect(canonical).toEqual(chains.map((chain) => chain[Math.min(hops, NEW_FEED_URL_HOPS)]));
+  });
+
+  it("reads the named URLs only out of the bytes the round's own fetches left", async () => {
+    // A full round of heads as long as a fetch reads: the round's bytes are spent, so no named URL is read.
+    expect(FEEDS_PER_ROUND * MAX_HEAD_BYTES).toBeGreaterThanOrEqual(READ_BYTES_PER_ROUND);
+    const targets = await Promise.all(Array.from({ length: FEEDS_PER_ROUND }, () => feed({ guid: GUID })));
+    const sources = await Promise.all(
+      targets.map((target) => feed({ guid: GUID, newFeedUrl: target, padding: MAX_HEAD_BYTES })),
+    );
+    await roundOf(sources);
+    // The heads the parse share took (the others wait for the next round) named their new URLs, which stay unread.
+    const parsed = (await Promise.all(sources.map(feedOf))).filter(
+      (row) => (row as { status: string }).status === "ok",
+    );
+    expect(parsed.length).toBeGreaterThanOrEqual(1);
+    expect(await Promise.all(targets.map(hitsOf))).toEqual(targets.map(() => 0));
+    expect(await canonicalEverywhere(sources)).toEqual(everywhere(sources));
   });
 });
 

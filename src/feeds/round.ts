@@ -1,7 +1,7 @@
 import type { Database } from "../db/database";
 import type { LearnedMove } from "../db/feed-aliases";
 import { type DueFeed, dueFeeds, type FeedRecord, recordFeeds } from "../db/feeds";
-import { FETCH_TIMEOUT_MS, type FetchOutcome, type FetchSettings, fetchFeed } from "./fetch";
+import { FETCH_TIMEOUT_MS, type FetchOutcome, type FetchSettings, fetchFeed, MAX_HEAD_BYTES } from "./fetch";
 import { type FeedAnswer, MoveChain, NEW_FEED_URL_HOPS } from "./moves";
 import { type ChannelFacts, NotAFeedError, parseChannelHead, withShortCdata } from "./parse";
 
@@ -34,6 +34,12 @@ const MAX_VALIDATOR = 256;
  * what hostile ones cost (bench/README.md, "The feed round").
  */
 export const HEAD_CHARS_PER_ROUND = 128 * 1024;
+/**
+ * Reading a body is CPU too (decoding, the search for the first item): the URLs named as feeds' new ones are read
+ * only out of what the round's own fetches left of this, at most what FEEDS_PER_ROUND heads of MAX_HEAD_BYTES read
+ * (a round of hostile feeds then reads no more than it did before moves were learned).
+ */
+export const READ_BYTES_PER_ROUND = FEEDS_PER_ROUND * MAX_HEAD_BYTES;
 
 export interface FeedRoundSettings {
   /** `FEED_FETCH=off`: nothing is fetched. */
@@ -211,7 +217,7 @@ export async function runFeedRound(
     summary.deferred++;
   }
   const subrequests = { left: FETCHES_PER_ROUND };
-  const fetchSettings = { ...settings, timeoutMs: FETCH_TIMEOUT_MS, subrequests };
+  const fetchSettings = { ...settings, timeoutMs: FETCH_TIMEOUT_MS, subrequests, read: { bytes: 0 } };
   const fetched = await inTurns(round, FETCHES_AT_ONCE, ([url, holders]) => {
     // Validators only when every database holds the same ones: a 304 answers exactly the copy that was named.
     const [{ etag, lastModified }, ...others] = holders.map(({ feed }) => feed);
@@ -220,11 +226,8 @@ export async function runFeedRound(
   });
   const share = { left: HEAD_CHARS_PER_ROUND, first: true };
   const outcomes = parseAll(fetched, share);
-  const moves = await learnMoves(
-    round.map(([url, holders], n) => answerOf(url, outcomes[n], holders[0].feed)),
-    fetchSettings,
-    share,
-  );
+  const answers = new Map(round.map(([url, holders], n) => [url, answerOf(url, outcomes[n], holders[0].feed)]));
+  const moves = await learnMoves(answers, fetchSettings, share);
   summary.moved = moves.length;
   summary.subrequests += FETCHES_PER_ROUND - subrequests.left;
   round.forEach(([, holders], n) => {
@@ -266,25 +269,37 @@ function answerOf(
 const NO_VALIDATORS = { etag: null, lastModified: null };
 
 /**
- * The moves the round's answers lead to: each URL they name as their new one fetched (once however many name it,
- * without validators: its head is what is checked) and parsed out of what is left of the round's subrequests and
- * parse share, hop by hop, at most NEW_FEED_URL_HOPS. A URL the round could not fetch or parse ends its chain
- * where it was, as a failed one does; the next fetch of the feed tries again.
+ * The moves the round's answers (by URL) lead to: each URL they name as their new one fetched (once a round however
+ * many name it, and not at all when the round already fetched it; without validators: its head is what is
+ * checked), read and parsed out of what is left of the round's subrequests, bytes (READ_BYTES_PER_ROUND) and parse
+ * share, hop by hop across all the round's feeds, at most NEW_FEED_URL_HOPS. A URL the round could not fetch or
+ * parse ends its chain where it was, as a failed one does; the next fetch of the feed tries again.
  */
 async function learnMoves(
-  answers: readonly (FeedAnswer | null)[],
-  settings: FetchSettings,
+  answers: Map<string, FeedAnswer | null>,
+  settings: FetchSettings & { read: { bytes: number } },
   share: ParseShare,
 ): Promise<LearnedMove[]> {
-  const chains = answers.flatMap((answer) => (answer === null ? [] : [new MoveChain(answer)]));
+  // A named URL is fetched only while a whole head's bytes are left (counting the fetches under way as whole heads).
+  let reserved = 0;
+  const fetchNamed = async (url: string): Promise<FetchOutcome> => {
+    if (READ_BYTES_PER_ROUND - settings.read.bytes - reserved < MAX_HEAD_BYTES) return { kind: "deferred" };
+    reserved += MAX_HEAD_BYTES;
+    try {
+      return await fetchFeed(url, NO_VALIDATORS, settings);
+    } finally {
+      reserved -= MAX_HEAD_BYTES;
+    }
+  };
+  const chains = [...answers.values()].flatMap((answer) => (answer === null ? [] : [new MoveChain(answer)]));
   for (let hop = 0; hop < NEW_FEED_URL_HOPS; hop++) {
     const open = chains.filter((chain) => chain.next !== null);
     if (open.length === 0) break;
-    const named = [...new Set(open.map((chain) => chain.next as string))];
-    const fetched = await inTurns(named, FETCHES_AT_ONCE, (url) => fetchFeed(url, NO_VALIDATORS, settings));
+    const named = [...new Set(open.map((chain) => chain.next as string))].filter((url) => !answers.has(url));
+    const fetched = await inTurns(named, FETCHES_AT_ONCE, fetchNamed);
     const parsed = parseAll(fetched, share);
-    const answered = new Map(named.map((url, n) => [url, answerOf(url, parsed[n], null)]));
-    for (const chain of open) chain.answered(answered.get(chain.next as string) ?? null);
+    for (const [n, url] of named.entries()) answers.set(url, answerOf(url, parsed[n], null));
+    for (const chain of open) chain.answered(answers.get(chain.next as string) ?? null);
   }
   return chains.flatMap((chain) => {
     const move = chain.move();
