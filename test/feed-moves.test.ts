@@ -390,6 +390,28 @@ describe("the aliases stay resolved", () => {
   });
 });
 
+describe("aliases are kept", () => {
+  it("by a feed that answers as itself later: a move to it goes on to where its alias leads", async () => {
+    const b = named();
+    const c = await feed({ guid: GUID });
+    await define(b, { guid: GUID, newFeedUrl: c });
+    const time = Date.now();
+    await roundOf([b], time);
+    expect(await canonicalEverywhere([b])).toEqual(everywhere([c]));
+    // B's old host serves a stale copy that names no move any more; a third feed names B as its new URL.
+    await define(b, { guid: GUID });
+    const x = await feed({ guid: GUID, newFeedUrl: b });
+    await roundOf([x], time + 10 * 60 * 1000);
+    expect(await canonicalEverywhere([b, x])).toEqual(everywhere([c, c]));
+    expect(await aliasRows([b, c, x])).toEqual(
+      sorted([
+        [b, c],
+        [x, c],
+      ]),
+    );
+  });
+});
+
 describe("canonicalFeedOf", () => {
   it("answers each URL in order, itself when it never moved, duplicates too, and nothing for none", async () => {
     const db = shardDatabases()[0].database;

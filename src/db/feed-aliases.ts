@@ -65,10 +65,11 @@ export async function canonicalFeedOf(db: Database, urls: readonly string[]): Pr
 }
 
 /**
- * A move the feed round learned: `from` (the URL whose answer moved) is now `to`. `final` says that `to`'s own
- * answer, in the same round, named no URL beyond itself: an alias `to` had is then dropped (`to` answers as
- * itself, which is newer than what it answered before). Otherwise `to` keeps its alias and `from` moves on to its
- * canonical URL, or nowhere when that is `from` itself (the feeds point at each other: nothing moves).
+ * A move the feed round learned: `from` (the URL whose answer moved) is now `to`, or where `to`'s alias leads when
+ * it has one (aliases are kept: `to` answering a feed does not undo what it answered before). When that alias leads
+ * back to `from` (`to` had moved to `from`, and now `from` says it moved to `to`: the publisher moved back), `final`
+ * decides: when `to`'s own answer in the same round named no URL beyond itself, `to`'s alias is dropped and `from`
+ * moves to it; otherwise nothing moves.
  */
 export interface LearnedMove {
   from: string;
@@ -84,9 +85,10 @@ const now = sql.placeholder("now");
 const target = canonicalUrlSql(sql`${to}`, sql`${toKey}`);
 const targetKey = canonicalKeySql(sql`${to}`, sql`${toKey}`);
 
-/** `to` answers as itself: it is canonical now, and a canonical URL has no row. */
+/** A move back: `to`, which had moved to `from`, answers as itself; it is canonical again (and has no row). */
 const dropTargetAliasStatement = statement(sql`
-  DELETE FROM ${a} WHERE ${a.urlKey} = ${toKey} AND ${a.url} = ${to} AND ${sql.placeholder("final")}`);
+  DELETE FROM ${a} WHERE ${a.urlKey} = ${toKey} AND ${a.url} = ${to} AND ${sql.placeholder("final")}
+    AND ${a.canonicalKey} = ${fromKey} AND ${a.canonicalUrl} = ${from}`);
 /** The URLs that had moved to `from` move on with it (the table stays resolved). */
 const moveAliasesOnStatement = statement(sql`
   UPDATE ${a} SET canonical_url = ${target}, canonical_key = ${targetKey}, learned_at = ${now}
