@@ -52,7 +52,7 @@ async function subscribe(user: Caller, url: string): Promise<string> {
   return guid;
 }
 
-/** What every database answers for `urls` (a move holds for every user, whichever database holds them). */
+/** What every database answers for `urls` (none learns a move that was not learned). */
 async function canonicalEverywhere(urls: string[]): Promise<string[][]> {
   return Promise.all(shardDatabases().map(({ database }) => canonicalFeedOf(database, urls)));
 }
@@ -61,22 +61,30 @@ const everywhere = (urls: string[]) => shardDatabases().map(() => urls);
 /** Pairs in one order, whatever order they were read or written in. */
 const sorted = (pairs: [string, string][]) => pairs.sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
 
-/** The alias rows of `urls` in the first database: [url, canonical url]. */
+/** The alias rows of `urls` in every database: [url, canonical url]. */
 async function aliasRows(urls: string[]): Promise<[string, string][]> {
-  const { results } = await shardDatabases()[0]
-    .database.prepare(
-      `SELECT url, canonical_url AS canonical FROM feed_aliases WHERE url_key IN (${urls.map(() => "?").join(",")})`,
-    )
-    .bind(...urls.map(urlKey))
-    .all<{ url: string; canonical: string }>();
-  return sorted(results.map((row) => [row.url, row.canonical]));
+  const rows: [string, string][] = [];
+  for (const { database } of shardDatabases()) {
+    const { results } = await database
+      .prepare(
+        `SELECT url, canonical_url AS canonical FROM feed_aliases WHERE url_key IN (${urls.map(() => "?").join(",")})`,
+      )
+      .bind(...urls.map(urlKey))
+      .all<{ url: string; canonical: string }>();
+    rows.push(...results.map((row): [string, string] => [row.url, row.canonical]));
+  }
+  return sorted(rows);
 }
 
-/** One user per feed, subscribed before the round: the round fetches only subscribed feeds. */
-async function roundOf(urls: string[], time = Date.now()): Promise<void> {
-  const user = await as(`moves-${++unique}`);
-  for (const url of urls) await subscribe(user, url);
+/**
+ * Subscribes `user` (a new one unless given) to the feeds and runs a round (it fetches only subscribed feeds);
+ * the user's database, where the moves of those feeds are learned.
+ */
+async function roundOf(urls: string[], time = Date.now(), user?: Caller): Promise<D1Database> {
+  const subscriber = user ?? (await as(`moves-${++unique}`));
+  for (const url of urls) await subscribe(subscriber, url);
   await runCron(time, FETCHING);
+  return databaseFor(subscriber.userId);
 }
 
 beforeEach(async () => {
@@ -97,7 +105,7 @@ describe("moves learned from permanent redirects", () => {
     await runCron(Date.now(), FETCHING);
     const ends = moved.map((url) => url.replace(/\/redirect\/.*\/feeds\//, "/feeds/"));
     expect(ends[0]).toMatch(/\/feeds\/tech\.rss\?t=/);
-    expect(await canonicalEverywhere(moved)).toEqual(everywhere(ends));
+    for (const user of users) expect(await canonicalFeedOf(await databaseFor(user.userId), moved)).toEqual(ends);
     // The new URLs are stored under themselves: the table is resolved.
     expect(await canonicalEverywhere(ends)).toEqual(everywhere(ends));
     expect(await aliasRows(ends)).toEqual([]);
@@ -171,16 +179,16 @@ describe("moves learned from itunes:new-feed-url", () => {
       // The named URL itself redirects permanently: the move goes to where that ends.
       await feed({ guid: GUID, newFeedUrl: await feed({ status: 301, location: redirectsOn }) }),
     ];
-    await roundOf(sources);
-    expect(await canonicalEverywhere(sources)).toEqual(everywhere([sameGuid, noGuidThere, guidOnlyThere, redirectsOn]));
+    const db = await roundOf(sources);
+    expect(await canonicalFeedOf(db, sources)).toEqual([sameGuid, noGuidThere, guidOnlyThere, redirectsOn]);
   });
 
   it("fetches a named URL once a round, and not again when it is one of the round's own feeds", async () => {
     const target = await feed({ title: "B", guid: GUID });
     const sources = [await feed({ guid: GUID, newFeedUrl: target }), await feed({ newFeedUrl: target })];
-    await roundOf([...sources, target]);
+    const db = await roundOf([...sources, target]);
     expect(await hitsOf(target)).toBe(1);
-    expect(await canonicalEverywhere(sources)).toEqual(everywhere([target, target]));
+    expect(await canonicalFeedOf(db, sources)).toEqual([target, target]);
   });
 
   it("takes a named URL that redirects temporarily as named, and a feed naming itself as no move", async () => {
@@ -189,8 +197,8 @@ describe("moves learned from itunes:new-feed-url", () => {
     const source = await feed({ guid: GUID, newFeedUrl: temporary });
     const self = named();
     await define(self, { guid: GUID, newFeedUrl: self });
-    await roundOf([source, self]);
-    expect(await canonicalEverywhere([source, self])).toEqual(everywhere([temporary, self]));
+    const db = await roundOf([source, self]);
+    expect(await canonicalFeedOf(db, [source, self])).toEqual([temporary, self]);
   });
 
   it("moves nothing to another podcast, to a gone feed, to an error or to what is not a feed", async () => {
@@ -227,10 +235,12 @@ describe("moves learned from itunes:new-feed-url", () => {
     const hops = [named()];
     for (let n = 0; n < NEW_FEED_URL_HOPS + 1; n++) hops.push(named());
     for (const [n, url] of hops.entries()) await define(url, { guid: GUID, newFeedUrl: hops[n + 1] });
-    await roundOf([chain, toStranger, hops[0]]);
-    expect(await canonicalEverywhere([chain, toStranger, hops[0]])).toEqual(
-      everywhere([end, strangerMiddle, hops[NEW_FEED_URL_HOPS]]),
-    );
+    const db = await roundOf([chain, toStranger, hops[0]]);
+    expect(await canonicalFeedOf(db, [chain, toStranger, hops[0]])).toEqual([
+      end,
+      strangerMiddle,
+      hops[NEW_FEED_URL_HOPS],
+    ]);
   });
 
   it("moves nothing by named URLs that lead back: two feeds naming each other, or a named URL redirecting back", async () => {
@@ -254,8 +264,8 @@ describe("moves learned from itunes:new-feed-url", () => {
     const source = named();
     const target = await feed({ guid: GUID, newFeedUrl: source });
     await define(source, { status: 301, location: target });
-    await roundOf([source]);
-    expect(await canonicalEverywhere([source])).toEqual(everywhere([target]));
+    const db = await roundOf([source]);
+    expect(await canonicalFeedOf(db, [source])).toEqual([target]);
   });
 });
 
@@ -269,12 +279,15 @@ describe("the round's budget", () => {
       for (const [n, url] of chain.entries()) await define(url, { guid: GUID, newFeedUrl: chain[n + 1] });
     }
     expect(FEEDS_PER_ROUND * (NEW_FEED_URL_HOPS + 1)).toBeGreaterThan(FETCHES_PER_ROUND);
-    await roundOf(chains.map((chain) => chain[0]));
+    const db = await roundOf(chains.map((chain) => chain[0]));
     const hits = await Promise.all(chains.map((chain) => Promise.all(chain.map(hitsOf))));
     expect(hits.flat().reduce((sum, n) => sum + n, 0)).toBeLessThanOrEqual(FETCHES_PER_ROUND);
     // Every feed of the round was fetched; a move, when the budget allowed one, goes to a URL that answered.
     expect(hits.map((each) => each[0])).toEqual(chains.map(() => 1));
-    const [canonical] = await canonicalEverywhere(chains.map((chain) => chain[0]));
+    const canonical = await canonicalFeedOf(
+      db,
+      chains.map((chain) => chain[0]),
+    );
     for (const [n, chain] of chains.entries()) {
       const end = chain.indexOf(canonical[n]);
       expect(end).toBeGreaterThanOrEqual(0);
@@ -321,7 +334,7 @@ describe("a popular feed's subscribers", () => {
     await runCron(Date.now(), FETCHING);
 
     expect(await canonicalEverywhere([popular, impostor])).toEqual(everywhere([popular, impostor]));
-    expect(await canonicalEverywhere([namer, redirector])).toEqual(everywhere([popular, popular]));
+    expect(await canonicalFeedOf(await databaseFor(attacker.userId), [namer, redirector])).toEqual([popular, popular]);
     expect(await aliasRows([popular])).toEqual([]);
     const after = await Promise.all(fans.map(async (fan) => (await fan.get("/v1/subscriptions")).text()));
     expect(after).toEqual(before);
@@ -360,33 +373,34 @@ describe("the aliases stay resolved", () => {
     const c = named();
     await define(a, { guid: GUID, newFeedUrl: b });
     await define(b, { guid: GUID });
+    const user = await as("moves-resolved");
     const time = Date.now();
-    await roundOf([a], time);
+    const db = await roundOf([a], time, user);
     expect(await aliasRows([a, b, c])).toEqual([[a, b]]);
 
     // B moves on to C: A's alias follows, so every lookup stays one row.
     await define(b, { guid: GUID, newFeedUrl: c });
     await define(c, { guid: GUID });
-    await roundOf([b], time + 10 * 60 * 1000);
+    await roundOf([b], time + 10 * 60 * 1000, user);
     expect(await aliasRows([a, b, c])).toEqual(
       sorted([
         [a, c],
         [b, c],
       ]),
     );
-    expect(await canonicalEverywhere([a, b, c])).toEqual(everywhere([c, c, c]));
+    expect(await canonicalFeedOf(db, [a, b, c])).toEqual([c, c, c]);
 
     // The publisher moves back to A, which answers as itself: A is canonical again, and so is every URL's lookup.
     await define(c, { guid: GUID, newFeedUrl: a });
     await define(a, { guid: GUID });
-    await roundOf([c], time + 20 * 60 * 1000);
+    await roundOf([c], time + 20 * 60 * 1000, user);
     expect(await aliasRows([a, b, c])).toEqual(
       sorted([
         [b, a],
         [c, a],
       ]),
     );
-    expect(await canonicalEverywhere([a, b, c])).toEqual(everywhere([a, a, a]));
+    expect(await canonicalFeedOf(db, [a, b, c])).toEqual([a, a, a]);
   });
 });
 
@@ -395,14 +409,15 @@ describe("aliases are kept", () => {
     const b = named();
     const c = await feed({ guid: GUID });
     await define(b, { guid: GUID, newFeedUrl: c });
+    const user = await as("moves-kept");
     const time = Date.now();
-    await roundOf([b], time);
-    expect(await canonicalEverywhere([b])).toEqual(everywhere([c]));
+    const db = await roundOf([b], time, user);
+    expect(await canonicalFeedOf(db, [b])).toEqual([c]);
     // B's old host serves a stale copy that names no move any more; a third feed names B as its new URL.
     await define(b, { guid: GUID });
     const x = await feed({ guid: GUID, newFeedUrl: b });
-    await roundOf([x], time + 10 * 60 * 1000);
-    expect(await canonicalEverywhere([b, x])).toEqual(everywhere([c, c]));
+    await roundOf([x], time + 10 * 60 * 1000, user);
+    expect(await canonicalFeedOf(db, [b, x])).toEqual([c, c]);
     expect(await aliasRows([b, c, x])).toEqual(
       sorted([
         [b, c],
@@ -410,15 +425,42 @@ describe("aliases are kept", () => {
       ]),
     );
   });
+
+  it("only in the databases whose users name the feed, and forgotten once no active subscription names either URL", async () => {
+    const b = await feed({ guid: GUID });
+    const a = await feed({ guid: GUID, newFeedUrl: b });
+    const user = await as("moves-forgotten");
+    const subscribedToA = await subscribe(user, a);
+    const time = Date.now();
+    const db = await roundOf([], time, user);
+    expect(await canonicalFeedOf(db, [a])).toEqual([b]);
+    for (const { database } of shardDatabases()) {
+      if (database !== db) expect(await canonicalFeedOf(database, [a])).toEqual([a]);
+    }
+    const dueNow = (url: string) =>
+      db.prepare("UPDATE feeds SET next_fetch_at = 0 WHERE url_key = ?").bind(urlKey(url)).run();
+
+    // The user follows B and leaves A: when A comes due it is forgotten, and its alias kept (B is named).
+    const subscribedToB = await subscribe(user, b);
+    expect((await user.delete(`/v1/subscriptions/${subscribedToA}`)).status).toBe(204);
+    await dueNow(a);
+    await runCron(time + 10 * 60 * 1000, FETCHING);
+    expect(await db.prepare("SELECT 1 FROM feeds WHERE url_key = ?").bind(urlKey(a)).first()).toBeNull();
+    expect(await canonicalFeedOf(db, [a])).toEqual([b]);
+
+    // Nothing names either any more: forgetting B takes the alias with it.
+    expect((await user.delete(`/v1/subscriptions/${subscribedToB}`)).status).toBe(204);
+    await dueNow(b);
+    await runCron(time + 20 * 60 * 1000, FETCHING);
+    expect(await aliasRows([a, b])).toEqual([]);
+  });
 });
 
 describe("canonicalFeedOf", () => {
   it("answers each URL in order, itself when it never moved, duplicates too, and nothing for none", async () => {
-    const db = shardDatabases()[0].database;
-    const moved = await feed({ guid: GUID, newFeedUrl: await feed({ guid: GUID }) });
-    await roundOf([moved]);
-    const [[target]] = await canonicalEverywhere([moved]);
-    expect(target).not.toBe(moved);
+    const target = await feed({ guid: GUID });
+    const moved = await feed({ guid: GUID, newFeedUrl: target });
+    const db = await roundOf([moved]);
     const plain = at("/feeds/never-moved");
     expect(await canonicalFeedOf(db, [plain, moved, plain, moved])).toEqual([plain, target, plain, target]);
     expect(await canonicalFeedOf(db, [])).toEqual([]);
@@ -437,10 +479,9 @@ describe("canonicalFeedOf", () => {
   });
 
   it("takes more URLs than one statement holds (one batch), and reads at most two rows per URL", async () => {
-    const db = shardDatabases()[0].database;
-    const moved = await feed({ guid: GUID, newFeedUrl: await feed({ guid: GUID }) });
-    await roundOf([moved]);
-    const [[target]] = await canonicalEverywhere([moved]);
+    const target = await feed({ guid: GUID });
+    const moved = await feed({ guid: GUID, newFeedUrl: target });
+    const db = await roundOf([moved]);
     const many = Array.from({ length: KEYS_PER_STATEMENT + 5 }, (_, n) => `https://many.example/${n}`);
     const answer = await canonicalFeedOf(db, [...many, moved]);
     expect(answer).toEqual([...many, target]);

@@ -1,6 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import { call, type Database } from "./database";
-import { feedAliases as a } from "./schema";
+import { feedAliases as a, subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
 import { urlKey } from "./url-key";
 
@@ -119,10 +119,32 @@ export function learnMoveStatements(db: Database, move: LearnedMove, at: number)
   return [dropTargetAliasStatement, moveAliasesOnStatement, aliasStatement].map((each) => each.bind(db, values));
 }
 
+/** Whether an active subscription of any user names the key (the feed round's index: a key shared errs to yes). */
+const named = (key: SQL) =>
+  sql`EXISTS (SELECT 1 FROM ${s} INDEXED BY subscriptions_feed_active WHERE ${s.urlKey} = ${key} AND ${s.unsubscribedAt} IS NULL)`;
+const forgottenKey = sql`${sql.placeholder("urlKey")}`;
+
+/**
+ * When the round forgets a feed no active subscription names (src/db/feeds.ts), the aliases it ends that no one
+ * needs any more go with it: an alias is kept while an active subscription names either of its URLs (a client
+ * may still send the old one), so the table is bounded by what is subscribed, not by every move ever learned.
+ */
+const forgetAliasesToStatement = statement(sql`
+  DELETE FROM ${a} WHERE ${a.canonicalKey} = ${forgottenKey} AND NOT ${named(forgottenKey)} AND NOT ${named(sql`${a.urlKey}`)}`);
+const forgetAliasOfStatement = statement(sql`
+  DELETE FROM ${a} WHERE ${a.urlKey} = ${forgottenKey} AND NOT ${named(forgottenKey)} AND NOT ${named(sql`${a.canonicalKey}`)}`);
+
+/** The statements that forget the aliases of the forgotten feed `urlKey` that nothing names (in its batch). */
+export function forgetAliasStatements(db: Database, urlKey: number): D1PreparedStatement[] {
+  return [forgetAliasesToStatement, forgetAliasOfStatement].map((each) => each.bind(db, { urlKey }));
+}
+
 /** Every statement this module runs, for the test that proves none scans a table. */
 export const allStatements: Record<string, Statement> = {
   aliases: aliasesStatement,
   dropTargetAlias: dropTargetAliasStatement,
   moveAliasesOn: moveAliasesOnStatement,
   alias: aliasStatement,
+  forgetAliasesTo: forgetAliasesToStatement,
+  forgetAliasOf: forgetAliasOfStatement,
 };

@@ -1,7 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
-import { type LearnedMove, learnMoveStatements } from "./feed-aliases";
+import { forgetAliasStatements, type LearnedMove, learnMoveStatements } from "./feed-aliases";
 import { feeds as f, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import { FEED_URL, storedUrl } from "./url-pieces";
@@ -210,8 +210,8 @@ function recordStatement(db: Database, record: FeedRecord, at: number): D1Prepar
 }
 
 /**
- * Writes a round's outcomes for one database, and the moves it learned (every database gets them all: a move holds
- * for every user), in one batch (one round trip, one transaction).
+ * Writes a round's outcomes for one database, and the moves it learned of the feeds it holds, in one batch (one
+ * round trip, one transaction). A forgotten feed takes the aliases nothing names any more with it.
  */
 export async function recordFeeds(
   db: Database,
@@ -221,7 +221,10 @@ export async function recordFeeds(
 ): Promise<void> {
   if (records.length === 0 && moves.length === 0) return;
   const statements = [
-    ...records.map((record) => recordStatement(db, record, at)),
+    ...records.flatMap((record) => [
+      recordStatement(db, record, at),
+      ...(record.kind === "forgotten" ? forgetAliasStatements(db, record.urlKey) : []),
+    ]),
     ...moves.flatMap((move) => learnMoveStatements(db, move, at)),
   ];
   await call(() => db.batch(statements));

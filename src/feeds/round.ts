@@ -13,8 +13,8 @@ import { type ChannelFacts, NotAFeedError, parseChannelHead, withShortCdata } fr
  * measures both): at most FEEDS_PER_ROUND URLs, at most FETCHES_PER_ROUND requests counting redirects.
  *
  * A round also learns where feeds have moved (src/feeds/moves.ts): the URLs its feeds' answers name as their new
- * ones are fetched after them, out of the same subrequests and parse share, and each move learned is written to
- * every database (a move holds for every user), in the same batch as the outcomes.
+ * ones are fetched after them, out of the same subrequests, bytes and parse share, and each move learned is written
+ * to every database that holds the feed, in the same batch as its outcome.
  */
 
 export const FEEDS_PER_ROUND = 8;
@@ -56,7 +56,7 @@ export interface FeedRoundSummary {
   gone: number;
   forgotten: number;
   deferred: number;
-  /** Moves learned (src/feeds/moves.ts), each written to every database. */
+  /** Moves learned (src/feeds/moves.ts), each written to every database that holds the feed. */
   moved: number;
   subrequests: number;
 }
@@ -239,8 +239,12 @@ export async function runFeedRound(
     else if (first.kind === "failed") summary[first.status === "gone" ? "gone" : "failed"]++;
     for (const { index, record } of kept) records[index].push(record);
   });
-  const written = named.filter((_, index) => records[index].length > 0 || moves.length > 0);
-  await Promise.all(named.map(([, db], index) => recordFeeds(db, records[index], moves, at)));
+  // A move goes to each database that holds the feed that moved (the one whose users it concerns); another database
+  // learns it when it first fetches that feed itself.
+  const movesOf = named.map((): LearnedMove[] => []);
+  for (const move of moves) for (const { index } of byUrl.get(move.from) ?? []) movesOf[index].push(move);
+  const written = named.filter((_, index) => records[index].length > 0 || movesOf[index].length > 0);
+  await Promise.all(named.map(([, db], index) => recordFeeds(db, records[index], movesOf[index], at)));
   summary.subrequests += written.length;
   return summary;
 }
