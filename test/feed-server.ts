@@ -152,6 +152,10 @@ export async function startFeedServer(): Promise<{ origin: string; close: () => 
     state.requests.set(key, seen);
     serve(req, res, url, state);
   });
+  // Idle connections are never closed by the server: Node closes them after 5 s by default, and a fetch that workerd
+  // sent on a kept-alive connection at that moment failed with "Network connection lost" (a feed-round test failed
+  // so when other files kept the machine busy).
+  server.keepAliveTimeout = 0;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
