@@ -88,3 +88,32 @@ export const ENTITIES = `<?xml version="1.0"?>
 <rss version="2.0"><channel><title>&lol2;</title></channel></rss>`;
 export const HTML_PAGE = `<!doctype html><html><head><title>Welcome to nginx!</title></head><body><h1>It works</h1></body></html>`;
 export const NOT_XML = "This is plain text, not a feed.";
+
+/** What a feed of the feed server's `/named/<name>` answers (test/feed-server.ts), as a test defines it. */
+export interface NamedFeed {
+  title?: string;
+  /** `<podcast:guid>`. */
+  guid?: string;
+  /** `<itunes:new-feed-url>`. */
+  newFeedUrl?: string;
+  /** Characters of channel description: a head this long. */
+  padding?: number;
+  /** Answered instead of a feed: a redirect to `location` (301 when no status is given), or an error. */
+  status?: number;
+  location?: string;
+}
+
+/** A small podcast feed that may say where it moved and which podcast it is. */
+export const namedFeed = ({
+  title = "A named feed",
+  guid,
+  newFeedUrl,
+  padding = 0,
+}: NamedFeed) => `<?xml version="1.0"?>
+<rss version="2.0" xmlns:itunes="${ITUNES}" xmlns:podcast="${PODCAST}"><channel>
+  <title>${title}</title>${guid ? `\n  <podcast:guid>${guid}</podcast:guid>` : ""}${
+    newFeedUrl ? `\n  <itunes:new-feed-url>${newFeedUrl.replaceAll("&", "&amp;")}</itunes:new-feed-url>` : ""
+  }
+  <description>${"Notes. ".repeat(Math.ceil(padding / 7))}</description>
+  <item><title>One</title><guid>one</guid></item>
+</channel></rss>`;

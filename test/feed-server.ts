@@ -4,14 +4,29 @@
 //
 // Every request is recorded by its path and query: tests make their URLs unique with a query (`?t=...`), which
 // the documents ignore, and read `/_requests?url=<path and query>` for what arrived (count, headers).
+//
+// `POST /_define/<name>` (a JSON NamedFeed) defines, or redefines, what `/named/<name>` answers: a feed that says
+// where it moved and which podcast it is, a redirect or an error. Tests of feed moves build chains and cycles of them.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { atomFeed, DOCTYPE, ENTITIES, HTML_PAGE, hostileFeed, ITUNES, NOT_XML, techFeed } from "./feed-documents";
+import {
+  atomFeed,
+  DOCTYPE,
+  ENTITIES,
+  HTML_PAGE,
+  hostileFeed,
+  ITUNES,
+  type NamedFeed,
+  NOT_XML,
+  namedFeed,
+  techFeed,
+} from "./feed-documents";
 
 /** What each path serves; `version` is the conditional feed's current version. */
 interface ServerState {
   requests: Map<string, { method?: string; headers: IncomingMessage["headers"] }[]>;
   versions: Map<string, number>;
+  named: Map<string, NamedFeed>;
   hanging: Set<ServerResponse>;
 }
 
@@ -24,6 +39,14 @@ function serve(req: IncomingMessage, res: ServerResponse, url: URL, state: Serve
     const [, code, hops, target] = redirect;
     const next = Number(hops) > 1 ? `/redirect/${code}/${Number(hops) - 1}${target}` : target;
     return res.writeHead(Number(code), { Location: `${next}${url.search}` }).end();
+  }
+  const named = /^\/named\/([\w-]+)$/.exec(path);
+  if (named) {
+    const definition = state.named.get(named[1]);
+    if (!definition) return res.writeHead(404, { "Content-Type": "text/plain" }).end("not defined");
+    if (definition.location) return res.writeHead(definition.status ?? 301, { Location: definition.location }).end();
+    if (definition.status) return res.writeHead(definition.status, { "Content-Type": "text/plain" }).end("status");
+    return xml(namedFeed(definition));
   }
   const status = /^\/status\/(\d{3})$/.exec(path);
   if (status) return res.writeHead(Number(status[1]), { "Content-Type": "text/plain" }).end("status");
@@ -99,7 +122,7 @@ function serve(req: IncomingMessage, res: ServerResponse, url: URL, state: Serve
 
 /** Starts the server on a free loopback port: its origin, what it recorded, and a way to change a feed. */
 export async function startFeedServer(): Promise<{ origin: string; close: () => Promise<void> }> {
-  const state: ServerState = { requests: new Map(), versions: new Map(), hanging: new Set() };
+  const state: ServerState = { requests: new Map(), versions: new Map(), named: new Map(), hanging: new Set() };
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://feeds.local");
     if (url.pathname === "/_requests") {
@@ -110,6 +133,18 @@ export async function startFeedServer(): Promise<{ origin: string; close: () => 
     if (bump && req.method === "POST") {
       state.versions.set(bump[1], (state.versions.get(bump[1]) ?? 1) + 1);
       return res.writeHead(204).end();
+    }
+    const define = /^\/_define\/([\w-]+)$/.exec(url.pathname);
+    if (define && req.method === "POST") {
+      let body = "";
+      req.on("data", (chunk) => {
+        body += chunk;
+      });
+      req.on("end", () => {
+        state.named.set(define[1], JSON.parse(body) as NamedFeed);
+        res.writeHead(204).end();
+      });
+      return;
     }
     const key = `${url.pathname}${url.search}`;
     const seen = state.requests.get(key) ?? [];

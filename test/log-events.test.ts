@@ -311,11 +311,12 @@ describe("log events", () => {
         "forgotten",
         "gone",
         "level",
+        "moved",
         "notModified",
         "subrequests",
       ].sort(),
     );
-    expect(rounds[0]).toMatchObject({ level: "info", fetched: 0, subrequests: 0 });
+    expect(rounds[0]).toMatchObject({ level: "info", fetched: 0, moved: 0, subrequests: 0 });
     expect(lines.filter((line) => !["tombstone_retention", "cron_run", "feed_round"].includes(line.event))).toEqual([]);
   });
 

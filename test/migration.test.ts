@@ -38,6 +38,7 @@ beforeAll(async () => {
       "devices",
       "url_pieces",
       "feeds",
+      "feed_aliases",
       "d1_migrations",
     ].map((table) => `DROP TABLE IF EXISTS ${table}`),
   );

@@ -97,7 +97,11 @@ const feedOf = (head) => `${head}${items(30)}  </channel>\n</rss>\n`;
  * The scenarios: each a list of feed paths on the local server, FEEDS_PER_ROUND + 2 of them (two stay due).
  * `feed-round`: heads of usual sizes (4 to 16 KiB), one of 64 KiB, one behind two 301s; `feed-round-dense`: 256 KiB
  * element-dense heads (the round parses two, HEAD_CHARS_PER_ROUND, and defers the rest); `feed-round-endless`: a
- * head that never ends (each fetch reads 1 MiB, the parse takes its first 256 KiB).
+ * head that never ends (each fetch reads 1 MiB, the parse takes its first 256 KiB); `feed-round-moves`: usual heads
+ * that each name another usual feed of the same podcast as their `itunes:new-feed-url` (src/feeds/moves.ts: the round
+ * fetches and parses those too, out of the same requests, bytes and parse share, and learns the moves that fit);
+ * `feed-round-moves-endless`: the same heads, each naming a head that never ends (the named URLs are read only out
+ * of the bytes the round's own fetches left, READ_BYTES_PER_ROUND).
  */
 export const FEED_SCENARIOS = {
   "feed-round": Array.from({ length: FEEDS_PER_ROUND + 2 }, (_, n) =>
@@ -105,6 +109,11 @@ export const FEED_SCENARIOS = {
   ),
   "feed-round-dense": Array.from({ length: FEEDS_PER_ROUND + 2 }, (_, n) => `/feeds/dense/${n}.rss`),
   "feed-round-endless": Array.from({ length: FEEDS_PER_ROUND + 2 }, (_, n) => `/feeds/endless/${n}.rss`),
+  "feed-round-moves": Array.from({ length: FEEDS_PER_ROUND + 2 }, (_, n) => `/feeds/moving/${n + 1}.rss`),
+  "feed-round-moves-endless": Array.from(
+    { length: FEEDS_PER_ROUND + 2 },
+    (_, n) => `/feeds/moving-to-endless/${n + 1}.rss`,
+  ),
 };
 /** The head size of realistic feed n (UTF-8 bytes). */
 const realisticBytes = (n) => (n === 0 ? 64 * KIB : (4 + (n % 4) * 4) * KIB);
@@ -131,6 +140,18 @@ export async function startFeedServer() {
       const [, code, hops, target] = redirect;
       const next = Number(hops) > 1 ? `/redirect/${code}/${Number(hops) - 1}${target}` : target;
       return res.writeHead(Number(code), { Location: `${next}${url.search}` }).end();
+    }
+    const moving = /^\/feeds\/(moving|moving-to-endless)\/(\d+)\.rss$/.exec(path);
+    if (moving) {
+      // A usual head naming its new URL: a usual feed with the same podcast:guid (every realistic head has one), or
+      // a head that never ends.
+      const n = Number(moving[2]);
+      const named = `http://${req.headers.host}/feeds/${moving[1] === "moving" ? "realistic" : "endless"}/${100 + n}.rss`;
+      const head = realisticHead(realisticBytes(n), `Moving ${n}`).replace(
+        "<channel>\n",
+        `<channel>\n    <itunes:new-feed-url>${named}</itunes:new-feed-url>\n`,
+      );
+      return xml(served(path, () => feedOf(head)));
     }
     const realistic = /^\/feeds\/realistic\/(\d+)\.rss$/.exec(path);
     if (realistic) {
@@ -237,9 +258,11 @@ export async function recordFeedRounds({ urls, databases, token, send, log }) {
       const round = roundLine(envelope.lines);
       // Usual heads: FEEDS_PER_ROUND fetched. Hostile ones: as many as the round's parse budget takes (src/feeds/round.ts,
       // HEAD_CHARS_PER_FEED and HEAD_CHARS_PER_ROUND), at least one, the others deferred to the next round.
-      const usual = name === "feed-round";
+      const usual = name === "feed-round" || name === "feed-round-moves";
       const fits = usual
-        ? round?.fetched === FEEDS_PER_ROUND && round?.deferred === 0
+        ? round?.fetched === FEEDS_PER_ROUND &&
+          round?.deferred === 0 &&
+          (name !== "feed-round-moves" || round?.moved > 0)
         : round?.fetched >= 1 && round?.fetched + round?.deferred === FEEDS_PER_ROUND;
       if (!fits || round.failed !== 0) {
         throw new Error(`recording ${name}: the round did not do what it should: ${JSON.stringify(round)}`);
@@ -263,7 +286,7 @@ export async function recordFeedRounds({ urls, databases, token, send, log }) {
         rowsWritten: envelope.use.rowsWritten,
       };
       log(
-        `bench: ${name} recorded: ${round.fetched} fetched, ${round.deferred} deferred; ${runs[name].chunks} body chunks of ${Math.round(runs[name].fetchedBytes / 1024)} KiB; ${envelope.fetches.length} fetches + ${envelope.use.calls} D1 calls`,
+        `bench: ${name} recorded: ${round.fetched} fetched, ${round.deferred} deferred, ${round.moved} moved; ${runs[name].chunks} body chunks of ${Math.round(runs[name].fetchedBytes / 1024)} KiB; ${envelope.fetches.length} fetches + ${envelope.use.calls} D1 calls`,
       );
     }
   } finally {

@@ -1,6 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
+import { forgetAliasStatements, type LearnedMove, learnMoveStatements } from "./feed-aliases";
 import { feeds as f, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import { FEED_URL, storedUrl } from "./url-pieces";
@@ -94,6 +95,9 @@ export interface DueFeed {
   failingSince: number | null;
   /** When it was due: where a feed the round could not finish goes back to. */
   nextFetchAt: number;
+  /** What the last `200` said (a `304` says the same): where the feed says it moved (src/feeds/moves.ts). */
+  podcastGuid: string | null;
+  newFeedUrl: string | null;
 }
 
 /**
@@ -111,7 +115,8 @@ const dueStatement = statement(sql`
     (SELECT ${storedUrl(FEED_URL, "subscriptions")} FROM ${s} INDEXED BY subscriptions_feed_active
       WHERE ${s.urlKey} = ${f.urlKey} AND ${s.unsubscribedAt} IS NULL LIMIT 1) AS url,
     ${f.status} AS status, ${f.etag} AS etag, ${f.lastModified} AS lastModified, ${f.failures} AS failures,
-    ${f.failingSince} AS failingSince, ${f.nextFetchAt} AS nextFetchAt
+    ${f.failingSince} AS failingSince, ${f.nextFetchAt} AS nextFetchAt, ${f.podcastGuid} AS podcastGuid,
+    ${f.newFeedUrl} AS newFeedUrl
   FROM ${f} WHERE ${f.nextFetchAt} <= ${now} ORDER BY ${f.nextFetchAt} LIMIT ${sql.placeholder("limit")}`);
 
 /** The same feeds as `dueStatement` (the same walk of the same index, in the same transaction), claimed. */
@@ -204,10 +209,25 @@ function recordStatement(db: Database, record: FeedRecord, at: number): D1Prepar
   }
 }
 
-/** Writes a round's outcomes for one database in one batch (one round trip, one transaction). */
-export async function recordFeeds(db: Database, records: readonly FeedRecord[], at: number): Promise<void> {
-  if (records.length === 0) return;
-  await call(() => db.batch(records.map((record) => recordStatement(db, record, at))));
+/**
+ * Writes a round's outcomes for one database, and the moves it learned of the feeds it holds, in one batch (one
+ * round trip, one transaction). A forgotten feed takes the aliases nothing names any more with it.
+ */
+export async function recordFeeds(
+  db: Database,
+  records: readonly FeedRecord[],
+  moves: readonly LearnedMove[],
+  at: number,
+): Promise<void> {
+  if (records.length === 0 && moves.length === 0) return;
+  const statements = [
+    ...records.flatMap((record) => [
+      recordStatement(db, record, at),
+      ...(record.kind === "forgotten" ? forgetAliasStatements(db, record.urlKey) : []),
+    ]),
+    ...moves.flatMap((move) => learnMoveStatements(db, move, at)),
+  ];
+  await call(() => db.batch(statements));
 }
 
 /** Every statement this module runs, for the test that proves none scans a table. */

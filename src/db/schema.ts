@@ -301,3 +301,25 @@ export const feeds = sqliteTable(
   },
   (table) => [index("feeds_due").on(table.nextFetchAt)],
 );
+
+/**
+ * The learned moves of feeds (docs/API.md §18, "One podcast across its URLs"): feed URL `url`, whose own answer
+ * moved it (a permanent redirect, or an `<itunes:new-feed-url>` to a live feed of the same podcast), is now
+ * `canonicalUrl`. Written only by the feed round (src/feeds/moves.ts) into each database holding the feed, and
+ * forgotten with the feeds once no active subscription names either URL; read below all API dialects
+ * (`canonicalFeedOf`, src/db/feed-aliases.ts). Kept resolved: no canonical URL has a row of its own, so a lookup is
+ * one primary-key read, never a walk of a chain. `urlKey` is the subscriptions' `url_key` of `url` (a read checks
+ * the URL itself too); `canonicalKey` finds the aliases of a feed that moves on, or is forgotten.
+ */
+export const feedAliases = sqliteTable(
+  "feed_aliases",
+  {
+    urlKey: integer("url_key").primaryKey(),
+    url: text("url").notNull(),
+    canonicalUrl: text("canonical_url").notNull(),
+    canonicalKey: integer("canonical_key").notNull(),
+    /** When the round last learned the move (ms since the epoch). */
+    learnedAt: integer("learned_at").notNull(),
+  },
+  (table) => [index("feed_aliases_canonical").on(table.canonicalKey)],
+);

@@ -44,6 +44,8 @@ export interface FetchSettings {
   timeoutMs: number;
   /** Subrequests this round may still make: each request of a redirect chain takes one. */
   subrequests: { left: number };
+  /** The body bytes this round's fetches have read so far (reading is the round's CPU too). */
+  read?: { bytes: number };
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -59,7 +61,7 @@ function decoderFor(contentType: string | null): TextDecoder {
 }
 
 /** The body's text up to the first item or entry, or its first MAX_HEAD_BYTES; the rest is never read. */
-async function readHead(response: Response): Promise<string> {
+async function readHead(response: Response, read: { bytes: number }): Promise<string> {
   if (!response.body) return "";
   const reader = response.body.getReader();
   const decoder = decoderFor(response.headers.get("content-type"));
@@ -77,6 +79,7 @@ async function readHead(response: Response): Promise<string> {
       }
       const chunk = value.subarray(0, MAX_HEAD_BYTES - bytes);
       bytes += chunk.length;
+      read.bytes += chunk.length;
       const text = decoder.decode(chunk, { stream: true });
       // A tag split across two chunks is found once both are in: the search starts a few characters back.
       const item = FIRST_ITEM.exec(tail + text);
@@ -152,7 +155,7 @@ export async function fetchFeed(url: string, validators: Validators, settings: F
         await response.body?.cancel();
         return { kind: "failed", error: `HTTP ${response.status}` };
       }
-      const head = await readHead(response);
+      const head = await readHead(response, settings.read ?? { bytes: 0 });
       return {
         kind: "feed",
         head,

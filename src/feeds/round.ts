@@ -1,6 +1,8 @@
 import type { Database } from "../db/database";
+import type { LearnedMove } from "../db/feed-aliases";
 import { type DueFeed, dueFeeds, type FeedRecord, recordFeeds } from "../db/feeds";
-import { FETCH_TIMEOUT_MS, type FetchOutcome, fetchFeed } from "./fetch";
+import { FETCH_TIMEOUT_MS, type FetchOutcome, type FetchSettings, fetchFeed, MAX_HEAD_BYTES } from "./fetch";
+import { type FeedAnswer, MoveChain, NEW_FEED_URL_HOPS } from "./moves";
 import { type ChannelFacts, NotAFeedError, parseChannelHead, withShortCdata } from "./parse";
 
 /**
@@ -9,6 +11,10 @@ import { type ChannelFacts, NotAFeedError, parseChannelHead, withShortCdata } fr
  * it, each outcome written back to every database that had the feed, one batch per database. A round stays within
  * the Workers Free plan's 50 subrequests and 10 ms of CPU with the retention job beside it (bench/README.md
  * measures both): at most FEEDS_PER_ROUND URLs, at most FETCHES_PER_ROUND requests counting redirects.
+ *
+ * A round also learns where feeds have moved (src/feeds/moves.ts): the URLs its feeds' answers name as their new
+ * ones are fetched after them, out of the same subrequests, bytes and parse share, and each move learned is written
+ * to every database that holds the feed, in the same batch as its outcome.
  */
 
 export const FEEDS_PER_ROUND = 8;
@@ -28,6 +34,12 @@ const MAX_VALIDATOR = 256;
  * what hostile ones cost (bench/README.md, "The feed round").
  */
 export const HEAD_CHARS_PER_ROUND = 128 * 1024;
+/**
+ * Reading a body is CPU too (decoding, the search for the first item): the URLs named as feeds' new ones are read
+ * only out of what the round's own fetches left of this, at most what FEEDS_PER_ROUND heads of MAX_HEAD_BYTES read
+ * (a round of hostile feeds then reads no more than it did before moves were learned).
+ */
+export const READ_BYTES_PER_ROUND = FEEDS_PER_ROUND * MAX_HEAD_BYTES;
 
 export interface FeedRoundSettings {
   /** `FEED_FETCH=off`: nothing is fetched. */
@@ -44,6 +56,8 @@ export interface FeedRoundSummary {
   gone: number;
   forgotten: number;
   deferred: number;
+  /** Moves learned (src/feeds/moves.ts), each written to every database that holds the feed. */
+  moved: number;
   subrequests: number;
 }
 
@@ -59,25 +73,31 @@ type RoundOutcome =
   | Exclude<FetchOutcome, { kind: "feed" }>
   | ({ kind: "parsed"; facts: ChannelFacts } & Omit<Extract<FetchOutcome, { kind: "feed" }>, "kind" | "head">);
 
+/** What is left of the round's parse share; the round's first head is parsed whatever its length. */
+interface ParseShare {
+  left: number;
+  first: boolean;
+}
+
 /**
  * Parses the heads within the round's share of CPU (HEAD_CHARS_PER_ROUND), shortest first, so that one long head
  * never costs the round its short ones; the first is always parsed, and a head past what is left waits its turn.
  */
-function parseAll(outcomes: readonly FetchOutcome[]): RoundOutcome[] {
+function parseAll(outcomes: readonly FetchOutcome[], share: ParseShare): RoundOutcome[] {
   const parsed: RoundOutcome[] = [...outcomes] as RoundOutcome[];
   // What the parse reads of each head (its long CDATA cut), which is what its CPU is in proportion to.
   const heads = outcomes.flatMap((outcome, n) =>
     outcome.kind === "feed" ? [{ n, outcome, text: withShortCdata(outcome.head) }] : [],
   );
   heads.sort((a, b) => a.text.length - b.text.length);
-  let left = HEAD_CHARS_PER_ROUND;
-  for (const [order, { n, outcome, text }] of heads.entries()) {
+  for (const { n, outcome, text } of heads) {
     const { head: _head, kind: _kind, ...arrival } = outcome;
-    if (order > 0 && text.length > left) {
+    if (!share.first && text.length > share.left) {
       parsed[n] = { kind: "deferred" };
       continue;
     }
-    left -= text.length;
+    share.first = false;
+    share.left -= text.length;
     try {
       parsed[n] = { kind: "parsed", facts: parseChannelHead(text), ...arrival };
     } catch (err) {
@@ -164,6 +184,7 @@ export async function runFeedRound(
     gone: 0,
     forgotten: 0,
     deferred: 0,
+    moved: 0,
     subrequests: 0,
   };
   if (!settings.enabled) return summary;
@@ -196,15 +217,19 @@ export async function runFeedRound(
     summary.deferred++;
   }
   const subrequests = { left: FETCHES_PER_ROUND };
-  const fetchSettings = { ...settings, timeoutMs: FETCH_TIMEOUT_MS, subrequests };
+  const fetchSettings = { ...settings, timeoutMs: FETCH_TIMEOUT_MS, subrequests, read: { bytes: 0 } };
   const fetched = await inTurns(round, FETCHES_AT_ONCE, ([url, holders]) => {
     // Validators only when every database holds the same ones: a 304 answers exactly the copy that was named.
     const [{ etag, lastModified }, ...others] = holders.map(({ feed }) => feed);
     const same = others.every((other) => other.etag === etag && other.lastModified === lastModified);
     return fetchFeed(url, same ? { etag, lastModified } : { etag: null, lastModified: null }, fetchSettings);
   });
+  const share = { left: HEAD_CHARS_PER_ROUND, first: true };
+  const outcomes = parseAll(fetched, share);
+  const answers = new Map(round.map(([url, holders], n) => [url, answerOf(url, outcomes[n], holders[0].feed)]));
+  const moves = await learnMoves(answers, fetchSettings, share);
+  summary.moved = moves.length;
   summary.subrequests += FETCHES_PER_ROUND - subrequests.left;
-  const outcomes = parseAll(fetched);
   round.forEach(([, holders], n) => {
     const kept = holders.map(({ index, feed }) => ({ index, record: recordOf(feed, outcomes[n], at) }));
     const first = kept[0].record;
@@ -214,8 +239,74 @@ export async function runFeedRound(
     else if (first.kind === "failed") summary[first.status === "gone" ? "gone" : "failed"]++;
     for (const { index, record } of kept) records[index].push(record);
   });
-  const written = named.filter((_, index) => records[index].length > 0);
-  await Promise.all(named.map(([, db], index) => recordFeeds(db, records[index], at)));
+  // A move goes to each database that holds the feed that moved (the one whose users it concerns); another database
+  // learns it when it first fetches that feed itself.
+  const movesOf = named.map((): LearnedMove[] => []);
+  for (const move of moves) for (const { index } of byUrl.get(move.from) ?? []) movesOf[index].push(move);
+  const written = named.filter((_, index) => records[index].length > 0 || movesOf[index].length > 0);
+  await Promise.all(named.map(([, db], index) => recordFeeds(db, records[index], movesOf[index], at)));
   summary.subrequests += written.length;
   return summary;
+}
+
+/**
+ * What a feed's outcome says about where it is (src/feeds/moves.ts): a parsed head's, or for a `304` what the last
+ * `200` said (the same document, so the same `new-feed-url` and `podcast:guid`; a named URL is fetched without
+ * validators, so it has no `304`); nothing from a failure.
+ */
+function answerOf(
+  url: string,
+  outcome: RoundOutcome,
+  known: Pick<DueFeed, "podcastGuid" | "newFeedUrl"> | null,
+): FeedAnswer | null {
+  if (outcome.kind === "parsed") {
+    const { finalUrl, permanent, facts } = outcome;
+    return { url, finalUrl, permanent, podcastGuid: facts.podcastGuid, newFeedUrl: facts.newFeedUrl };
+  }
+  if (outcome.kind === "not-modified" && known !== null) {
+    const { finalUrl, permanent } = outcome;
+    return { url, finalUrl, permanent, podcastGuid: known.podcastGuid, newFeedUrl: known.newFeedUrl };
+  }
+  return null;
+}
+
+const NO_VALIDATORS = { etag: null, lastModified: null };
+
+/**
+ * The moves the round's answers (by URL) lead to: each URL they name as their new one fetched (once a round however
+ * many name it, and not at all when the round already fetched it; without validators: its head is what is
+ * checked), read and parsed out of what is left of the round's subrequests, bytes (READ_BYTES_PER_ROUND) and parse
+ * share, hop by hop across all the round's feeds, at most NEW_FEED_URL_HOPS. A URL the round could not fetch or
+ * parse ends its chain where it was, as a failed one does; the next fetch of the feed tries again.
+ */
+async function learnMoves(
+  answers: Map<string, FeedAnswer | null>,
+  settings: FetchSettings & { read: { bytes: number } },
+  share: ParseShare,
+): Promise<LearnedMove[]> {
+  // A named URL is fetched only while a whole head's bytes are left (counting the fetches under way as whole heads).
+  let reserved = 0;
+  const fetchNamed = async (url: string): Promise<FetchOutcome> => {
+    if (READ_BYTES_PER_ROUND - settings.read.bytes - reserved < MAX_HEAD_BYTES) return { kind: "deferred" };
+    reserved += MAX_HEAD_BYTES;
+    try {
+      return await fetchFeed(url, NO_VALIDATORS, settings);
+    } finally {
+      reserved -= MAX_HEAD_BYTES;
+    }
+  };
+  const chains = [...answers.values()].flatMap((answer) => (answer === null ? [] : [new MoveChain(answer)]));
+  for (let hop = 0; hop < NEW_FEED_URL_HOPS; hop++) {
+    const open = chains.filter((chain) => chain.next !== null);
+    if (open.length === 0) break;
+    const named = [...new Set(open.map((chain) => chain.next as string))].filter((url) => !answers.has(url));
+    const fetched = await inTurns(named, FETCHES_AT_ONCE, fetchNamed);
+    const parsed = parseAll(fetched, share);
+    for (const [n, url] of named.entries()) answers.set(url, answerOf(url, parsed[n], null));
+    for (const chain of open) chain.answered(answers.get(chain.next as string) ?? null);
+  }
+  return chains.flatMap((chain) => {
+    const move = chain.move();
+    return move === null ? [] : [move];
+  });
 }

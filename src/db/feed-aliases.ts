@@ -1,0 +1,150 @@
+import { type SQL, sql } from "drizzle-orm";
+import { call, type Database } from "./database";
+import { feedAliases as a, subscriptions as s } from "./schema";
+import { type Statement, statement } from "./statements";
+import { urlKey } from "./url-key";
+
+/**
+ * The learned moves of feeds (docs/API.md §18, "One podcast across its URLs"): which URL a feed is stored under
+ * once its own answer moved it. One rule below all API dialects: every API that takes a feed URL (a subscription,
+ * an episode action's podcast) asks `canonicalFeedOf`, or embeds `canonicalUrlSql` in its own statement (same
+ * round trip). Written only by the feed round (src/feeds/moves.ts decides, `learnMoveStatements` writes).
+ *
+ * The table is kept resolved: no canonical URL has a row of its own. So a lookup is one primary-key read (one
+ * row, whatever the length of the chain of moves behind it), and there is no cycle to walk.
+ */
+
+/**
+ * The URL `url` (whose key, `urlKey(url)`, is `key`) is stored under, as SQL: its canonical URL when it moved,
+ * else itself. One primary-key read; a row whose key another URL shares is not this URL's (the text is compared).
+ */
+export function canonicalUrlSql(url: SQL, key: SQL): SQL {
+  return sql`coalesce((SELECT ${a.canonicalUrl} FROM ${a} WHERE ${a.urlKey} = ${key} AND ${a.url} = ${url}), ${url})`;
+}
+
+/** The key of `canonicalUrlSql`'s URL: the canonical URL's, else `key` itself. */
+function canonicalKeySql(url: SQL, key: SQL): SQL {
+  return sql`coalesce((SELECT ${a.canonicalKey} FROM ${a} WHERE ${a.urlKey} = ${key} AND ${a.url} = ${url}), ${key})`;
+}
+
+/**
+ * Keys per statement: one JSON text parameter each (D1 binds at most 100 parameters, strings of at most 2 MB; a key
+ * takes at most 16 characters), so the 10 000 URLs of a gpodder upload are one statement.
+ */
+export const KEYS_PER_STATEMENT = 10_000;
+
+/**
+ * The aliases among a chunk of keys: each key a primary-key lookup (`CROSS JOIN` keeps the sent keys outside, so
+ * SQLite never walks the table), at most one row per key read and returned.
+ */
+const aliasesStatement = statement(sql`
+  SELECT ${a.url} AS url, ${a.canonicalUrl} AS canonicalUrl
+  FROM json_each(${sql.placeholder("keys")}) AS sent CROSS JOIN ${a} ON ${a.urlKey} = sent.value`);
+
+/**
+ * The URL each of `urls` is stored under, in their order: the canonical URL of a learned move, else the URL itself.
+ * One D1 call (one statement, or one batch of them past KEYS_PER_STATEMENT distinct URLs); D1 counts two rows read
+ * per distinct URL (the sent key and its primary-key probe), whatever the table holds.
+ */
+export async function canonicalFeedOf(db: Database, urls: readonly string[]): Promise<string[]> {
+  const distinct = [...new Set(urls)];
+  if (distinct.length === 0) return [];
+  const chunks: number[][] = [];
+  for (let start = 0; start < distinct.length; start += KEYS_PER_STATEMENT) {
+    chunks.push(distinct.slice(start, start + KEYS_PER_STATEMENT).map(urlKey));
+  }
+  const statements = chunks.map((keys) => aliasesStatement.bind(db, { keys: JSON.stringify(keys) }));
+  const results = await call(() =>
+    statements.length === 1 ? statements[0].all().then((result) => [result]) : db.batch(statements),
+  );
+  const canonical = new Map<string, string>();
+  for (const { results: rows } of results) {
+    for (const row of rows as { url: string; canonicalUrl: string }[]) canonical.set(row.url, row.canonicalUrl);
+  }
+  return urls.map((url) => canonical.get(url) ?? url);
+}
+
+/**
+ * A move the feed round learned: `from` (the URL whose answer moved) is now `to`, or where `to`'s alias leads when
+ * it has one (aliases are kept: `to` answering a feed does not undo what it answered before). When that alias leads
+ * back to `from` (`to` had moved to `from`, and now `from` says it moved to `to`: the publisher moved back), `final`
+ * decides: when `to`'s own answer in the same round named no URL beyond itself, `to`'s alias is dropped and `from`
+ * moves to it; otherwise nothing moves.
+ */
+export interface LearnedMove {
+  from: string;
+  to: string;
+  final: boolean;
+}
+
+const to = sql.placeholder("to");
+const toKey = sql.placeholder("toKey");
+const from = sql.placeholder("from");
+const fromKey = sql.placeholder("fromKey");
+const now = sql.placeholder("now");
+const target = canonicalUrlSql(sql`${to}`, sql`${toKey}`);
+const targetKey = canonicalKeySql(sql`${to}`, sql`${toKey}`);
+
+/** A move back: `to`, which had moved to `from`, answers as itself; it is canonical again (and has no row). */
+const dropTargetAliasStatement = statement(sql`
+  DELETE FROM ${a} WHERE ${a.urlKey} = ${toKey} AND ${a.url} = ${to} AND ${sql.placeholder("final")}
+    AND ${a.canonicalKey} = ${fromKey} AND ${a.canonicalUrl} = ${from}`);
+/** The URLs that had moved to `from` move on with it (the table stays resolved). */
+const moveAliasesOnStatement = statement(sql`
+  UPDATE ${a} SET canonical_url = ${target}, canonical_key = ${targetKey}, learned_at = ${now}
+  WHERE ${a.canonicalKey} = ${fromKey} AND ${a.canonicalUrl} = ${from} AND ${target} <> ${from}`);
+/**
+ * `from`'s alias, made or moved. A key another URL already holds keeps its row (the first URL keeps it): a URL
+ * made to collide with a popular feed's key cannot take that feed's alias away.
+ */
+const aliasStatement = statement(sql`
+  INSERT INTO ${a} (url_key, url, canonical_url, canonical_key, learned_at)
+  SELECT ${fromKey}, ${from}, target.url, target.url_key, ${now}
+  FROM (SELECT ${target} AS url, ${targetKey} AS url_key) AS target
+  WHERE target.url <> ${from}
+  ON CONFLICT (url_key) DO UPDATE SET canonical_url = excluded.canonical_url, canonical_key = excluded.canonical_key,
+    learned_at = excluded.learned_at
+  WHERE ${a.url} = excluded.url`);
+
+/** The statements that store `move` (in this order, in one batch: the table is resolved before and after). */
+export function learnMoveStatements(db: Database, move: LearnedMove, at: number): D1PreparedStatement[] {
+  const values = {
+    from: move.from,
+    fromKey: urlKey(move.from),
+    to: move.to,
+    toKey: urlKey(move.to),
+    final: move.final ? 1 : 0,
+    now: at,
+  };
+  return [dropTargetAliasStatement, moveAliasesOnStatement, aliasStatement].map((each) => each.bind(db, values));
+}
+
+/** Whether an active subscription of any user names the key (the feed round's index: a key shared errs to yes). */
+const named = (key: SQL) =>
+  sql`EXISTS (SELECT 1 FROM ${s} INDEXED BY subscriptions_feed_active WHERE ${s.urlKey} = ${key} AND ${s.unsubscribedAt} IS NULL)`;
+const forgottenKey = sql`${sql.placeholder("urlKey")}`;
+
+/**
+ * When the round forgets a feed no active subscription names (src/db/feeds.ts), the aliases it ends that no one
+ * needs any more go with it: an alias is kept while an active subscription names either of its URLs (a client
+ * may still send the old one), so the table is bounded by what is subscribed, not by every move ever learned.
+ */
+const forgetAliasesToStatement = statement(sql`
+  DELETE FROM ${a} WHERE ${a.canonicalKey} = ${forgottenKey} AND NOT ${named(forgottenKey)} AND NOT ${named(sql`${a.urlKey}`)}`);
+const forgetAliasOfStatement = statement(sql`
+  DELETE FROM ${a} WHERE ${a.urlKey} = ${forgottenKey} AND NOT ${named(forgottenKey)} AND NOT ${named(sql`${a.canonicalKey}`)}`);
+
+/** The statements that forget the aliases of the forgotten feed `urlKey` that nothing names (in its batch). */
+export function forgetAliasStatements(db: Database, urlKey: number): D1PreparedStatement[] {
+  return [forgetAliasesToStatement, forgetAliasOfStatement].map((each) => each.bind(db, { urlKey }));
+}
+
+/** Every statement this module runs, for the test that proves none scans a table. */
+export const allStatements: Record<string, Statement> = {
+  aliases: aliasesStatement,
+  dropTargetAlias: dropTargetAliasStatement,
+  moveAliasesOn: moveAliasesOnStatement,
+  alias: aliasStatement,
+  forgetAliasesTo: forgetAliasesToStatement,
+  forgetAliasOf: forgetAliasOfStatement,
+};
