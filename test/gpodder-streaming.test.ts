@@ -8,7 +8,7 @@ import {
   readEpisodeActions,
   readSubscriptionChanges,
 } from "../src/db/gpodder";
-import { OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
+import { activeFeedPages, activeFeedPagesWithPodcasts, OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
 import { itemsText, type TextPage, type TextPageSize } from "../src/db/text-pages";
 import { toEpisodeAction } from "../src/gpodder/episode-actions";
 import { MAX_FEED_URL_BYTES } from "../src/resources/subscription";
@@ -141,6 +141,31 @@ describe("gpodder GETs written page by page", () => {
     );
     expect(xmlUrls).toEqual(urls);
     expect(opml.endsWith("</body>\n</opml>\n")).toBe(true);
+  });
+
+  it("the lists' and exports' pages cut by their text: every active feed once, in list order, across the seams", async () => {
+    const userId = `gpodder-stream-seams-${crypto.randomUUID()}`;
+    await seedSubscriptions(userId, 40, { unsubscribed: true });
+    // Rows of different sizes (heads only: `activeUrls` reads no piece), so the pages cut at different rows.
+    await seedSubscriptions(userId, 317, { feedUrl: (_guid, index) => hostileUrl(index, 100 + (index % 5) * 150) });
+    const urls = await activeUrls(userId);
+    const db = await databaseFor(userId);
+    const sizes: TextPageSize[] = [
+      { rows: 10_001, min: 1, bytes: 5_000 },
+      { rows: 50, min: 3, bytes: 2_000 },
+      { rows: 1, min: 1, bytes: 1 },
+    ];
+    for (const size of sizes) {
+      for (const pages of [activeFeedPages(db, userId, { size }), activeFeedPagesWithPodcasts(db, userId, { size })]) {
+        const read: string[] = [];
+        for await (const page of pages) {
+          expect(page.length).toBeGreaterThan(0);
+          expect(page.length).toBeLessThanOrEqual(OPML_EXPORT_PAGE_ROWS);
+          read.push(...page.map((row) => row.feedUrl));
+        }
+        expect(read, JSON.stringify(size)).toEqual(urls);
+      }
+    }
   });
 
   it("episode actions since 0 over several pages: every live state once, oldest change first, tombstones skipped", async () => {
