@@ -168,6 +168,31 @@ describe("gpodder GETs written page by page", () => {
     }
   });
 
+  it("subscription changes since 0: the remove list walks the tombstones alone, never the active rows", async () => {
+    const userId = `gpodder-stream-removed-walk-${crypto.randomUUID()}`;
+    const [active, tombstones] = [1000, 30];
+    await seedSubscriptions(userId, tombstones, { unsubscribed: true });
+    await seedSubscriptions(userId, active);
+    const who = await credentials(userId);
+    const path = `/api/2/subscriptions/${who.username}/dev.json?since=0`;
+    await (await get(who, path)).text(); // keys the seeded rows, creates the device, verifies the password
+    const meter = await meteredDatabaseOf(userId);
+    const body = (await (await get(who, path, meter.bindings)).json()) as { add: string[]; remove: string[] };
+    expect([body.add.length, body.remove.length]).toEqual([active, tombstones]);
+    const rowsOf = (sql: string) =>
+      meter.totals.statements.flatMap((statement, i) =>
+        statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
+      );
+    const [removed] = rowsOf(gpodderStatements.removedPage.sql);
+    const [added] = rowsOf(gpodderStatements.addedPage.sql);
+    // Three rows read per tombstone walked (the walk, the running sum's sort and frame) and its URL's lookups
+    // (two searches for an active row with its URL, two for a tombstone before it); the 1 000 active rows none.
+    expect(removed).toBeLessThanOrEqual(7 * tombstones + 2);
+    // The add list: three per row walked, two for the search of its URL's key, and the text written from the head
+    // the walk carried (each kept row read again by its key was one more).
+    expect(added).toBeLessThanOrEqual(5 * (active + tombstones) + 2);
+  });
+
   it("episode actions since 0 over several pages: every live state once, oldest change first, tombstones skipped", async () => {
     const userId = `gpodder-stream-episodes-${crypto.randomUUID()}`;
     await seedSubscriptions(userId, 1, { feedUrl: () => hostileUrl(0, 200, "feed.example") });

@@ -50,13 +50,14 @@ const MAX_QUOTED_URL = 2 * 2048 + 2;
  * A subscription `a` of the user with exactly row `t`'s URL and matching `where` (`whereUnkeyed` for rows from
  * before 0004, which have no url_key: each is walked, its stored head compared first, since the whole text
  * is read from its pieces). `INDEXED BY`: left to itself, SQLite walks the user's primary key instead (every
- * row of the user).
+ * row of the user). The unkeyed rows are searched only in a `frozen` walk: any other walk reads nothing while the
+ * user has such rows left (`unkeyedLeft`), so a search for them would find none, and D1 counts a row read for it.
  */
 function withSameUrl(where: SQL, whereUnkeyed = where): SQL {
   return sql`(
   EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = t.url_key AND ${urlOf("a")} = ${urlOf("t")}
     AND ${where})
-  OR EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL
+  OR ${sql.placeholder("frozen")} AND EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL
     AND a.feed_url = t.feed_url AND ${urlOf("a")} = ${urlOf("t")} AND ${whereUnkeyed}))`;
 }
 
@@ -111,37 +112,42 @@ function namedBefore(kind: SQL): SQL {
  * One page of the user's changes after change number `after` (null: from the start of `since`), each row that
  * names its URL in the list it is read for (`named`: a URL is named by one row only, the first changed in the range
  * of its kind) written as the URL's JSON string. The walk reads the rows' heads and the lookups `named` makes; the
- * text is built for the rows kept, each read again by its key. With the database's clock, the change number the
- * range starts after, and whether unkeyed rows stopped the walk (`unkeyedLeft`).
+ * text is built for the rows kept from the heads the walk carried (at most 800 bytes each: a walk holds at most
+ * ~8 MB of them in SQLite), a long URL's pieces looked up by key: reading each kept row again by its key cost a row
+ * read per row. With the database's clock, the change number the range starts after, and whether unkeyed rows
+ * stopped the walk (`unkeyedLeft`).
  */
-function changesPageStatement(named: SQL): Statement {
+function changesPageStatement(named: SQL, walk: { index: string; where: SQL }): Statement {
   return statement(
     textPageSelect(
       sql`unixepoch() AS now, ${changesFloor} AS floor, ${unkeyedLeft} AS unkeyed`,
-      sql`SELECT t.change_seq AS seq, t.guid AS guid,
+      sql`SELECT t.change_seq AS seq, t.user_id AS user_id, t.guid AS guid, t.feed_url AS feed_url,
       CASE WHEN ${named} THEN ${quotedBytesAtMost(FEED_URL, "t", MAX_QUOTED_URL)} + 1 ELSE 0 END AS size
-    FROM ${s} AS t INDEXED BY subscriptions_changes
-    WHERE t.user_id = ${userId} AND t.change_seq > coalesce(${sql.placeholder("after")}, ${changesFloor})
+    FROM ${s} AS t INDEXED BY ${sql.raw(walk.index)}
+    WHERE t.user_id = ${userId} AND ${walk.where} AND t.change_seq > coalesce(${sql.placeholder("after")}, ${changesFloor})
       AND (${sql.placeholder("frozen")} OR NOT ${unkeyedLeft})
     ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}`,
-      sql`(SELECT json_quote(${urlOf("t")}) FROM ${s} AS t WHERE t.user_id = ${userId} AND t.guid = cut.guid)`,
+      sql`json_quote(${urlOf("cut")})`,
     ),
   );
 }
 
-/** `add`: active rows, each URL once. */
+/** `add`: active rows, each URL once. The walk reads every change of the range (its rows are charged for). */
 const addedPageStatement = changesPageStatement(
   sql`t.unsubscribed_at IS NULL AND NOT ${namedBefore(sql`a.unsubscribed_at IS NULL`)}`,
+  { index: "subscriptions_changes", where: sql`1` },
 );
 
 /**
  * `remove`: tombstones whose URL no active subscription has, each URL once. As before streaming, a tombstone
  * without url_key is not matched against an active row written since 0004 (finding that one by its URL alone
- * would walk every keyed row).
+ * would walk every keyed row). The walk reads the tombstones of the range alone (their partial index, which also
+ * serves the purges): the active rows, which say nothing here, cost no row read.
  */
 const removedPageStatement = changesPageStatement(
   sql`t.unsubscribed_at IS NOT NULL AND NOT ${withSameUrl(sql`a.unsubscribed_at IS NULL`)}
     AND NOT ${namedBefore(sql`a.unsubscribed_at IS NOT NULL`)}`,
+  { index: "subscriptions_tombstones", where: sql`t.unsubscribed_at IS NOT NULL` },
 );
 
 type ChangesPageRow = TextPageRow & { now: number; floor: number; unkeyed: number };
