@@ -193,6 +193,32 @@ describe("gpodder GETs written page by page", () => {
     expect(added).toBeLessThanOrEqual(5 * (active + tombstones) + 2);
   });
 
+  it("episode actions since 0: each kept state's text is written from the row the walk read, not read again", async () => {
+    const userId = `gpodder-stream-actions-rows-${crypto.randomUUID()}`;
+    await seedSubscriptions(userId, 1, { feedUrl: () => "https://feed.example/rows.xml" });
+    const { guid } = (await (
+      await databaseFor(userId)
+    )
+      .prepare("SELECT guid FROM subscriptions WHERE user_id = ?")
+      .bind(userId)
+      .first()) as { guid: string };
+    const count = 1000;
+    await seedEpisodes(userId, guid, count, (i) => `https://cdn.example/${i}.mp3`);
+    const who = await credentials(userId);
+    const path = `/api/2/episodes/${who.username}.json?since=0`;
+    await (await get(who, path)).text(); // verifies the password
+    const meter = await meteredDatabaseOf(userId);
+    const body = (await (await get(who, path, meter.bindings)).json()) as { actions: unknown[] };
+    const live = count - Math.floor(count / 7);
+    expect(body.actions).toHaveLength(live);
+    const [page] = meter.totals.statements.flatMap((statement, i) =>
+      statement.sql === gpodderStatements.episodeChangesPage.sql ? [meter.totals.rowsReadPerStatement[i]] : [],
+    );
+    // Per state walked: the row, the running sum's sort and frame; per live state, its feed's head for its size and
+    // again for its text (reading the state again by its key was one more).
+    expect(page).toBeLessThanOrEqual(3 * count + 2 * live + 2);
+  });
+
   it("episode actions since 0 over several pages: every live state once, oldest change first, tombstones skipped", async () => {
     const userId = `gpodder-stream-episodes-${crypto.randomUUID()}`;
     await seedSubscriptions(userId, 1, { feedUrl: () => hostileUrl(0, 200, "feed.example") });

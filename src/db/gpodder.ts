@@ -568,27 +568,28 @@ export type EpisodeState = Omit<StoredEpisode, "id" | "feedGuid">;
 const tellsSomething = sql`(t.played OR (t.position > 0 AND t.duration IS NOT NULL) OR t.played_changed_at IS NOT NULL)`;
 
 /**
- * The action that tells a gpodder client the state of episode row `t`, as `toEpisodeAction` (gpodder/episode-actions.ts)
+ * The action that tells a gpodder client the state of episode row `row`, as `toEpisodeAction` (gpodder/episode-actions.ts)
  * writes it, member for member (docs/API.md §14, the replay mapping included), after `podcast`, its feed's URL as a
  * JSON string; NULL when there is nothing to tell (a feed the user never subscribed to, a state with neither a
  * position nor a played mark).
  */
-const actionText = (podcast: SQL) => {
-  const time = sql`strftime('%Y-%m-%dT%H:%M:%S', max(coalesce(t.position_changed_at, 0), coalesce(t.played_changed_at, 0)) / 1000, 'unixepoch')`;
-  const itemGuid = storedUrl(ITEM_GUID, "t");
-  const head = sql`'{"podcast":' || ${podcast} || ',"episode":' || json_quote(${storedUrl(MEDIA_URL, "t")})
-    || CASE WHEN t.item_guid IS NULL THEN '' ELSE ',"guid":' || json_quote(${itemGuid}) END
+const actionText = (podcast: SQL, row: string) => {
+  const r = sql.raw(row);
+  const time = sql`strftime('%Y-%m-%dT%H:%M:%S', max(coalesce(${r}.position_changed_at, 0), coalesce(${r}.played_changed_at, 0)) / 1000, 'unixepoch')`;
+  const itemGuid = storedUrl(ITEM_GUID, row);
+  const head = sql`'{"podcast":' || ${podcast} || ',"episode":' || json_quote(${storedUrl(MEDIA_URL, row)})
+    || CASE WHEN ${r}.item_guid IS NULL THEN '' ELSE ',"guid":' || json_quote(${itemGuid}) END
     || ',"timestamp":"' || ${time} || '"'`;
   const play = (started: SQL, position: SQL) =>
-    sql`',"action":"play","started":' || ${started} || ',"position":' || ${position} || ',"total":' || t.duration || '}'`;
-  const replaying = sql`t.position_changed_at IS NOT NULL
-    AND (t.played_changed_at IS NULL OR t.position_changed_at > t.played_changed_at) AND t.position < t.duration`;
+    sql`',"action":"play","started":' || ${started} || ',"position":' || ${position} || ',"total":' || ${r}.duration || '}'`;
+  const replaying = sql`${r}.position_changed_at IS NOT NULL
+    AND (${r}.played_changed_at IS NULL OR ${r}.position_changed_at > ${r}.played_changed_at) AND ${r}.position < ${r}.duration`;
   return sql`${head} || CASE
-    WHEN t.played AND t.duration IS NULL THEN ',"action":"play"}'
-    WHEN t.played AND ${replaying} THEN ${play(sql`0`, sql`t.position`)}
-    WHEN t.played THEN ${play(sql`t.duration`, sql`t.duration`)}
-    WHEN t.position > 0 AND t.duration IS NOT NULL THEN ${play(sql`0`, sql`t.position`)}
-    WHEN t.played_changed_at IS NOT NULL THEN ',"action":"new"}'
+    WHEN ${r}.played AND ${r}.duration IS NULL THEN ',"action":"play"}'
+    WHEN ${r}.played AND ${replaying} THEN ${play(sql`0`, sql`${r}.position`)}
+    WHEN ${r}.played THEN ${play(sql`${r}.duration`, sql`${r}.duration`)}
+    WHEN ${r}.position > 0 AND ${r}.duration IS NOT NULL THEN ${play(sql`0`, sql`${r}.position`)}
+    WHEN ${r}.played_changed_at IS NOT NULL THEN ',"action":"new"}'
   END`;
 };
 
@@ -599,28 +600,45 @@ const MAX_QUOTED_GUID = 2 * 1024 + 2;
  */
 const ACTION_REST_BYTES = 150;
 
+/** The columns of an episode row its action's text is written from (`actionText`), carried by the walk. */
+const ACTION_COLUMNS = [
+  "user_id",
+  "id",
+  "feed_guid",
+  "media_url",
+  "item_guid",
+  "position",
+  "duration",
+  "played",
+  "position_changed_at",
+  "played_changed_at",
+];
+
 /**
  * A page of the user's episode states (rows `t` of `from` where `where`) in change order after change number
  * `after`, each written as its action's text (`actionText`). The walk reads the rows and their feeds' heads only
  * (tombstones, and states of feeds the user never subscribed to, are walked and told nothing: a page reads what it
- * walks, however many of them lie in between); the text is built for the rows kept, each read again by its key with
- * its feed. With the database's clock.
+ * walks, however many of them lie in between); the text is built for the rows kept from the columns the walk
+ * carried (`ACTION_COLUMNS`, the URLs' heads of at most 800 bytes: a walk of 12 500 holds ~10 MB of them in SQLite),
+ * with its feed looked up again (carrying its head too did not help: SQLite copies the lookup into each use):
+ * reading each kept row again by its key cost a row read per action. With the database's clock.
  */
 function actionsPageStatement(from: SQL, where: SQL): Statement {
-  const feedUrlOf = (value: SQL) =>
-    sql`(SELECT ${value} FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = t.feed_guid)`;
+  const columns = (row: string) => sql.raw(ACTION_COLUMNS.map((column) => `${row}.${column} AS ${column}`).join(", "));
+  const feedUrlOf = (value: SQL, row = "t") =>
+    sql`(SELECT ${value} FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = ${sql.raw(row)}.feed_guid)`;
   const own = sql`${quotedBytesAtMost(MEDIA_URL, "t", MAX_QUOTED_URL)} + ${quotedBytesAtMost(ITEM_GUID, "t", MAX_QUOTED_GUID)}
     + ${sql.raw(String(ACTION_REST_BYTES))}`;
   return statement(
     textPageSelect(
       sql`unixepoch() AS now`,
-      sql`SELECT t.change_seq AS seq, t.id AS id,
+      sql`SELECT t.change_seq AS seq, ${columns("t")},
       CASE WHEN t.deleted_at IS NULL AND ${tellsSomething}
         THEN coalesce(${own} + ${feedUrlOf(quotedBytesAtMost(FEED_URL, "f", MAX_QUOTED_URL))}, 0) ELSE 0 END AS size
     FROM ${from} WHERE ${where}
     ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}`,
-      sql`(SELECT ${actionText(feedUrlOf(sql`json_quote(${urlOf("f")})`))} FROM ${e} AS t
-        WHERE t.user_id = ${userId} AND t.id = cut.id)`,
+      sql`(SELECT ${actionText(feedUrlOf(sql`json_quote(${urlOf("f")})`, "carried"), "carried")}
+        FROM (SELECT ${columns("cut")}) AS carried)`,
     ),
   );
 }
