@@ -119,6 +119,9 @@ function nextLimit(page: ExportPageRow, limit: number, size: TextPageSize): numb
   return Math.min(size.rows, Math.max(size.min, fitting));
 }
 
+/** Rows handed on at once, and the rows their D1 page walked for them (what the simple API's lists are charged). */
+export type ExportSlice<Row> = Row[] & { walked: number };
+
 /** Statements to run in the same batch as the first page (a request's credential guard and path device). */
 export interface FirstPageBatch {
   statements: D1PreparedStatement[];
@@ -131,7 +134,7 @@ async function* pagesOf(
   user: string,
   query: Statement,
   options: { size?: TextPageSize; first?: FirstPageBatch },
-): AsyncGenerator<ExportPodcastRow[], void, undefined> {
+): AsyncGenerator<ExportSlice<ExportPodcastRow>, void, undefined> {
   const size = options.size ?? EXPORT_PAGES;
   const bound = (after: ExportCursor, limit: number) =>
     query.bind(db, {
@@ -157,7 +160,13 @@ async function* pagesOf(
   }
   for (;;) {
     const rows = rowsOf(page);
-    for (let i = 0; i < rows.length; i += OPML_EXPORT_PAGE_ROWS) yield rows.slice(i, i + OPML_EXPORT_PAGE_ROWS);
+    // The rows walked past the cut (walked again by the next page) go with the page's first slice.
+    let walkedBeyond = page.walked - rows.length;
+    for (let i = 0; i < rows.length; i += OPML_EXPORT_PAGE_ROWS) {
+      const slice = rows.slice(i, i + OPML_EXPORT_PAGE_ROWS);
+      yield Object.assign(slice, { walked: slice.length + walkedBeyond });
+      walkedBeyond = 0;
+    }
     limit = nextLimit(page, limit, size);
     if (limit === undefined || rows.length === 0) return;
     const last = rows[rows.length - 1];
@@ -176,7 +185,7 @@ export function activeFeedPages(
   db: Database,
   user: string,
   options: { size?: TextPageSize; first?: FirstPageBatch } = {},
-): AsyncGenerator<ExportRow[], void, undefined> {
+): AsyncGenerator<ExportSlice<ExportRow>, void, undefined> {
   return pagesOf(db, user, exportPageStatement, options);
 }
 
@@ -185,7 +194,7 @@ export function activeFeedPagesWithPodcasts(
   db: Database,
   user: string,
   options: { size?: TextPageSize; first?: FirstPageBatch } = {},
-): AsyncGenerator<ExportPodcastRow[], void, undefined> {
+): AsyncGenerator<ExportSlice<ExportPodcastRow>, void, undefined> {
   return pagesOf(db, user, exportWithPodcastsPageStatement, options);
 }
 

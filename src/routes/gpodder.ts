@@ -4,7 +4,7 @@ import { verifiedCredentials } from "../auth/verified-credentials";
 import { credentialGuard, endSession, runGuarded } from "../db/app-passwords";
 import { listDeviceIds, listDevices, pathDeviceStatements, runNamingDevice, saveDevice } from "../db/devices";
 import type { NamedDevice } from "../db/gpodder";
-import { activeFeedPages, activeFeedPagesWithPodcasts } from "../db/opml";
+import { activeFeedPages, activeFeedPagesWithPodcasts, type ExportSlice } from "../db/opml";
 import type { AppEnv } from "../env";
 import { checkCaption, deviceLimitReached, pathDevice, rememberDevice, withPathDevice } from "../gpodder/devices";
 import {
@@ -65,8 +65,8 @@ async function simpleList(
     statements: [credentialGuard(db, caller), ...pathDeviceStatements(db, userId, device.id, device.at)],
     run: (batch: () => Promise<void>) => runGuarded(() => runNamingDevice(batch), caller),
   };
-  const read = async <T>(pages: AsyncGenerator<T, void, undefined>) => {
-    const charges = charged(c, pages, (page) => (page as unknown[]).length);
+  const read = async <T>(pages: AsyncGenerator<ExportSlice<T>, void, undefined>) => {
+    const charges = charged(c, pages, (page) => page.walked);
     return withFirst(await withPathDevice(c, device, () => charges.next()), charges);
   };
   if (format === "opml") {
