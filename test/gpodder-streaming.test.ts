@@ -8,7 +8,7 @@ import {
   readEpisodeActions,
   readSubscriptionChanges,
 } from "../src/db/gpodder";
-import { OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
+import { activeFeedPages, activeFeedPagesWithPodcasts, OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
 import { itemsText, type TextPage, type TextPageSize } from "../src/db/text-pages";
 import { toEpisodeAction } from "../src/gpodder/episode-actions";
 import { MAX_FEED_URL_BYTES } from "../src/resources/subscription";
@@ -141,6 +141,87 @@ describe("gpodder GETs written page by page", () => {
     );
     expect(xmlUrls).toEqual(urls);
     expect(opml.endsWith("</body>\n</opml>\n")).toBe(true);
+  });
+
+  it("the lists' and exports' pages cut by their text: every active feed once, in list order, across the seams", async () => {
+    const userId = `gpodder-stream-seams-${crypto.randomUUID()}`;
+    await seedSubscriptions(userId, 40, { unsubscribed: true });
+    // Rows of different sizes (heads only: `activeUrls` reads no piece), so the pages cut at different rows.
+    await seedSubscriptions(userId, 317, { feedUrl: (_guid, index) => hostileUrl(index, 100 + (index % 5) * 150) });
+    const urls = await activeUrls(userId);
+    const db = await databaseFor(userId);
+    const sizes: TextPageSize[] = [
+      { rows: 10_001, min: 1, bytes: 5_000 },
+      { rows: 50, min: 3, bytes: 2_000 },
+      { rows: 1, min: 1, bytes: 1 },
+    ];
+    for (const size of sizes) {
+      for (const pages of [activeFeedPages(db, userId, { size }), activeFeedPagesWithPodcasts(db, userId, { size })]) {
+        const read: string[] = [];
+        let walked = 0;
+        for await (const page of pages) {
+          expect(page.length).toBeGreaterThan(0);
+          expect(page.length).toBeLessThanOrEqual(OPML_EXPORT_PAGE_ROWS);
+          read.push(...page.map((row) => row.feedUrl));
+          walked += page.walked;
+        }
+        expect(read, JSON.stringify(size)).toEqual(urls);
+        // What the lists are charged: every row walked, those past a cut too (the first page walks the account).
+        if (size.rows > urls.length) expect(walked).toBeGreaterThan(2 * urls.length - 20);
+        else expect(walked).toBeGreaterThanOrEqual(urls.length);
+      }
+    }
+  });
+
+  it("subscription changes since 0: the remove list walks the tombstones alone, never the active rows", async () => {
+    const userId = `gpodder-stream-removed-walk-${crypto.randomUUID()}`;
+    const [active, tombstones] = [1000, 30];
+    await seedSubscriptions(userId, tombstones, { unsubscribed: true });
+    await seedSubscriptions(userId, active);
+    const who = await credentials(userId);
+    const path = `/api/2/subscriptions/${who.username}/dev.json?since=0`;
+    await (await get(who, path)).text(); // keys the seeded rows, creates the device, verifies the password
+    const meter = await meteredDatabaseOf(userId);
+    const body = (await (await get(who, path, meter.bindings)).json()) as { add: string[]; remove: string[] };
+    expect([body.add.length, body.remove.length]).toEqual([active, tombstones]);
+    const rowsOf = (sql: string) =>
+      meter.totals.statements.flatMap((statement, i) =>
+        statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
+      );
+    const [removed] = rowsOf(gpodderStatements.removedPage.sql);
+    const [added] = rowsOf(gpodderStatements.addedPage.sql);
+    // Three rows read per tombstone walked (the walk, the running sum's sort and frame) and its URL's lookups
+    // (two searches for an active row with its URL, two for a tombstone before it); the 1 000 active rows none.
+    expect(removed).toBeLessThanOrEqual(7 * tombstones + 2);
+    // The add list: three per row walked, two for the search of its URL's key, and the text written from the head
+    // the walk carried (each kept row read again by its key was one more).
+    expect(added).toBeLessThanOrEqual(5 * (active + tombstones) + 2);
+  });
+
+  it("episode actions since 0: each kept state's text is written from the row the walk read, not read again", async () => {
+    const userId = `gpodder-stream-actions-rows-${crypto.randomUUID()}`;
+    await seedSubscriptions(userId, 1, { feedUrl: () => "https://feed.example/rows.xml" });
+    const { guid } = (await (
+      await databaseFor(userId)
+    )
+      .prepare("SELECT guid FROM subscriptions WHERE user_id = ?")
+      .bind(userId)
+      .first()) as { guid: string };
+    const count = 1000;
+    await seedEpisodes(userId, guid, count, (i) => `https://cdn.example/${i}.mp3`);
+    const who = await credentials(userId);
+    const path = `/api/2/episodes/${who.username}.json?since=0`;
+    await (await get(who, path)).text(); // verifies the password
+    const meter = await meteredDatabaseOf(userId);
+    const body = (await (await get(who, path, meter.bindings)).json()) as { actions: unknown[] };
+    const live = count - Math.floor(count / 7);
+    expect(body.actions).toHaveLength(live);
+    const [page] = meter.totals.statements.flatMap((statement, i) =>
+      statement.sql === gpodderStatements.episodeChangesPage.sql ? [meter.totals.rowsReadPerStatement[i]] : [],
+    );
+    // Per state walked: the row, the running sum's sort and frame; per live state, its feed's head for its size and
+    // again for its text (reading the state again by its key was one more).
+    expect(page).toBeLessThanOrEqual(3 * count + 2 * live + 2);
   });
 
   it("episode actions since 0 over several pages: every live state once, oldest change first, tombstones skipped", async () => {

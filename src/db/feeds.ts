@@ -48,6 +48,16 @@ export function podcastJson(row: string): SQL {
 FROM ${f} WHERE ${f.urlKey} = ${at("url_key")} AND ${f.url} = ${storedUrl(FEED_URL, row)})`;
 }
 
+/**
+ * What names the podcast of subscription row `row` in an OPML outline (docs/API.md §18): `[title, siteUrl]` as a JSON
+ * array's text, found as `podcastJson` finds the podcast; null when the service knows nothing of the URL yet.
+ */
+export function podcastNameJson(row: string): SQL {
+  const at = (name: string) => sql.raw(`"${row}"."${name}"`);
+  return sql`(SELECT json_array(${f.title}, ${f.siteUrl})
+FROM ${f} WHERE ${f.urlKey} = ${at("url_key")} AND ${f.url} = ${storedUrl(FEED_URL, row)})`;
+}
+
 /** What the service shows of a feed it knows nothing of yet. */
 export const PENDING_PODCAST: Podcast = {
   title: null,

@@ -50,13 +50,14 @@ const MAX_QUOTED_URL = 2 * 2048 + 2;
  * A subscription `a` of the user with exactly row `t`'s URL and matching `where` (`whereUnkeyed` for rows from
  * before 0004, which have no url_key: each is walked, its stored head compared first, since the whole text
  * is read from its pieces). `INDEXED BY`: left to itself, SQLite walks the user's primary key instead (every
- * row of the user).
+ * row of the user). The unkeyed rows are searched only in a `frozen` walk: any other walk reads nothing while the
+ * user has such rows left (`unkeyedLeft`), so a search for them would find none, and D1 counts a row read for it.
  */
 function withSameUrl(where: SQL, whereUnkeyed = where): SQL {
   return sql`(
   EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = t.url_key AND ${urlOf("a")} = ${urlOf("t")}
     AND ${where})
-  OR EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL
+  OR ${sql.placeholder("frozen")} AND EXISTS (SELECT 1 FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL
     AND a.feed_url = t.feed_url AND ${urlOf("a")} = ${urlOf("t")} AND ${whereUnkeyed}))`;
 }
 
@@ -111,37 +112,42 @@ function namedBefore(kind: SQL): SQL {
  * One page of the user's changes after change number `after` (null: from the start of `since`), each row that
  * names its URL in the list it is read for (`named`: a URL is named by one row only, the first changed in the range
  * of its kind) written as the URL's JSON string. The walk reads the rows' heads and the lookups `named` makes; the
- * text is built for the rows kept, each read again by its key. With the database's clock, the change number the
- * range starts after, and whether unkeyed rows stopped the walk (`unkeyedLeft`).
+ * text is built for the rows kept from the heads the walk carried (at most 800 bytes each: a walk holds at most
+ * ~8 MB of them in SQLite), a long URL's pieces looked up by key: reading each kept row again by its key cost a row
+ * read per row. With the database's clock, the change number the range starts after, and whether unkeyed rows
+ * stopped the walk (`unkeyedLeft`).
  */
-function changesPageStatement(named: SQL): Statement {
+function changesPageStatement(named: SQL, walk: { index: string; where: SQL }): Statement {
   return statement(
     textPageSelect(
       sql`unixepoch() AS now, ${changesFloor} AS floor, ${unkeyedLeft} AS unkeyed`,
-      sql`SELECT t.change_seq AS seq, t.guid AS guid,
+      sql`SELECT t.change_seq AS seq, t.user_id AS user_id, t.guid AS guid, t.feed_url AS feed_url,
       CASE WHEN ${named} THEN ${quotedBytesAtMost(FEED_URL, "t", MAX_QUOTED_URL)} + 1 ELSE 0 END AS size
-    FROM ${s} AS t INDEXED BY subscriptions_changes
-    WHERE t.user_id = ${userId} AND t.change_seq > coalesce(${sql.placeholder("after")}, ${changesFloor})
+    FROM ${s} AS t INDEXED BY ${sql.raw(walk.index)}
+    WHERE t.user_id = ${userId} AND ${walk.where} AND t.change_seq > coalesce(${sql.placeholder("after")}, ${changesFloor})
       AND (${sql.placeholder("frozen")} OR NOT ${unkeyedLeft})
     ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}`,
-      sql`(SELECT json_quote(${urlOf("t")}) FROM ${s} AS t WHERE t.user_id = ${userId} AND t.guid = cut.guid)`,
+      sql`json_quote(${urlOf("cut")})`,
     ),
   );
 }
 
-/** `add`: active rows, each URL once. */
+/** `add`: active rows, each URL once. The walk reads every change of the range (its rows are charged for). */
 const addedPageStatement = changesPageStatement(
   sql`t.unsubscribed_at IS NULL AND NOT ${namedBefore(sql`a.unsubscribed_at IS NULL`)}`,
+  { index: "subscriptions_changes", where: sql`1` },
 );
 
 /**
  * `remove`: tombstones whose URL no active subscription has, each URL once. As before streaming, a tombstone
  * without url_key is not matched against an active row written since 0004 (finding that one by its URL alone
- * would walk every keyed row).
+ * would walk every keyed row). The walk reads the tombstones of the range alone (their partial index, which also
+ * serves the purges): the active rows, which say nothing here, cost no row read.
  */
 const removedPageStatement = changesPageStatement(
   sql`t.unsubscribed_at IS NOT NULL AND NOT ${withSameUrl(sql`a.unsubscribed_at IS NULL`)}
     AND NOT ${namedBefore(sql`a.unsubscribed_at IS NOT NULL`)}`,
+  { index: "subscriptions_tombstones", where: sql`t.unsubscribed_at IS NOT NULL` },
 );
 
 type ChangesPageRow = TextPageRow & { now: number; floor: number; unkeyed: number };
@@ -562,27 +568,28 @@ export type EpisodeState = Omit<StoredEpisode, "id" | "feedGuid">;
 const tellsSomething = sql`(t.played OR (t.position > 0 AND t.duration IS NOT NULL) OR t.played_changed_at IS NOT NULL)`;
 
 /**
- * The action that tells a gpodder client the state of episode row `t`, as `toEpisodeAction` (gpodder/episode-actions.ts)
+ * The action that tells a gpodder client the state of episode row `row`, as `toEpisodeAction` (gpodder/episode-actions.ts)
  * writes it, member for member (docs/API.md §14, the replay mapping included), after `podcast`, its feed's URL as a
  * JSON string; NULL when there is nothing to tell (a feed the user never subscribed to, a state with neither a
  * position nor a played mark).
  */
-const actionText = (podcast: SQL) => {
-  const time = sql`strftime('%Y-%m-%dT%H:%M:%S', max(coalesce(t.position_changed_at, 0), coalesce(t.played_changed_at, 0)) / 1000, 'unixepoch')`;
-  const itemGuid = storedUrl(ITEM_GUID, "t");
-  const head = sql`'{"podcast":' || ${podcast} || ',"episode":' || json_quote(${storedUrl(MEDIA_URL, "t")})
-    || CASE WHEN t.item_guid IS NULL THEN '' ELSE ',"guid":' || json_quote(${itemGuid}) END
+const actionText = (podcast: SQL, row: string) => {
+  const r = sql.raw(row);
+  const time = sql`strftime('%Y-%m-%dT%H:%M:%S', max(coalesce(${r}.position_changed_at, 0), coalesce(${r}.played_changed_at, 0)) / 1000, 'unixepoch')`;
+  const itemGuid = storedUrl(ITEM_GUID, row);
+  const head = sql`'{"podcast":' || ${podcast} || ',"episode":' || json_quote(${storedUrl(MEDIA_URL, row)})
+    || CASE WHEN ${r}.item_guid IS NULL THEN '' ELSE ',"guid":' || json_quote(${itemGuid}) END
     || ',"timestamp":"' || ${time} || '"'`;
   const play = (started: SQL, position: SQL) =>
-    sql`',"action":"play","started":' || ${started} || ',"position":' || ${position} || ',"total":' || t.duration || '}'`;
-  const replaying = sql`t.position_changed_at IS NOT NULL
-    AND (t.played_changed_at IS NULL OR t.position_changed_at > t.played_changed_at) AND t.position < t.duration`;
+    sql`',"action":"play","started":' || ${started} || ',"position":' || ${position} || ',"total":' || ${r}.duration || '}'`;
+  const replaying = sql`${r}.position_changed_at IS NOT NULL
+    AND (${r}.played_changed_at IS NULL OR ${r}.position_changed_at > ${r}.played_changed_at) AND ${r}.position < ${r}.duration`;
   return sql`${head} || CASE
-    WHEN t.played AND t.duration IS NULL THEN ',"action":"play"}'
-    WHEN t.played AND ${replaying} THEN ${play(sql`0`, sql`t.position`)}
-    WHEN t.played THEN ${play(sql`t.duration`, sql`t.duration`)}
-    WHEN t.position > 0 AND t.duration IS NOT NULL THEN ${play(sql`0`, sql`t.position`)}
-    WHEN t.played_changed_at IS NOT NULL THEN ',"action":"new"}'
+    WHEN ${r}.played AND ${r}.duration IS NULL THEN ',"action":"play"}'
+    WHEN ${r}.played AND ${replaying} THEN ${play(sql`0`, sql`${r}.position`)}
+    WHEN ${r}.played THEN ${play(sql`${r}.duration`, sql`${r}.duration`)}
+    WHEN ${r}.position > 0 AND ${r}.duration IS NOT NULL THEN ${play(sql`0`, sql`${r}.position`)}
+    WHEN ${r}.played_changed_at IS NOT NULL THEN ',"action":"new"}'
   END`;
 };
 
@@ -593,28 +600,45 @@ const MAX_QUOTED_GUID = 2 * 1024 + 2;
  */
 const ACTION_REST_BYTES = 150;
 
+/** The columns of an episode row its action's text is written from (`actionText`), carried by the walk. */
+const ACTION_COLUMNS = [
+  "user_id",
+  "id",
+  "feed_guid",
+  "media_url",
+  "item_guid",
+  "position",
+  "duration",
+  "played",
+  "position_changed_at",
+  "played_changed_at",
+];
+
 /**
  * A page of the user's episode states (rows `t` of `from` where `where`) in change order after change number
  * `after`, each written as its action's text (`actionText`). The walk reads the rows and their feeds' heads only
  * (tombstones, and states of feeds the user never subscribed to, are walked and told nothing: a page reads what it
- * walks, however many of them lie in between); the text is built for the rows kept, each read again by its key with
- * its feed. With the database's clock.
+ * walks, however many of them lie in between); the text is built for the rows kept from the columns the walk
+ * carried (`ACTION_COLUMNS`, the URLs' heads of at most 800 bytes: a walk of 12 500 holds ~10 MB of them in SQLite),
+ * with its feed looked up again (carrying its head too did not help: SQLite copies the lookup into each use):
+ * reading each kept row again by its key cost a row read per action. With the database's clock.
  */
 function actionsPageStatement(from: SQL, where: SQL): Statement {
-  const feedUrlOf = (value: SQL) =>
-    sql`(SELECT ${value} FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = t.feed_guid)`;
+  const columns = (row: string) => sql.raw(ACTION_COLUMNS.map((column) => `${row}.${column} AS ${column}`).join(", "));
+  const feedUrlOf = (value: SQL, row = "t") =>
+    sql`(SELECT ${value} FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = ${sql.raw(row)}.feed_guid)`;
   const own = sql`${quotedBytesAtMost(MEDIA_URL, "t", MAX_QUOTED_URL)} + ${quotedBytesAtMost(ITEM_GUID, "t", MAX_QUOTED_GUID)}
     + ${sql.raw(String(ACTION_REST_BYTES))}`;
   return statement(
     textPageSelect(
       sql`unixepoch() AS now`,
-      sql`SELECT t.change_seq AS seq, t.id AS id,
+      sql`SELECT t.change_seq AS seq, ${columns("t")},
       CASE WHEN t.deleted_at IS NULL AND ${tellsSomething}
         THEN coalesce(${own} + ${feedUrlOf(quotedBytesAtMost(FEED_URL, "f", MAX_QUOTED_URL))}, 0) ELSE 0 END AS size
     FROM ${from} WHERE ${where}
     ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}`,
-      sql`(SELECT ${actionText(feedUrlOf(sql`json_quote(${urlOf("f")})`))} FROM ${e} AS t
-        WHERE t.user_id = ${userId} AND t.id = cut.id)`,
+      sql`(SELECT ${actionText(feedUrlOf(sql`json_quote(${urlOf("f")})`, "carried"), "carried")}
+        FROM (SELECT ${columns("cut")}) AS carried)`,
     ),
   );
 }

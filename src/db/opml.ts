@@ -1,18 +1,28 @@
 import { sql } from "drizzle-orm";
 import { call, type Database } from "./database";
-import { podcastJson, podcastOf } from "./feeds";
-import { keysetPages } from "./keyset-pages";
+import { podcastNameJson } from "./feeds";
 import { subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
 import type { FeedItem } from "./subscriptions";
-import { FEED_URL, storedUrl } from "./url-pieces";
+import { MAX_STORED_SUBSCRIPTIONS } from "./subscriptions";
+import type { TextPageSize } from "./text-pages";
+import { FEED_URL, quotedBytesAtMost, storedUrl } from "./url-pieces";
 
 /**
- * Rows per read of the OPML export. A row holds at most a 2 KB URL, and its outline at most twice that
- * URL escaped (`&quot;` is 6 bytes for 1): ~25 KB, so a page's text stays under ~3 MB whatever the
- * account holds, and each read holds the database for a few hundred index entries only.
+ * The rows the exports hand on at a time (the OPML export, the simple API's lists): a row holds at most a 2 KB URL,
+ * and its outline at most twice that URL escaped (`&quot;` is 6 bytes for 1) and its podcast's names: ~30 KB, so
+ * what is written at once stays under ~3 MB whatever the account holds. A D1 page holds many of these.
  */
 export const OPML_EXPORT_PAGE_ROWS = 100;
+
+/**
+ * The D1 pages of the exports: the whole account (at most 10 000 rows) in one walk, cut where the rows' JSON text
+ * reaches 1.5 MiB. A row of a short URL with its podcast's names is ~250 bytes: an account of 10 000 such feeds is
+ * two calls, without the names one; an account of 2 KB URLs is read in pages of ~350. A page holds at most ~15 MiB
+ * at its peak: D1's answer escapes the text again (at most twice its bytes), the text parsed from it and the rows
+ * parsed from that take at most twice its bytes each (UTF-16), and the outlines of 100 rows written from them ~6 MB.
+ */
+export const EXPORT_PAGES: TextPageSize = { rows: MAX_STORED_SUBSCRIPTIONS + 1, min: 100, bytes: 1.5 * 1024 * 1024 };
 
 /**
  * Where the next page of the export starts: after this (subscribedAt, subscribedSeq), in list order. The pair
@@ -33,74 +43,163 @@ type ExportRow = FeedItem & ExportCursor;
 /** An exported feed with what the service knows of its podcast (docs/API.md §18): null when unknown. */
 export type ExportPodcastRow = ExportRow & { title: string | null; siteUrl: string | null };
 
+/** A row's JSON text beyond its URL and its podcast's names: two numbers, a guid, brackets and commas. */
+const ROW_REST_BYTES = 80;
+/** A feed URL as a JSON string (at most twice its 2 048 bytes, and its quotes). */
+const MAX_QUOTED_URL = 2 * 2048 + 2;
+
 /**
- * One page of the user's active subscriptions in list order (subscribedAt, then subscribedSeq), after a cursor:
- * keyset paging, so every page costs its own rows however deep into the list it is. Served by the partial
- * index of the list (`subscriptions_active_page`): no table scan, no sort, tombstones never read. With the
- * podcasts (the OPML export), each row's feed is looked up by primary key in the same statement.
+ * One page of the user's active subscriptions in list order (subscribedAt, then subscribedSeq), after a cursor, cut
+ * by the size of its text (as text-pages.ts cuts the gpodder GETs' pages): the walk of up to `limit` rows is served by
+ * the partial index of the list (`subscriptions_active_page`: no table scan, no sort of the table, tombstones never
+ * read), a row is kept while the rows before it hold less than `bytes`, and SQLite writes the kept rows as one text of
+ * JSON arrays `[subscribedAt, subscribedSeq, guid, feedUrl(, [title, siteUrl] | null)]`: one D1 call answers as many
+ * rows as fit, not a fixed hundred. With the podcasts (the OPML exports), each walked row's feed is looked up by its
+ * primary key. D1 counts three rows read per row walked (the walk, and the running sum's sort and frame) and the
+ * lookups: the exports trade rows read for round trips (docs/decisions.md, Performance).
  */
-function activeFeedsPageStatementOf(podcasts: boolean): Statement {
-  const podcast = podcasts ? sql`, ${podcastJson("subscriptions")} AS podcast` : sql``;
-  return statement(sql`
-  SELECT ${s.guid} AS guid, ${storedUrl(FEED_URL, "subscriptions")} AS feedUrl, ${s.subscribedAt} AS subscribedAt,
-    ${s.subscribedSeq} AS subscribedSeq${podcast} FROM ${s}
-  WHERE ${s.userId} = ${sql.placeholder("userId")} AND ${s.unsubscribedAt} IS NULL
-    AND (${s.subscribedAt}, ${s.subscribedSeq}) > (${sql.placeholder("afterAt")}, ${sql.placeholder("afterSeq")})
-  ORDER BY ${s.subscribedAt}, ${s.subscribedSeq}
-  LIMIT ${sql.placeholder("limit")}`);
+function exportPageStatementOf(podcasts: boolean): Statement {
+  const names = podcasts ? sql`${podcastNameJson("subscriptions")}` : sql`NULL`;
+  const namesItem = podcasts ? sql`, json(cut.names)` : sql``;
+  return statement(sql`SELECT count(*) AS walked, coalesce(sum(cut.kept), 0) AS kept,
+    coalesce(sum(CASE WHEN cut.kept THEN cut.size END), 0) AS size,
+    coalesce(group_concat(CASE WHEN cut.kept THEN json_array(cut.subscribed_at, cut.subscribed_seq, cut.guid,
+      ${storedUrl(FEED_URL, "cut")}${namesItem}) END, ','), '') AS items
+  FROM (SELECT *, sum(size) OVER (ORDER BY subscribed_at, subscribed_seq ROWS UNBOUNDED PRECEDING) - size
+      < ${sql.placeholder("bytes")} AS kept
+    FROM (SELECT ${s.userId} AS user_id, ${s.guid} AS guid, ${s.feedUrl} AS feed_url,
+        ${s.subscribedAt} AS subscribed_at, ${s.subscribedSeq} AS subscribed_seq, ${names} AS names,
+        ${quotedBytesAtMost(FEED_URL, "subscriptions", MAX_QUOTED_URL)} + coalesce(length(CAST(${names} AS BLOB)), 4)
+          + ${sql.raw(String(ROW_REST_BYTES))} AS size
+      FROM ${s}
+      WHERE ${s.userId} = ${sql.placeholder("userId")} AND ${s.unsubscribedAt} IS NULL
+        AND (${s.subscribedAt}, ${s.subscribedSeq}) > (${sql.placeholder("afterAt")}, ${sql.placeholder("afterSeq")})
+      ORDER BY ${s.subscribedAt}, ${s.subscribedSeq}
+      LIMIT ${sql.placeholder("limit")})) AS cut`);
 }
 
-const activeFeedsPageStatement = activeFeedsPageStatementOf(false);
-const activeFeedsWithPodcastsPageStatement = activeFeedsPageStatementOf(true);
+const exportPageStatement = exportPageStatementOf(false);
+const exportWithPodcastsPageStatement = exportPageStatementOf(true);
 
-function pagesOf<Row extends ExportRow>(
+/** What a page statement answers. */
+interface ExportPageRow {
+  walked: number;
+  kept: number;
+  size: number;
+  items: string;
+}
+
+type ExportItem = [number, number, string, string, [string | null, string | null] | null | undefined];
+
+/**
+ * A page's rows in list order. An aggregate does not promise to keep its input order: each row carries its key, and
+ * a page that did not come in order is put in order here (the common case is checked, not sorted).
+ */
+function rowsOf(page: ExportPageRow): ExportPodcastRow[] {
+  const items = JSON.parse(`[${page.items}]`) as ExportItem[];
+  const before = (a: ExportItem, b: ExportItem) => a[0] - b[0] || a[1] - b[1];
+  if (items.some((item, i) => i > 0 && before(items[i - 1], item) > 0)) items.sort(before);
+  return items.map(([subscribedAt, subscribedSeq, guid, feedUrl, names]) => ({
+    guid,
+    feedUrl,
+    subscribedAt,
+    subscribedSeq,
+    title: names?.[0] ?? null,
+    siteUrl: names?.[1] ?? null,
+  }));
+}
+
+/**
+ * The rows the page after `page` (which asked for `limit`) asks for, undefined when `page` was the last: after a page
+ * cut by its text, as many rows as it kept; after a whole one, as many as its rows' sizes say fit.
+ */
+function nextLimit(page: ExportPageRow, limit: number, size: TextPageSize): number | undefined {
+  if (page.kept === page.walked && page.walked < limit) return undefined;
+  const fitting = page.kept < page.walked ? page.kept : Math.floor((page.walked * size.bytes) / Math.max(1, page.size));
+  return Math.min(size.rows, Math.max(size.min, fitting));
+}
+
+/** Rows handed on at once, and the rows their D1 page walked for them (what the simple API's lists are charged). */
+export type ExportSlice<Row> = Row[] & { walked: number };
+
+/** Statements to run in the same batch as the first page (a request's credential guard and path device). */
+export interface FirstPageBatch {
+  statements: D1PreparedStatement[];
+  /** Runs the batch (to turn a guard's failure into its error). */
+  run: (batch: () => Promise<void>) => Promise<void>;
+}
+
+async function* pagesOf(
   db: Database,
   user: string,
   query: Statement,
-  pageRows: number,
-  toRow: (row: Record<string, unknown>) => Row,
-): AsyncGenerator<Row[], void, undefined> {
-  return keysetPages(
-    async (after: ExportCursor, limit) =>
-      (
-        await call(() =>
-          query
-            .bind(db, { userId: user, afterAt: after.subscribedAt, afterSeq: after.subscribedSeq, limit })
-            .all<Record<string, unknown>>(),
-        )
-      ).results.map(toRow),
-    START,
-    (last) => ({ subscribedAt: last.subscribedAt, subscribedSeq: last.subscribedSeq }),
-    pageRows,
-  );
+  options: { size?: TextPageSize; first?: FirstPageBatch },
+): AsyncGenerator<ExportSlice<ExportPodcastRow>, void, undefined> {
+  const size = options.size ?? EXPORT_PAGES;
+  const bound = (after: ExportCursor, limit: number) =>
+    query.bind(db, {
+      userId: user,
+      afterAt: after.subscribedAt,
+      afterSeq: after.subscribedSeq,
+      limit,
+      bytes: size.bytes,
+    });
+  let after = START;
+  let limit: number | undefined = size.rows;
+  let page: ExportPageRow;
+  const { first } = options;
+  if (first) {
+    let results: D1Result[] = [];
+    const statements = [...first.statements, bound(after, limit)];
+    await first.run(async () => {
+      results = await call(() => db.batch(statements));
+    });
+    page = results[results.length - 1].results[0] as unknown as ExportPageRow;
+  } else {
+    page = (await call(() => bound(after, limit as number).first())) as unknown as ExportPageRow;
+  }
+  for (;;) {
+    const rows = rowsOf(page);
+    // The rows walked past the cut (walked again by the next page) go with the page's first slice.
+    let walkedBeyond = page.walked - rows.length;
+    for (let i = 0; i < rows.length; i += OPML_EXPORT_PAGE_ROWS) {
+      const slice = rows.slice(i, i + OPML_EXPORT_PAGE_ROWS);
+      yield Object.assign(slice, { walked: slice.length + walkedBeyond });
+      walkedBeyond = 0;
+    }
+    limit = nextLimit(page, limit, size);
+    if (limit === undefined || rows.length === 0) return;
+    const last = rows[rows.length - 1];
+    after = { subscribedAt: last.subscribedAt, subscribedSeq: last.subscribedSeq };
+    page = (await call(() => bound(after, limit as number).first())) as unknown as ExportPageRow;
+  }
 }
 
 /**
- * The user's active feeds, page by page (one D1 call each), in list order (keyset-pages.ts). Not one
- * snapshot: a subscription made while the pages are read appears when it sorts after the pages already read.
+ * The user's active feeds in list order, in slices of at most `OPML_EXPORT_PAGE_ROWS`, read a D1 page at a time as
+ * they are asked for (one D1 call each: an account whose rows fit 1.5 MiB of text is one call, run in the batch of
+ * `first` when given). Not one snapshot: a subscription made while the pages are read appears when it sorts after
+ * the pages already read. `size`: other pages than the exports' (tests of the pages' seams).
  */
 export function activeFeedPages(
   db: Database,
   user: string,
-  pageRows = OPML_EXPORT_PAGE_ROWS,
-): AsyncGenerator<ExportRow[], void, undefined> {
-  return pagesOf(db, user, activeFeedsPageStatement, pageRows, (row) => row as unknown as ExportRow);
+  options: { size?: TextPageSize; first?: FirstPageBatch } = {},
+): AsyncGenerator<ExportSlice<ExportRow>, void, undefined> {
+  return pagesOf(db, user, exportPageStatement, options);
 }
 
 /** `activeFeedPages` with each feed's podcast title and site URL, for the OPML exports. */
 export function activeFeedPagesWithPodcasts(
   db: Database,
   user: string,
-  pageRows = OPML_EXPORT_PAGE_ROWS,
-): AsyncGenerator<ExportPodcastRow[], void, undefined> {
-  return pagesOf(db, user, activeFeedsWithPodcastsPageStatement, pageRows, ({ podcast, ...row }) => {
-    const known = podcast === null ? undefined : podcastOf(podcast as string);
-    return { ...(row as unknown as ExportRow), title: known?.title ?? null, siteUrl: known?.siteUrl ?? null };
-  });
+  options: { size?: TextPageSize; first?: FirstPageBatch } = {},
+): AsyncGenerator<ExportSlice<ExportPodcastRow>, void, undefined> {
+  return pagesOf(db, user, exportWithPodcastsPageStatement, options);
 }
 
 /** Every statement this module runs, for the test that proves none scans a table. */
 export const opmlStatements: Record<string, Statement> = {
-  activeFeedsPage: activeFeedsPageStatement,
-  activeFeedsWithPodcastsPage: activeFeedsWithPodcastsPageStatement,
+  activeFeedsPage: exportPageStatement,
+  activeFeedsWithPodcastsPage: exportWithPodcastsPageStatement,
 };

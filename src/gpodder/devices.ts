@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { DeviceLimitError, saveDevice } from "../db/devices";
+import { DeviceLimitError } from "../db/devices";
 import type { NamedDevice } from "../db/gpodder";
 import type { AppEnv } from "../env";
 import { hasForbiddenUrlCharacter } from "../url-text";
@@ -50,21 +50,6 @@ export function rememberDevice(userId: string, deviceId: string, now: number): v
 
 export function deviceLimitReached(): Error {
   return badRequest("A user may have at most 100 devices.");
-}
-
-/**
- * The device a path names, created when new (past the device limit: 400). A device this isolate does not
- * know costs one round trip before the request's own (once per device and isolate: apps create their device
- * first, through POST /api/2/devices, which the isolate then knows).
- */
-export async function ensurePathDevice(c: Context<AppEnv>, deviceId: string): Promise<void> {
-  if (!DEVICE_ID.test(deviceId)) throw badRequest("The device id must match [A-Za-z0-9_.-]{1,64}.");
-  const userId = c.get("userId");
-  const now = Date.now();
-  const expires = known.get(deviceKey(userId, deviceId));
-  if (expires !== undefined && expires > now) return;
-  if (!(await saveDevice(c.get("db"), c.get("gpodder").credential, { id: deviceId }, now))) throw deviceLimitReached();
-  rememberDevice(userId, deviceId, now);
 }
 
 /**

@@ -1,11 +1,12 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { verifiedCredentials } from "../auth/verified-credentials";
-import { endSession } from "../db/app-passwords";
-import { listDeviceIds, listDevices, saveDevice } from "../db/devices";
-import { activeFeedPages, activeFeedPagesWithPodcasts } from "../db/opml";
+import { credentialGuard, endSession, runGuarded } from "../db/app-passwords";
+import { listDeviceIds, listDevices, pathDeviceStatements, runNamingDevice, saveDevice } from "../db/devices";
+import type { NamedDevice } from "../db/gpodder";
+import { activeFeedPages, activeFeedPagesWithPodcasts, type ExportSlice } from "../db/opml";
 import type { AppEnv } from "../env";
-import { checkCaption, deviceLimitReached, ensurePathDevice, rememberDevice } from "../gpodder/devices";
+import { checkCaption, deviceLimitReached, pathDevice, rememberDevice, withPathDevice } from "../gpodder/devices";
 import {
   badRequest,
   DEVICE_ID,
@@ -48,18 +49,32 @@ function empty(c: Context<AppEnv>): Response {
 /**
  * The simple API's list in one of its formats, streamed page by page as the OPML export is (docs/API.md §15):
  * an account of 10 000 feeds with 2 KB URLs is ~20 MB of text, more escaped. The first page is read before
- * the response starts, so an unreachable database is still an error answer.
+ * the response starts, so an unreachable database is still an error answer; with `device` (the device the path
+ * names, unknown to this isolate), it is created or kept in the same round trip, after the caller's credential guard.
  */
-async function simpleList(c: Context<AppEnv>, format: "json" | "txt" | "opml"): Promise<Response> {
+async function simpleList(
+  c: Context<AppEnv>,
+  format: "json" | "txt" | "opml",
+  device?: NamedDevice,
+): Promise<Response> {
   const failed = streamFailed(c, "gpodder_list_failed");
+  const db = c.get("db");
+  const userId = c.get("userId");
+  const caller = c.get("gpodder").credential;
+  const first = device && {
+    statements: [credentialGuard(db, caller), ...pathDeviceStatements(db, userId, device.id, device.at)],
+    run: (batch: () => Promise<void>) => runGuarded(() => runNamingDevice(batch), caller),
+  };
+  const read = async <T>(pages: AsyncGenerator<ExportSlice<T>, void, undefined>) => {
+    const charges = charged(c, pages, (page) => page.walked);
+    return withFirst(await withPathDevice(c, device, () => charges.next()), charges);
+  };
   if (format === "opml") {
     // Named by their podcasts' titles (docs/API.md §18), as the API's export.
-    const pages = charged(c, activeFeedPagesWithPodcasts(c.get("db"), c.get("userId")), (page) => page.length);
-    const feeds = withFirst(await pages.next(), pages);
+    const feeds = await read(activeFeedPagesWithPodcasts(db, userId, { first }));
     return c.body(opmlStream(feeds, new Date(), failed), 200, { "Content-Type": OPML_CONTENT_TYPE });
   }
-  const pages = charged(c, activeFeedPages(c.get("db"), c.get("userId")), (page) => page.length);
-  const feeds = withFirst(await pages.next(), pages);
+  const feeds = await read(activeFeedPages(db, userId, { first }));
   if (format === "json") {
     const page = jsonItems((feed: { feedUrl: string }) => JSON.stringify(feed.feedUrl));
     return c.body(pagedTextStream(feeds, { head: "[", page, tail: () => "]" }, failed), 200, {
@@ -158,8 +173,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
   .get("/subscriptions/:username/:file", signedIn, async (c) => {
     checkPathUsername(c, c.req.param("username"));
     const file = fileSegment(c.req.param("file"), SIMPLE_FORMATS);
-    await ensurePathDevice(c, file.name);
-    return simpleList(c, file.format);
+    return simpleList(c, file.format, pathDevice(c, file.name));
   })
 
   // Simple API upload: the list becomes exactly the sent one.
