@@ -2289,6 +2289,7 @@ async function feedRound() {
   const started = performance.now();
   let status = 0;
   let text = "";
+  const before = new Map(feedServer.answered);
   traffic.inFlight += 1;
   rounds.active += 1;
   rounds.epoch += 1;
@@ -2321,7 +2322,7 @@ async function feedRound() {
   }
   rounds.count += 1;
   if (!expectStatus("feed-round", status, 200, text.slice(0, 200))) return;
-  for (const url of feedServer.answered.keys()) rounds.fetched.add(url);
+  for (const [url, count] of feedServer.answered) if (count !== before.get(url)) rounds.fetched.add(url);
 }
 
 /** Operations in flight, and a promise while the memory sampler holds the traffic back. */
@@ -2356,13 +2357,13 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * A read with retries on 429 (Retry-After) and on network errors (counted already): bearer (JSON:API) or,
  * with `auth: "basic"`, the user's app password (gpodder). Answers { status, json, text }.
  */
-async function verifyRequest(user, path, { auth = "bearer", accept = JSONAPI } = {}) {
+async function verifyRequest(user, path, { auth = "bearer", accept = JSONAPI, headers = {} } = {}) {
   for (let attempt = 0; ; attempt++) {
     const started = performance.now();
     let response;
     try {
       response = await fetch(base + path, {
-        headers: { ...authHeaders(user, auth), Accept: accept },
+        headers: { ...authHeaders(user, auth), Accept: accept, ...headers },
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (error) {
@@ -2385,7 +2386,32 @@ async function verifyRequest(user, path, { auth = "bearer", accept = JSONAPI } =
       problem(`verify GET ${path}: ${response.status} ${text.slice(0, 300)}`);
     }
     const json = text && /json/.test(response.headers.get("Content-Type") ?? "") ? JSON.parse(text) : undefined;
-    return { status: response.status, json, text };
+    return { status: response.status, json, text, etag: response.headers.get("ETag") };
+  }
+}
+
+/** The users whose list ETags a feed round run in the verification must leave current (§18). */
+const ETAG_SAMPLE = 20;
+
+/** The first page's ETag (no include: an answer with podcasts has none) of the first ETAG_SAMPLE users. */
+async function listETags(users) {
+  const tags = new Map();
+  for (const user of users.slice(0, ETAG_SAMPLE)) {
+    const { status, etag } = await verifyRequest(user, "/v1/subscriptions?page[size]=100");
+    if (status === 200 && etag) tags.set(user, etag);
+    else mismatch("etagMismatches", `${user.id}: the list answered ${status} with ETag ${etag}`);
+  }
+  return tags;
+}
+
+/** A podcast's changes are no changes of the subscriptions: the ETags read before a round still answer 304. */
+async function verifyETagsKept(tags) {
+  for (const [user, etag] of tags) {
+    verification.etagsChecked += 1;
+    const { status } = await verifyRequest(user, "/v1/subscriptions?page[size]=100", {
+      headers: { "If-None-Match": etag },
+    });
+    if (status !== 304) mismatch("etagMismatches", `${user.id}: the list's ETag from before the last round: ${status}`);
   }
 }
 
@@ -2416,6 +2442,8 @@ const verification = {
   podcastsChecked: 0,
   podcastMismatches: 0, // include=podcast of the whole list against the feed rounds
   nameMismatches: 0, // OPML exports' outline names
+  etagsChecked: 0,
+  etagMismatches: 0, // list ETags a feed round changed
   pagesChecked: 0, // users whose account pages were read (signed in, or with an ended session)
   pageMismatches: 0, // users whose pages differ
   serverErrors: 0,
@@ -3260,10 +3288,11 @@ function verdictsOf(growth) {
           `${v.gpodderMismatches} gpodder reads disagreeing with the JSON:API, ${v.otherMismatches} OPML exports, devices or app-password lists differing`,
       },
       {
-        ok: v.podcastMismatches + v.nameMismatches + v.pageMismatches === 0,
+        ok: v.podcastMismatches + v.nameMismatches + v.etagMismatches + v.pageMismatches === 0,
         text:
           `${v.podcastMismatches} of ${v.podcastsChecked} podcasts differing from the feed rounds (${rounds.count} rounds, ` +
           `${rounds.fetched.size} feeds fetched), ${v.nameMismatches} OPML exports naming them otherwise, ` +
+          `${v.etagMismatches} of ${v.etagsChecked} list ETags changed by a round, ` +
           `${v.pageMismatches} of ${v.pagesChecked} account pages differing`,
       },
     );
@@ -3928,9 +3957,14 @@ async function main() {
     const logErrors = serverErrorLines(server.logPath);
     enter("verify");
     if (CHECK) {
+      // One more round, with no traffic: it must change no list's ETag (read before, checked after everything).
+      const tags = await listETags(users);
+      // The self-test's writes come between the two ETag reads, so that the lost subscription changes one.
       if (process.env.SOAK_SELF_TEST === "lose-write") await loseOneWrite(users);
+      await feedRound();
       console.log(`soak: verifying every write (${users.length} users, ${concurrency} at a time) ...`);
       await verifyAll(users, concurrency);
+      await verifyETagsKept(tags);
       console.log(`soak: verified in ${verification.seconds.toFixed(1)} s (${verification.requests} requests)`);
     }
     clearInterval(sampler);
