@@ -19,9 +19,14 @@
 //    `since` (a device following them) and POST, the simple API (json, opml, txt), episode actions POST and
 //    GET with `since`; the Nextcloud gPodder Sync paths with HTTP Basic: subscriptions GET with `since` (a device
 //    following them whose next `since` is its own clock, as AntennaPod's) and POST, episode actions POST and GET;
-//    the account pages, each user signed in once through the local OpenID Connect provider of `npm run dev`
-//    (the subscriptions page, unsubscribe with its form) and Nextcloud's Login Flow v2 (start, grant on the
-//    page, poll; the app's sync moves to the new app password, the old one is revoked on the account page).
+//    the account pages, each user signed in through the local OpenID Connect provider of `npm run dev`, one
+//    page at a time per person (the subscriptions page, unsubscribe with its form, the progress page, the OPML
+//    import form, Create app password, Sign out, the erasure: refused, or done with the user held alone) and
+//    Nextcloud's Login Flow v2 (start, grant on the page, poll; the app's sync moves to the new app password,
+//    the old one is revoked on the account page; or Deny); the feed rounds: every feedUrl is on a local feed
+//    server (bench/lib/soak-feeds.mjs; FEED_FETCH_ALLOW_PRIVATE=true), the Cron Trigger runs every
+//    SOAK_ROUND_SECONDS through wrangler's local scheduled route beside the traffic, and the podcasts it fetched
+//    are read (the podcast, include=podcast, relationships.podcast, the OPML names, the pages).
 //    Guids and episode ids in flight are locked, so a serial model of each user
 //    (bench/lib/soak-model.mjs for the rules) predicts every answer and every served state exactly.
 //    Every SOAK_SAMPLE_SECONDS (30): the isolate's JS heap after a full garbage collection
@@ -36,7 +41,9 @@
 //    followed each change feed, after a last sync, equal the model; the gpodder reads (simple API list,
 //    since=0, the since-follower, episode actions, devices) and the Nextcloud ones (its since-follower, episode
 //    actions) agree with the JSON:API's; the OPML export equals
-//    the list; the app passwords are exactly those minted and not deleted.
+//    the list; the app passwords are exactly those minted and not deleted; every live subscription's podcast
+//    and OPML name are as the rounds left them; the pages of each person signed in agree, and ended sessions
+//    open none; a last round, with no traffic, leaves 20 users' list ETags current (304).
 // 4. Writes the report to bench/SOAK.md and the memory chart beside it (bench/SOAK-memory.svg), with every
 //    status counted per endpoint, and exits non-zero on any 5xx, network error, unexpected status or answer
 //    (the 4xx asked for on purpose are named per endpoint), lost or phantom write, follower or gpodder read
@@ -54,7 +61,8 @@
 // SOAK_ROUND_SECONDS (5: a feed round every so often), SOAK_WEIGHTS (kind=weight,... for some kinds),
 // SOAK_REPORT (bench/SOAK.md; a path ending in .json writes the JSON summary instead), SOAK_KEEP=1 keeps the
 // temporary directory (database and wrangler log), SOAK_SELF_TEST=lose-write loses a subscription and an
-// episode state on purpose before the verification (the run must fail). `npm run soak -- --help` prints this.
+// episode state on purpose before the verification, takes a fetched feed for pending in the model and signs a
+// person out behind its back (the run must fail, reporting each). `npm run soak -- --help` prints this.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -293,6 +301,7 @@ class User {
   /** A new feed of the soak's feed server: mostly a feed, some answering 503 (failing) or 410 (gone). */
   newFeedUrl() {
     this.feeds += 1;
+    stats.feedUrls += 1;
     const r = random();
     const variant = r < 0.04 ? "-gone" : r < 0.1 ? "-failing" : "";
     return `${feedServer.origin}/soak/${this.id}/show-${this.feeds}-${randomInt(1e9)}${variant}.xml`;
@@ -396,6 +405,7 @@ const stats = {
     flowsDenied: 0,
   },
   inline: new Map(), // "op type -> outcome" -> count, for bulk results
+  feedUrls: 0, // feed URLs the traffic made up (each on the feed server)
 };
 let base = "";
 let feedServer; // bench/lib/soak-feeds.mjs's startSoakFeeds(): every soak feed URL is one of its
@@ -3619,7 +3629,9 @@ function report({
     "Produced by `npm run soak` (bench/soak.mjs): `wrangler dev` on 127.0.0.1 with a fresh local D1 database",
     "(migrations applied first), HS256 tokens and one app password per user, mixed traffic on every endpoint",
     "(subscriptions, their change feed, feed moves, OPML, episode states and their feed, bulk, app passwords,",
-    "the gpodder.net API with HTTP Basic and the session cookie) from several users at a fixed concurrency,",
+    "the gpodder.net API with HTTP Basic and the session cookie, the Nextcloud paths, the account pages and the",
+    "Login Flow, the podcasts) from several users at a fixed concurrency, the Cron Trigger's feed round every",
+    `${ROUND_SECONDS} s beside it (its feeds on a local feed server),`,
     "the Worker isolate's JS heap and each workerd process's resident memory sampled throughout, then",
     "verification that every acknowledged write is there and nothing else is, through every API. Timings are",
     "client-side, per request (send to last body byte), from a Node.js client on the same machine as the server.",
@@ -3766,7 +3778,9 @@ function report({
     "devices that followed each change feed during the soak, after one last sync from their stored tokens,",
     "equal to the model; the gpodder reads (simple API list in list order, `since=0`, the device that",
     "followed `since`, episode actions, devices) agreeing with it; the OPML export equal to the list; the",
-    "app passwords exactly those minted and not deleted.",
+    "app passwords exactly those minted and not deleted; every live subscription's podcast (`include=podcast`)",
+    "and OPML name as the feed rounds left them; the subscriptions and progress pages of each person signed in,",
+    "and every ended session opening none; after one more round (no traffic), 20 users' list ETags still current.",
     "",
   );
   const live = (users) => users.reduce((n, u) => n + u.live.size, 0);
@@ -3788,6 +3802,23 @@ function report({
   row([
     "App passwords minted, deleted; gpodder devices written",
     `${w.appPasswordsMinted}, ${w.appPasswordsDeleted}; ${w.gpodderDevices}`,
+  ]);
+  row(["Account pages: unsubscribed, subscribed by OPML import", `${w.pageUnsubscribed}, ${w.pageImported}`]);
+  row([
+    "Sign-outs; erasures done, refused (400); Login Flows denied",
+    `${w.signOuts}; ${w.erasures}, ${w.erasuresRefused}; ${w.flowsDenied}`,
+  ]);
+  row([
+    "Feed rounds; feeds they fetched (of the feed URLs the traffic made up)",
+    `${rounds.count}; ${rounds.fetched.size} (${stats.feedUrls} URLs)`,
+  ]);
+  row([
+    "Podcasts checked; account pages checked (users); list ETags kept",
+    `${v.podcastsChecked}; ${v.pagesChecked}; ${v.etagsChecked}`,
+  ]);
+  row([
+    "**Podcasts, OPML names, list ETags, account pages differing**",
+    `**${v.podcastMismatches}, ${v.nameMismatches}, ${v.etagMismatches}, ${v.pageMismatches}**`,
   ]);
   row(["Subscriptions that must be live", `${v.liveChecked} (sum over users: ${live(usersForReport)})`]);
   row(["Unsubscribed that must be absent", v.deadChecked]);
