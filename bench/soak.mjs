@@ -19,9 +19,14 @@
 //    `since` (a device following them) and POST, the simple API (json, opml, txt), episode actions POST and
 //    GET with `since`; the Nextcloud gPodder Sync paths with HTTP Basic: subscriptions GET with `since` (a device
 //    following them whose next `since` is its own clock, as AntennaPod's) and POST, episode actions POST and GET;
-//    the account pages, each user signed in once through the local OpenID Connect provider of `npm run dev`
-//    (the subscriptions page, unsubscribe with its form) and Nextcloud's Login Flow v2 (start, grant on the
-//    page, poll; the app's sync moves to the new app password, the old one is revoked on the account page).
+//    the account pages, each user signed in through the local OpenID Connect provider of `npm run dev`, one
+//    page at a time per person (the subscriptions page, unsubscribe with its form, the progress page, the OPML
+//    import form, Create app password, Sign out, the erasure: refused, or done with the user held alone) and
+//    Nextcloud's Login Flow v2 (start, grant on the page, poll; the app's sync moves to the new app password,
+//    the old one is revoked on the account page; or Deny); the feed rounds: every feedUrl is on a local feed
+//    server (bench/lib/soak-feeds.mjs; FEED_FETCH_ALLOW_PRIVATE=true), the Cron Trigger runs every
+//    SOAK_ROUND_SECONDS through wrangler's local scheduled route beside the traffic, and the podcasts it fetched
+//    are read (the podcast, include=podcast, relationships.podcast, the OPML names, the pages).
 //    Guids and episode ids in flight are locked, so a serial model of each user
 //    (bench/lib/soak-model.mjs for the rules) predicts every answer and every served state exactly.
 //    Every SOAK_SAMPLE_SECONDS (30): the isolate's JS heap after a full garbage collection
@@ -36,7 +41,9 @@
 //    followed each change feed, after a last sync, equal the model; the gpodder reads (simple API list,
 //    since=0, the since-follower, episode actions, devices) and the Nextcloud ones (its since-follower, episode
 //    actions) agree with the JSON:API's; the OPML export equals
-//    the list; the app passwords are exactly those minted and not deleted.
+//    the list; the app passwords are exactly those minted and not deleted; every live subscription's podcast
+//    and OPML name are as the rounds left them; the pages of each person signed in agree, and ended sessions
+//    open none; a last round, with no traffic, leaves 20 users' list ETags current (304).
 // 4. Writes the report to bench/SOAK.md and the memory chart beside it (bench/SOAK-memory.svg), with every
 //    status counted per endpoint, and exits non-zero on any 5xx, network error, unexpected status or answer
 //    (the 4xx asked for on purpose are named per endpoint), lost or phantom write, follower or gpodder read
@@ -51,9 +58,11 @@
 //
 // Settings (environment): SOAK_SECONDS (60), SOAK_CONCURRENCY (auto), SOAK_RATE (requests/s cap, none),
 // SOAK_USERS (200), SOAK_SEED (random), SOAK_SAMPLE_SECONDS (30), SOAK_WORKER (app | ceiling | d1-floor),
+// SOAK_ROUND_SECONDS (5: a feed round every so often), SOAK_WEIGHTS (kind=weight,... for some kinds),
 // SOAK_REPORT (bench/SOAK.md; a path ending in .json writes the JSON summary instead), SOAK_KEEP=1 keeps the
 // temporary directory (database and wrangler log), SOAK_SELF_TEST=lose-write loses a subscription and an
-// episode state on purpose before the verification (the run must fail). `npm run soak -- --help` prints this.
+// episode state on purpose before the verification, takes a fetched feed for pending in the model and signs a
+// person out behind its back (the run must fail, reporting each). `npm run soak -- --help` prints this.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -66,14 +75,18 @@ import { DEV_CLIENT_ID, devClient, startDevProvider } from "../scripts/dev-oidc-
 import { diffSnapshots } from "./lib/heap-snapshot.mjs";
 import { connectInspector } from "./lib/inspector.mjs";
 import { memoryChart } from "./lib/memory-chart.mjs";
+import { startSoakFeeds } from "./lib/soak-feeds.mjs";
 import {
   actionText,
   episodeDifferences,
+  feedVariant,
   gpodderActionOf,
   gpodderWrite,
   mergeEpisode,
   newEpisode,
+  podcastDifferences,
   podcastGuid,
+  podcastName,
   uuidV5,
 } from "./lib/soak-model.mjs";
 
@@ -119,6 +132,8 @@ const KEEP = process.env.SOAK_KEEP === "1";
 const RAMP = [2, 4, 8, 16, 32, 64];
 const RAMP_SECONDS = 4;
 const REQUEST_TIMEOUT_MS = 30_000;
+// A feed round (the Cron Trigger, through wrangler's local scheduled route) every this many seconds of the soak.
+const ROUND_SECONDS = positiveNumber("SOAK_ROUND_SECONDS", 5);
 
 // Share of each kind of operation in the traffic (weights, per 100): what podcast apps do, mostly reads
 // and syncs (change feeds, episode progress, gpodder polls), some writes. Grouped by API in the report.
@@ -161,8 +176,23 @@ const MIX = {
   // The account pages (signed in through the local OpenID Connect provider) and Nextcloud's Login Flow v2
   "account-subscriptions": 1,
   "account-unsubscribe": 0.5,
+  "account-progress": 0.5,
+  "account-opml-import": 0.3,
+  "account-app-password": 0.3,
+  "account-signout": 0.2,
+  "account-erase": 0.15,
   "login-flow": 0.5,
+  "login-flow-deny": 0.2,
+  // The podcasts the feed rounds fetched (docs/API.md §18; the rounds themselves run beside the traffic)
+  podcast: 2,
 };
+
+// SOAK_WEIGHTS=kind=weight,...: other weights for some kinds (a trial of rare ones; 0 leaves a kind out).
+for (const pair of (process.env.SOAK_WEIGHTS ?? "").split(",").filter(Boolean)) {
+  const [kind, weight] = pair.split("=");
+  if (!(kind in MIX) || !(Number(weight) >= 0)) throw new Error(`SOAK_WEIGHTS: no kind ${kind} or no weight ${weight}`);
+  MIX[kind] = Number(weight);
+}
 
 function positiveNumber(name, fallback) {
   const raw = process.env[name];
@@ -235,14 +265,20 @@ class User {
   constructor(id, token) {
     this.id = id;
     this.token = token;
+    this.feeds = 0;
+    this.active = 0; // operations of this user in flight (drive)
+    this.exclusive = false; // an erasure waits for them and holds the user: no operation of it starts meanwhile
+    this.touched = new Map(); // guid or episode id -> performance.now() of its last lock or unlock
+    this.busy = new Set(); // guids and episode ids with a request in flight
+    this.erased();
+  }
+  /** The state of an account that stores nothing: a new user's, and every user's after an erasure (§15). */
+  erased() {
     this.live = new PickSet(); // guids subscribed now
     this.dead = new PickSet(); // guids unsubscribed (tombstones)
     this.feedUrl = new Map(); // guid -> feedUrl the server must return (a tombstone's: its last one)
     this.urlGuid = new Map(); // feedUrl -> the guid that has it now, live or tombstone
     this.formerUrls = new Set(); // feedUrls a subscription left (a move, a revival under another URL)
-    this.busy = new Set(); // guids and episode ids with a request in flight
-    this.touched = new Map(); // guid or episode id -> performance.now() of its last lock or unlock
-    this.feeds = 0;
     this.episodes = new Map(); // episode id -> state (bench/lib/soak-model.mjs), live or forgotten
     this.liveEpisodes = new PickSet();
     this.forgottenEpisodes = new PickSet(); // tombstones
@@ -257,12 +293,18 @@ class User {
     this.gpodderDevice = { since: 0, urls: new Set(), busy: false };
     // AntennaPod on the Nextcloud paths: a device following the subscription changes from its own clock.
     this.nextcloudDevice = { since: 0, urls: new Set(), busy: false };
-    // The person's browser on the account pages: its cookies by origin (the worker's, the identity provider's).
-    this.browser = { jar: new Map(), antiForgery: undefined, signingIn: undefined };
+    // The person's browser on the account pages: its cookies by origin (the worker's, the identity provider's);
+    // busy while a page operation uses it (one at a time, as a person does); `ended`: a session cookie the server
+    // must no longer accept (after Sign out or the erasure), kept to prove it.
+    this.browser = { jar: new Map(), antiForgery: undefined, signingIn: undefined, busy: false, ended: undefined };
   }
+  /** A new feed of the soak's feed server: mostly a feed, some answering 503 (failing) or 410 (gone). */
   newFeedUrl() {
     this.feeds += 1;
-    return `https://feeds.soak.test/${this.id}/show-${this.feeds}-${randomInt(1e9)}.xml`;
+    stats.feedUrls += 1;
+    const r = random();
+    const variant = r < 0.04 ? "-gone" : r < 0.1 ? "-failing" : "";
+    return `${feedServer.origin}/soak/${this.id}/show-${this.feeds}-${randomInt(1e9)}${variant}.xml`;
   }
   setFeedUrl(guid, feedUrl) {
     const old = this.feedUrl.get(guid);
@@ -355,10 +397,28 @@ const stats = {
     gpodderDevices: 0,
     appPasswordsMinted: 0,
     appPasswordsDeleted: 0,
+    pageUnsubscribed: 0,
+    pageImported: 0,
+    signOuts: 0,
+    erasures: 0,
+    erasuresRefused: 0,
+    flowsDenied: 0,
   },
   inline: new Map(), // "op type -> outcome" -> count, for bulk results
+  feedUrls: 0, // feed URLs the traffic made up (each on the feed server)
+  issuerTooSlow: 0, // sign-in answers 503 (the identity provider too slow for the worker), signed in again
 };
 let base = "";
+let feedServer; // bench/lib/soak-feeds.mjs's startSoakFeeds(): every soak feed URL is one of its
+
+/**
+ * The feed rounds (docs/API.md §18): the URLs the feed server answered in rounds that have ended (what the model
+ * predicts podcasts from), and the rounds running (`epoch` moves at each start and end), so that a read that
+ * overlapped one accepts either side of it for a URL not yet known fetched.
+ */
+const rounds = { fetched: new Set(), active: 0, epoch: 0, count: 0, fetches: 0 };
+const roundMark = () => ({ epoch: rounds.epoch, active: rounds.active });
+const roundUncertain = (mark) => mark.active > 0 || mark.epoch !== rounds.epoch;
 
 function problem(text) {
   if (stats.failures.length < 25) stats.failures.push(text);
@@ -443,7 +503,11 @@ function checkResource(kind, resource, guid, feedUrl) {
     resource?.type === "subscription" &&
     resource.id === guid &&
     resource.attributes?.feedUrl === feedUrl &&
-    typeof resource.attributes?.userSubscribedAt === "string";
+    typeof resource.attributes?.userSubscribedAt === "string" &&
+    // Every subscription names its podcast (§18), whose id is the subscription's guid.
+    resource.relationships?.podcast?.data?.type === "podcast" &&
+    resource.relationships.podcast.data.id === guid &&
+    stripOrigin(resource.relationships.podcast.links?.related) === `/v1/subscriptions/${guid}/podcast`;
   if (!ok) {
     stats.unexpected += 1;
     problem(`${kind}: resource ${JSON.stringify(resource)?.slice(0, 300)} is not ${guid} with ${feedUrl}`);
@@ -567,6 +631,179 @@ function opmlOutlines(text) {
   return outlines;
 }
 
+/** An OPML file of 1-10 outlines with guids: new feeds, some unsubscribed (revived), some live (kept). */
+function planOpmlImport(user) {
+  const outlines = [];
+  for (let i = 1 + randomInt(10); i > 0; i--) {
+    const r = random();
+    const guid =
+      (r < 0.15 ? user.live.pick(user.busy) : r < 0.3 ? user.dead.pick(user.busy) : undefined) ?? randomUUID();
+    if (outlines.some((o) => o.guid === guid)) continue;
+    outlines.push({ guid, feedUrl: user.newFeedUrl() });
+  }
+  return outlines;
+}
+
+const opmlDocument = (outlines) =>
+  [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<opml version="2.0"><head><title>soak</title></head><body>',
+    ...outlines.map((o) => `<outline type="rss" text="show" xmlUrl="${o.feedUrl}" guid="${o.guid}"/>`),
+    "</body></opml>",
+  ].join("\n");
+
+/** The outlines' names (`text`, which `title` repeats) of an OPML export: guid -> name. */
+function opmlNames(text) {
+  const names = new Map();
+  for (const [, attributes] of (text ?? "").matchAll(/<outline\b([^>]*)\/?>/g)) {
+    const attribute = (name) => new RegExp(`\\b${name}="([^"]*)"`).exec(attributes)?.[1];
+    const name = xmlText(attribute("text"));
+    names.set(attribute("guid"), name === xmlText(attribute("title")) ? name : `${name} (title ${attribute("title")})`);
+  }
+  return names;
+}
+
+/** Markup text with the five predefined entities (and `&#39;`, as JSX writes it) decoded. */
+function xmlText(value) {
+  return value
+    ?.replaceAll("&quot;", '"')
+    .replaceAll("&apos;", "'")
+    .replaceAll("&#39;", "'")
+    .replaceAll("&lt;", "<")
+    .replaceAll("&gt;", ">")
+    .replaceAll("&amp;", "&");
+}
+
+/** Whether a name shown for a feed (an OPML outline, a page row) is its podcast's, by the rounds that ended. */
+function nameOk(url, shown, mark) {
+  if (shown === podcastName(url, rounds.fetched)) return true;
+  return roundUncertain(mark) && !rounds.fetched.has(url) && shown === podcastName(url, new Set([url]));
+}
+
+/** The names shown (guid -> name) that differ from the model's, on the subscriptions nothing touched since `since`. */
+function nameDifferences(user, names, since, mark) {
+  const differences = [];
+  for (const [guid, shown] of names) {
+    if (!user.live.index.has(guid) || !user.stableSince(guid, since)) continue;
+    const url = user.feedUrl.get(guid);
+    if (!nameOk(url, shown, mark)) differences.push(`${guid} named ${JSON.stringify(shown)}, not as ${url}'s podcast`);
+  }
+  return differences;
+}
+
+/**
+ * An answer with `include=podcast` (§18): `included` holds one podcast per subscription of `data`, in its order,
+ * each as the model predicts for the subscriptions nothing touched since `since`.
+ */
+function includedDifferences(user, json, since, mark) {
+  const data = Array.isArray(json?.data) ? json.data : [json?.data];
+  const included = json?.included;
+  if (!Array.isArray(included) || included.map((p) => p?.id).join() !== data.map((r) => r?.id).join()) {
+    return [`included ${JSON.stringify(included)?.slice(0, 200)} is not one podcast per subscription`];
+  }
+  const differences = [];
+  for (const podcast of included) {
+    if (podcast.type !== "podcast") differences.push(`included ${podcast.id} of type ${podcast.type}`);
+    if (!user.live.index.has(podcast.id) || !user.stableSince(podcast.id, since)) continue;
+    const url = user.feedUrl.get(podcast.id);
+    differences.push(...podcastDifferences(podcast.attributes, url, rounds.fetched, roundUncertain(mark)));
+  }
+  return differences;
+}
+
+/** The rows of the subscriptions page: guid, the title shown (or null), the feed URL, whether it says gone. */
+function subscriptionRows(html) {
+  const list = /<ul class="feeds">([\s\S]*?)<\/ul>/.exec(html ?? "")?.[1] ?? "";
+  return list
+    .split("<li>")
+    .slice(1)
+    .map((row) => ({
+      guid: /name="guid" value="([^"]+)"/.exec(row)?.[1],
+      title: xmlText(/<span class="title">([^<]*)<\/span>/.exec(row)?.[1]) ?? null,
+      url: xmlText(/<span class="url">([^<]*)<\/span>/.exec(row)?.[1]),
+      gone: row.includes('<span class="gone">'),
+    }));
+}
+
+/**
+ * A subscriptions page against the model: no row of a guid that is not subscribed; each row nothing touched since
+ * `since` with its feed URL, named by its podcast's title once a round fetched it, and "No longer available" when
+ * that podcast is gone.
+ */
+function subscriptionRowDifferences(user, html, since, mark) {
+  const differences = [];
+  for (const row of subscriptionRows(html)) {
+    if (!user.stableSince(row.guid, since)) continue;
+    if (!user.live.index.has(row.guid)) {
+      differences.push(`${row.guid} listed but not subscribed`);
+      continue;
+    }
+    const url = user.feedUrl.get(row.guid);
+    if (row.url !== url) differences.push(`${row.guid} shows ${row.url}, not ${url}`);
+    if (!nameOk(url, row.title ?? url, mark)) differences.push(`${row.guid} titled ${JSON.stringify(row.title)}`);
+    const gone = rounds.fetched.has(url) && feedVariant(url) === "gone";
+    if (row.gone !== gone && !(roundUncertain(mark) && !rounds.fetched.has(url))) {
+      differences.push(`${row.guid} ${row.gone ? "says" : "does not say"} "No longer available"`);
+    }
+  }
+  return differences;
+}
+
+/** The listening-progress page's rows: the media URL, the podcast named ("from ..."), played or not. */
+function progressRows(html) {
+  const list = /<ol class="episodes">([\s\S]*?)<\/ol>/.exec(html ?? "")?.[1] ?? "";
+  return list
+    .split("<li>")
+    .slice(1)
+    .map((row) => ({
+      mediaUrl: xmlText(/<span class="url">([^<]*)<\/span>/.exec(row)?.[1]),
+      from: xmlText(/<span class="feed">from ([^<]*)<\/span>/.exec(row)?.[1]) ?? null,
+      played: row.includes('<span class="played">'),
+    }));
+}
+
+/**
+ * The progress page against the model: at most 50 rows, each a live state (by its media URL) with its played
+ * flag, named after its subscription's podcast (its title once fetched, else its feed URL; none without one),
+ * for the states nothing touched since `since`. Answers the differences.
+ */
+function progressDifferences(user, html, since, mark) {
+  const byMediaUrl = new Map();
+  for (const id of user.episodes.keys()) byMediaUrl.set(user.episodes.get(id).mediaUrl, id);
+  const rows = progressRows(html);
+  const differences = rows.length > 50 ? [`${rows.length} rows`] : [];
+  for (const row of rows) {
+    const id = byMediaUrl.get(row.mediaUrl);
+    if (id === undefined || !user.stableSince(id, since)) continue;
+    const state = user.episodes.get(id);
+    if (!user.liveEpisodes.index.has(id)) {
+      differences.push(`${id} shown but forgotten`);
+      continue;
+    }
+    if (row.played !== state.played) differences.push(`${id} ${row.played ? "played" : "not played"}`);
+    const url = user.feedUrl.get(state.feedGuid);
+    if (!user.stableSince(state.feedGuid, since)) continue;
+    const fromOk = url === undefined ? row.from === null : row.from !== null && nameOk(url, row.from, mark);
+    if (!fromOk) differences.push(`${id} from ${JSON.stringify(row.from)}, its feed ${url}`);
+  }
+  return differences;
+}
+
+/**
+ * Runs a page operation in the person's browser, one at a time (a second one meanwhile runs `fallback` instead):
+ * a sign-out or an erasure never pulls the session from under another page.
+ */
+async function inBrowser(user, run, fallback = "list") {
+  if (user.browser.busy) return operations[fallback](user);
+  const browser = user.browser;
+  browser.busy = true;
+  try {
+    return await run();
+  } finally {
+    browser.busy = false;
+  }
+}
+
 /** Applies one page of a change feed to a device's copy: guid -> feedUrl (subscriptions) or state (episodes). */
 function applySubscriptionChanges(device, data) {
   for (const item of data) {
@@ -643,11 +880,21 @@ const E = {
   accountPage: "GET /account",
   accountSubscriptions: "GET /account/subscriptions",
   accountUnsubscribe: "POST /account/subscriptions/unsubscribe",
+  accountProgress: "GET /account/progress",
+  accountOpmlImport: "POST /account/opml",
+  accountAppPassword: "POST /account/app-passwords",
   accountRevoke: "POST /account/app-passwords/revoke",
+  accountSignOut: "POST /account/signout",
+  accountEnded: "GET /account, /account/subscriptions (an ended session)",
+  accountErasePage: "GET /account/erase",
+  accountErase: "POST /account/erase",
   loginFlowStart: "POST /index.php/login/v2",
   loginFlowPage: "GET /index.php/login/v2/flow/{id}",
   loginFlowGrant: "POST /index.php/login/v2/flow/{id}/grant",
+  loginFlowDeny: "POST /index.php/login/v2/flow/{id}/deny",
   loginFlowPoll: "POST /index.php/login/v2/poll",
+  podcast: "GET /v1/subscriptions/{guid}/podcast",
+  feedRound: "GET /cdn-cgi/local/scheduled (the Cron Trigger: retention and a feed round)",
 };
 
 /** The Nextcloud gPodder Sync app's paths (docs/API.md §17). */
@@ -661,7 +908,13 @@ const EXPECTED_4XX = {
   [E.episodeGet]: "404: an id never written, or forgotten",
   [E.episodePatch]: "404: a merge into a forgotten state",
   [E.episodeDelete]: "404: a DELETE of a forgotten state",
-  [E.loginFlowPoll]: "404: a poll before the grant, and a second one after it",
+  [E.loginFlowPoll]: "404: a poll before the grant, a second one after it, one after a Deny",
+  [E.loginFlowPage]: "404: the link of a denied flow",
+  [E.podcast]: "404: the podcast of an unsubscribed guid",
+  [E.login]: "401: the app password of an erased account",
+  [E.feed]: "410: a device's token from before an erasure",
+  [E.episodeFeed]: "410: a device's token from before an erasure",
+  [E.accountErase]: "400: a confirmation that does not say erase (nothing erased)",
 };
 
 const operations = {
@@ -669,22 +922,33 @@ const operations = {
     const size = [10, 25, 100][randomInt(3)];
     const pages = Math.max(1, Math.ceil(user.live.size / size));
     const number = 1 + randomInt(pages + 1);
-    const path = `/v1/subscriptions?page[number]=${number}&page[size]=${size}`;
+    // Half the time with the podcasts (§18): each one of a subscription nothing touched meanwhile as predicted.
+    const include = random() < 0.5;
+    const path = `/v1/subscriptions?page[number]=${number}&page[size]=${size}${include ? "&include=podcast" : ""}`;
+    const [started, mark] = [performance.now(), roundMark()];
     const { status, json } = await request("list", E.list, user, "GET", path);
     if (expectStatus("list", status, 200, `page ${number} size ${size}`) && CHECK) {
       if (!Array.isArray(json?.data) || json.data.length > size || typeof json?.meta?.total !== "number") {
         stats.unexpected += 1;
         problem(`list: malformed page ${JSON.stringify(json)?.slice(0, 300)}`);
+        return;
       }
+      if (include) expectSame("list", includedDifferences(user, json, started, mark), path);
     }
   },
 
   async get(user) {
     const guid = user.live.pick(user.busy);
     if (guid === undefined) return operations["post-new"](user);
+    const include = random() < 0.5;
     await withLocks(user, [guid], async () => {
-      const { status, json } = await request("get", E.get, user, "GET", `/v1/subscriptions/${guid}`);
-      if (expectStatus("get", status, 200, guid)) checkResource("get", json?.data, guid, user.feedUrl.get(guid));
+      const mark = roundMark();
+      const path = `/v1/subscriptions/${guid}${include ? "?include=podcast" : ""}`;
+      const { status, json } = await request("get", E.get, user, "GET", path);
+      if (!expectStatus("get", status, 200, guid) || !checkResource("get", json?.data, guid, user.feedUrl.get(guid))) {
+        return;
+      }
+      if (include) expectSame("get", includedDifferences(user, json, performance.now(), mark), path);
     });
   },
 
@@ -891,32 +1155,23 @@ const operations = {
 
   /** The OPML export: every live subscription nothing touched meanwhile is there with its URL, and no other. */
   async "opml-export"(user) {
-    const started = performance.now();
+    const [started, mark] = [performance.now(), roundMark()];
     const { status, text } = await request("opml-export", E.opmlExport, user, "GET", "/v1/subscriptions.opml", {
       accept: "text/x-opml",
     });
     if (!expectStatus("opml-export", status, 200, "export") || !CHECK) return;
     const outlines = opmlOutlines(text);
     if (!outlines) expectSame("opml-export", ["the document is cut or not OPML"], user.id);
-    else expectSame("opml-export", stableDifferences(user, outlines, started), user.id);
+    else {
+      expectSame("opml-export", stableDifferences(user, outlines, started), user.id);
+      expectSame("opml-export", nameDifferences(user, opmlNames(text), started, mark), user.id);
+    }
   },
 
   /** An OPML import of 1-10 outlines with guids: new feeds, some unsubscribed (revived), some live (kept). */
   async "opml-import"(user) {
-    const outlines = [];
-    for (let i = 1 + randomInt(10); i > 0; i--) {
-      const r = random();
-      const guid =
-        (r < 0.15 ? user.live.pick(user.busy) : r < 0.3 ? user.dead.pick(user.busy) : undefined) ?? randomUUID();
-      if (outlines.some((o) => o.guid === guid)) continue;
-      outlines.push({ guid, feedUrl: user.newFeedUrl() });
-    }
-    const document = [
-      '<?xml version="1.0" encoding="UTF-8"?>',
-      '<opml version="2.0"><head><title>soak</title></head><body>',
-      ...outlines.map((o) => `<outline type="rss" text="show" xmlUrl="${o.feedUrl}" guid="${o.guid}"/>`),
-      "</body></opml>",
-    ].join("\n");
+    const outlines = planOpmlImport(user);
+    const document = opmlDocument(outlines);
     await withLocks(
       user,
       outlines.map((o) => o.guid),
@@ -1305,42 +1560,182 @@ const operations = {
   /** The person reads the first page of their subscriptions: every row a subscription (what nothing touched). */
   async "account-subscriptions"(user) {
     if (!CHECK) return operations.list(user);
-    if (!(await signedInToPages(user))) return;
-    const started = performance.now();
-    const page = await browse("account-subscriptions", E.accountSubscriptions, user, "GET", "/account/subscriptions");
-    if (!expectStatus("account-subscriptions", page.status, 200, user.id)) return;
-    const stale = pageGuids(page.text).filter((guid) => !user.live.index.has(guid) && user.stableSince(guid, started));
-    expectSame(
-      "account-subscriptions",
-      stale.map((guid) => `${guid} listed but not subscribed`),
-      user.id,
-    );
+    await inBrowser(user, async () => {
+      if (!(await signedInToPages(user))) return;
+      const [started, mark] = [performance.now(), roundMark()];
+      const page = await browse("account-subscriptions", E.accountSubscriptions, user, "GET", "/account/subscriptions");
+      if (!expectStatus("account-subscriptions", page.status, 200, user.id)) return;
+      expectSame("account-subscriptions", subscriptionRowDifferences(user, page.text, started, mark), user.id);
+    });
   },
 
   /** The person unsubscribes on the page (its form: guid, the page to return to, the anti-forgery token). */
   async "account-unsubscribe"(user) {
     if (!CHECK) return operations.delete(user);
-    const guid = user.live.pick(user.busy);
-    if (guid === undefined || !(await signedInToPages(user))) return;
-    await withLocks(user, [guid], async () => {
-      const form = { guid, return_to: "/account/subscriptions", anti_forgery_token: user.browser.antiForgery };
-      const answer = await browse(
-        "account-unsubscribe",
-        E.accountUnsubscribe,
+    await inBrowser(user, async () => {
+      if (!(await signedInToPages(user))) return;
+      const guid = user.live.pick(user.busy);
+      if (guid === undefined) return;
+      await withLocks(user, [guid], async () => {
+        const form = { guid, return_to: "/account/subscriptions", anti_forgery_token: user.browser.antiForgery };
+        const answer = await browse(
+          "account-unsubscribe",
+          E.accountUnsubscribe,
+          user,
+          "POST",
+          "/account/subscriptions/unsubscribe",
+          form,
+        );
+        if (!expectStatus("account-unsubscribe", answer.status, 303, guid)) return;
+        user.unsubscribed(guid);
+        stats.writes.pageUnsubscribed += 1;
+      });
+    });
+  },
+
+  /** The person reads their listening progress: the states changed last, each named after its podcast. */
+  async "account-progress"(user) {
+    if (!CHECK) return operations["episode-get"](user);
+    await inBrowser(user, async () => {
+      if (!(await signedInToPages(user))) return;
+      const [started, mark] = [performance.now(), roundMark()];
+      const page = await browse("account-progress", E.accountProgress, user, "GET", "/account/progress");
+      if (!expectStatus("account-progress", page.status, 200, user.id)) return;
+      expectSame("account-progress", progressDifferences(user, page.text, started, mark), user.id);
+    });
+  },
+
+  /** The person imports an OPML file on the subscriptions page (a multipart form, as a browser sends the file). */
+  async "account-opml-import"(user) {
+    if (!CHECK) return operations["opml-import"](user);
+    await inBrowser(user, async () => {
+      if (!(await signedInToPages(user))) return;
+      const outlines = planOpmlImport(user);
+      await withLocks(
         user,
-        "POST",
-        "/account/subscriptions/unsubscribe",
-        form,
+        outlines.map((o) => o.guid),
+        async () => {
+          const form = new FormData();
+          form.set("anti_forgery_token", user.browser.antiForgery);
+          form.set("opml", new Blob([opmlDocument(outlines)], { type: "text/x-opml" }), "subscriptions.opml");
+          const kind = "account-opml-import";
+          const page = await browse(kind, E.accountOpmlImport, user, "POST", "/account/opml", form);
+          if (!expectStatus(kind, page.status, 200, `${outlines.length} outlines`)) return;
+          const kept = outlines.filter((o) => user.live.index.has(o.guid)).length;
+          const said =
+            /Added (\d+) podcasts?; (\d+) (?:was|were) already among your subscriptions; (\d+) outlines? (?:was|were) skipped/.exec(
+              page.text ?? "",
+            );
+          const counts = said ? said.slice(1).map(Number).join() : "none";
+          expectSame(
+            kind,
+            counts === `${outlines.length - kept},${kept},0` ? [] : [`the page says ${said?.[0] ?? "no counts"}`],
+            `${outlines.length - kept} new, ${kept} kept`,
+          );
+          for (const o of outlines) {
+            if (user.live.index.has(o.guid)) continue;
+            user.subscribed(o.guid, o.feedUrl);
+            stats.writes.pageImported += 1;
+          }
+        },
       );
-      if (!expectStatus("account-unsubscribe", answer.status, 303, guid)) return;
-      user.unsubscribed(guid);
-      stats.writes.pageUnsubscribed = (stats.writes.pageUnsubscribed ?? 0) + 1;
+    });
+  },
+
+  /**
+   * The person creates an app password on the account page (`Connect an app`): the page shows it once; the app's
+   * sync moves to it, and the one it replaces is revoked on the page. Held like a rotation.
+   */
+  async "account-app-password"(user) {
+    if (!CHECK || user.gpodder.rotating || user.gpodder.inFlight > 0) return operations["app-passwords"](user);
+    await inBrowser(user, async () => {
+      user.gpodder.rotating = true;
+      try {
+        if (!(await signedInToPages(user))) return;
+        const kind = "account-app-password";
+        const page = await browse(kind, E.accountAppPassword, user, "POST", "/account/app-passwords", {
+          label: `soak page ${user.feeds}`,
+          anti_forgery_token: user.browser.antiForgery,
+        });
+        if (!expectStatus(kind, page.status, 200, "create")) return;
+        const shown = (id) => xmlText(new RegExp(`id="${id}"[^>]*value="([^"]*)"`).exec(page.text ?? "")?.[1]);
+        const [username, password] = [shown("username"), shown("password")];
+        if (username !== user.gpodder.username || !/^([a-z2-9]{5}-){5}[a-z2-9]{5}$/.test(password ?? "")) {
+          expectSame(kind, [`the page shows username ${username}, password ${password}`], user.id);
+          return;
+        }
+        await adoptAppPassword(user, kind, password);
+      } finally {
+        user.gpodder.rotating = false;
+      }
+    });
+  },
+
+  /**
+   * The person signs out: the session ends on the server (§16), so its cookie, sent again, opens no page (the
+   * account page answers signed out, a page below it sends to sign-in). The next page operation signs in anew.
+   */
+  async "account-signout"(user) {
+    if (!CHECK) return operations.list(user);
+    await inBrowser(user, async () => {
+      if (!(await signedInToPages(user))) return;
+      const kind = "account-signout";
+      const cookies = new Map(user.browser.jar.get(base));
+      const answer = await browse(kind, E.accountSignOut, user, "POST", "/account/signout", {
+        anti_forgery_token: user.browser.antiForgery,
+      });
+      if (!expectStatus(kind, answer.status, 303, "sign out")) return;
+      user.browser.signingIn = undefined;
+      user.browser.antiForgery = undefined;
+      user.browser.ended = cookies;
+      stats.writes.signOuts += 1;
+      await expectSessionEnded(user, kind);
+    });
+  },
+
+  /**
+   * The person erases the account on its page (§15, §16): the page, sometimes a confirmation that does not say
+   * `erase` (`400`, nothing erased: the verification proves it), else `erase`: every subscription, episode
+   * state, app password, device and session gone. Holds the user alone (its other operations finish first, none
+   * starts); afterwards the followers' old tokens answer `410` and a new app password is minted for its apps.
+   */
+  async "account-erase"(user) {
+    if (!CHECK || user.exclusive) return;
+    user.exclusive = true;
+    try {
+      while (user.active > 1) await sleep(20);
+      await inBrowser(user, () => eraseOnThePage(user));
+    } finally {
+      user.exclusive = false;
+    }
+  },
+
+  /** An app starts the Login Flow and the person denies it on the page: no app password, the link is used up. */
+  async "login-flow-deny"(user) {
+    await inBrowser(user, () => loginFlow(user, { deny: true }));
+  },
+
+  /** An app reads a subscription's podcast (§18): pending, or what a feed round fetched; of a tombstone, 404. */
+  async podcast(user) {
+    const gone = random() < 0.1 ? user.dead.pick(user.busy) : undefined;
+    const guid = gone ?? user.live.pick(user.busy);
+    if (guid === undefined) return operations["post-new"](user);
+    await withLocks(user, [guid], async () => {
+      const mark = roundMark();
+      const path = `/v1/subscriptions/${guid}/podcast`;
+      const { status, json } = await request("podcast", E.podcast, user, "GET", path);
+      if (gone) return expectStatus("podcast", status, 404, `${guid} unsubscribed`);
+      if (!expectStatus("podcast", status, 200, guid) || !CHECK) return;
+      const url = user.feedUrl.get(guid);
+      const differences = podcastDifferences(json?.data?.attributes, url, rounds.fetched, roundUncertain(mark));
+      if (json?.data?.type !== "podcast" || json.data.id !== guid) differences.push(`resource ${json?.data?.id}`);
+      expectSame("podcast", differences, guid);
     });
   },
 
   /** An app signs in with Nextcloud's Login Flow v2, the person granting access on the page. */
   async "login-flow"(user) {
-    await loginFlow(user);
+    await inBrowser(user, () => loginFlow(user));
   },
 };
 
@@ -1404,31 +1799,32 @@ async function syncDevice(user, kind, resource, fallback) {
  * (answers `location`, absolute). Requests to the worker are timed and counted like request()'s; a form is posted
  * from the page's own origin, as a browser does.
  */
-async function browse(kind, endpoint, user, method, url, form) {
+async function browse(kind, endpoint, user, method, url, form, { issuerMayBeSlow = false } = {}) {
   const target = new URL(url, base);
   const jar = user.browser.jar.get(target.origin) ?? new Map();
   user.browser.jar.set(target.origin, jar);
   const headers = { Accept: "text/html" };
   if (jar.size > 0) headers.Cookie = [...jar].map(([name, value]) => `${name}=${value}`).join("; ");
-  if (form) {
-    headers["Content-Type"] = "application/x-www-form-urlencoded";
-    headers.Origin = target.origin;
-  }
+  // A form: URL-encoded, or multipart (FormData: a file field; fetch writes its Content-Type and boundary).
+  if (form) headers.Origin = target.origin;
+  if (form && !(form instanceof FormData)) headers["Content-Type"] = "application/x-www-form-urlencoded";
   const worker = target.origin === base;
   const started = performance.now();
   let status = 0;
   let text;
   let location;
+  let retryAfter = 0;
   try {
     const response = await fetch(target, {
       method,
       headers,
-      body: form ? new URLSearchParams(form).toString() : undefined,
+      body: form instanceof FormData ? form : form ? new URLSearchParams(form).toString() : undefined,
       redirect: "manual",
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
     status = response.status;
     text = await response.text();
+    retryAfter = Number(response.headers.get("Retry-After")) || 0;
     const next = response.headers.get("Location");
     location = next ? new URL(next, target).href : undefined;
     for (const line of response.headers.getSetCookie()) {
@@ -1447,11 +1843,15 @@ async function browse(kind, endpoint, user, method, url, form) {
     const ended = performance.now();
     stats.samples.push({ phase: stats.phase, kind, endpoint, ms: ended - started, end: ended, status });
   }
-  if (worker && status >= 500) {
+  if (worker && status === 503 && retryAfter > 0 && issuerMayBeSlow) {
+    // The sign-in's identity provider (in this process, beside the load client) did not answer within the
+    // worker's 5 s: the worker says so (docs/API.md §16) and the person signs in again. Counted apart.
+    stats.issuerTooSlow += 1;
+  } else if (worker && status >= 500) {
     stats.errors5xx += 1;
     problem(`${kind} ${method} ${target.pathname}: ${status} ${(text ?? "").slice(0, 300)}`);
   }
-  return { status, text, location };
+  return { status, text, location, retryAfter };
 }
 
 const ANTI_FORGERY = /name="anti_forgery_token" value="([^"]+)"/;
@@ -1464,20 +1864,37 @@ const ANTI_FORGERY = /name="anti_forgery_token" value="([^"]+)"/;
 function signedInToPages(user) {
   user.browser.signingIn ??= (async () => {
     const kind = "account-signin";
-    let answer = await browse(kind, E.accountSignIn, user, "GET", "/account/signin");
-    for (let hop = 0; hop < 10 && answer.location; hop++) {
-      const at = new URL(answer.location);
-      if (at.origin === base && at.pathname === "/account") break;
-      answer = await browse(kind, E.accountSignIn, user, "GET", at.href);
-      if (answer.status === 200 && /^\/interaction\/[^/]+$/.test(at.pathname)) {
-        answer = await browse(kind, E.accountSignIn, user, "POST", `${at.href}/login`, { login: user.id });
+    let last;
+    // A 503 with Retry-After (the identity provider too slow for the worker): the person tries again, at most twice.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (last?.answer.status === 503) await sleep(1000 * Math.min(5, last.answer.retryAfter));
+      const slow = { issuerMayBeSlow: true };
+      let answer = await browse(kind, E.accountSignIn, user, "GET", "/account/signin", undefined, slow);
+      last = { path: "/account/signin", answer };
+      for (let hop = 0; hop < 10 && answer.location; hop++) {
+        const at = new URL(answer.location);
+        if (at.origin === base && at.pathname === "/account") break;
+        answer = await browse(kind, E.accountSignIn, user, "GET", at.href, undefined, slow);
+        last = { path: at.pathname, answer };
+        if (answer.status === 200 && /^\/interaction\/[^/]+$/.test(at.pathname)) {
+          answer = await browse(kind, E.accountSignIn, user, "POST", `${at.href}/login`, { login: user.id });
+        }
       }
+      if (!(last.answer.status === 503 && last.answer.retryAfter > 0)) break;
     }
     const page = await browse(kind, E.accountPage, user, "GET", "/account");
     const token = page.status === 200 ? ANTI_FORGERY.exec(page.text ?? "")?.[1] : undefined;
     if (!token) {
       stats.unexpected += 1;
-      problem(`${kind}: ${user.id} could not sign in to the account pages (/account answered ${page.status})`);
+      // What the last hop said (the callback's page names why a sign-in failed).
+      const said = (last.answer.text ?? "")
+        .replace(/<[^>]*>/g, " ")
+        .replace(/\s+/g, " ")
+        .slice(0, 300);
+      problem(
+        `${kind}: ${user.id} could not sign in to the account pages (/account answered ${page.status}; ` +
+          `${last.path} answered ${last.answer.status}: ${said})`,
+      );
       user.browser.signingIn = undefined;
       return false;
     }
@@ -1487,21 +1904,18 @@ function signedInToPages(user) {
   return user.browser.signingIn;
 }
 
-/** The guids of a subscriptions page's rows (each row's unsubscribe form names its guid). */
-const pageGuids = (html) => [...(html ?? "").matchAll(/name="guid" value="([0-9a-f-]{36})"/g)].map((m) => m[1]);
-
 /**
  * Nextcloud's Login Flow v2 as AntennaPod runs it (docs/API.md §17): the app starts a flow; the person opens its
  * link, signed in, and grants access; the app polls and receives a new app password, which its sync then uses.
  * The password it replaces is revoked on the account page, as a person tidying up would. Held like a rotation:
  * no gpodder traffic of the user is in flight meanwhile, so the list of app passwords is the model's throughout.
  */
-async function loginFlow(user) {
+async function loginFlow(user, { deny = false } = {}) {
   if (user.gpodder.rotating || user.gpodder.inFlight > 0 || !CHECK) return operations["app-passwords"](user);
   user.gpodder.rotating = true;
   try {
     if (!(await signedInToPages(user))) return;
-    const kind = "login-flow";
+    const kind = deny ? "login-flow-deny" : "login-flow";
     const start = await fetchJson(
       kind,
       E.loginFlowStart,
@@ -1520,6 +1934,20 @@ async function loginFlow(user) {
     expectStatus(kind, before.status, 404, "poll before the grant");
     const grantPage = await browse(kind, E.loginFlowPage, user, "GET", login);
     if (!expectStatus(kind, grantPage.status, 200, "grant page")) return;
+    if (deny) {
+      // `Deny` (§17): the flow ends; its poll, and its link, find nothing; no app password appears (verified).
+      const denied = await browse(kind, E.loginFlowDeny, user, "POST", `${login}/deny`, {
+        anti_forgery_token: user.browser.antiForgery,
+      });
+      if (!expectStatus(kind, denied.status, 200, "deny")) return;
+      expectSame(kind, /<h1>Access denied<\/h1>/.test(denied.text ?? "") ? [] : ["no Access denied page"], "deny");
+      const poll = await fetchJson(kind, E.loginFlowPoll, "POST", "/index.php/login/v2/poll", { token });
+      expectStatus(kind, poll.status, 404, "poll after a Deny");
+      const again = await browse(kind, E.loginFlowPage, user, "GET", login);
+      expectStatus(kind, again.status, 404, "the link of a denied flow");
+      stats.writes.flowsDenied += 1;
+      return;
+    }
     const granted = await browse(kind, E.loginFlowGrant, user, "POST", `${login}/grant`, {
       anti_forgery_token: user.browser.antiForgery,
     });
@@ -1533,28 +1961,134 @@ async function loginFlow(user) {
     }
     const again = await fetchJson(kind, E.loginFlowPoll, "POST", "/index.php/login/v2/poll", { token });
     expectStatus(kind, again.status, 404, "a second poll");
-    // The new password's id: the one listed that the model does not know (nothing else changes them now).
-    const list = await request(kind, E.appPasswordList, user, "GET", "/v1/app-passwords");
-    const fresh = (list.json?.data ?? []).map((r) => r.id).filter((id) => !user.appPasswords.has(id));
-    if (!expectStatus(kind, list.status, 200, "list") || fresh.length !== 1) {
-      expectSame(kind, [`${fresh.length} app passwords appeared after one grant`], user.id);
-      return;
-    }
-    user.appPasswords.add(fresh[0]);
-    stats.writes.appPasswordsMinted += 1;
-    const old = user.gpodder.id;
-    user.gpodder = { ...user.gpodder, id: fresh[0], password: appPassword, cookie: undefined };
-    const revoked = await browse(kind, E.accountRevoke, user, "POST", "/account/app-passwords/revoke", {
-      id: old,
-      anti_forgery_token: user.browser.antiForgery,
-    });
-    if (expectStatus(kind, revoked.status, 303, "revoke on the account page")) {
-      user.appPasswords.delete(old);
-      stats.writes.appPasswordsDeleted += 1;
-    }
+    await adoptAppPassword(user, kind, appPassword);
   } finally {
     user.gpodder.rotating = false;
   }
+}
+
+/**
+ * An app password the person received (from the Login Flow or the account page) becomes the user's gpodder
+ * credentials; its id is the one listed that the model does not know (nothing else changes them meanwhile: the
+ * caller holds the user's gpodder traffic). The password it replaces is revoked on the account page.
+ */
+async function adoptAppPassword(user, kind, password) {
+  const list = await request(kind, E.appPasswordList, user, "GET", "/v1/app-passwords");
+  const fresh = (list.json?.data ?? []).map((r) => r.id).filter((id) => !user.appPasswords.has(id));
+  if (!expectStatus(kind, list.status, 200, "list") || fresh.length !== 1) {
+    expectSame(kind, [`${fresh.length} app passwords appeared after one was created`], user.id);
+    return;
+  }
+  user.appPasswords.add(fresh[0]);
+  stats.writes.appPasswordsMinted += 1;
+  const old = user.gpodder.id;
+  user.gpodder = { ...user.gpodder, id: fresh[0], password, cookie: undefined };
+  const revoked = await browse(kind, E.accountRevoke, user, "POST", "/account/app-passwords/revoke", {
+    id: old,
+    anti_forgery_token: user.browser.antiForgery,
+  });
+  if (expectStatus(kind, revoked.status, 303, "revoke on the account page")) {
+    user.appPasswords.delete(old);
+    stats.writes.appPasswordsDeleted += 1;
+  }
+}
+
+/**
+ * A session the server ended (Sign out, the erasure) opens no page: with its cookie sent again, `/account` is the
+ * signed-out page (no form, so no anti-forgery token) and `/account/subscriptions` redirects to sign in.
+ */
+async function expectSessionEnded(user, kind, cookies = user.browser.ended) {
+  return expectSame(kind, await endedSessionDifferences(kind, cookies), user.id);
+}
+
+/** What `expectSessionEnded` checks, as differences (the verification counts them its own way). */
+async function endedSessionDifferences(kind, cookies) {
+  const headers = {
+    Accept: "text/html",
+    Cookie: [...(cookies ?? [])].map(([name, value]) => `${name}=${value}`).join("; "),
+  };
+  const differences = [];
+  for (const [path, expected] of [
+    ["/account", 200],
+    ["/account/subscriptions", 302],
+  ]) {
+    const started = performance.now();
+    let status = 0;
+    let text = "";
+    try {
+      const response = await fetch(base + path, {
+        headers,
+        redirect: "manual",
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+      status = response.status;
+      text = await response.text();
+    } catch (error) {
+      stats.networkErrors += 1;
+      problem(`${kind} GET ${path}: network error: ${error}`);
+      return false;
+    }
+    if (stats.phase !== "verify") {
+      const ended = performance.now();
+      stats.samples.push({
+        phase: stats.phase,
+        kind,
+        endpoint: E.accountEnded,
+        ms: ended - started,
+        end: ended,
+        status,
+      });
+    }
+    if (status >= 500) {
+      stats.errors5xx += 1;
+      problem(`${kind} GET ${path}: ${status}`);
+    }
+    if (status !== expected && status !== 429) differences.push(`${path} with the ended session: ${status}`);
+    if (status === 200 && ANTI_FORGERY.test(text)) differences.push(`${path} is still signed in`);
+  }
+  return differences;
+}
+
+/** `account-erase` once it holds the user: see there. */
+async function eraseOnThePage(user) {
+  if (!(await signedInToPages(user))) return;
+  const kind = "account-erase";
+  const page = await browse(kind, E.accountErasePage, user, "GET", "/account/erase");
+  if (!expectStatus(kind, page.status, 200, "the page")) return;
+  const refuse = random() < 0.4;
+  const cookies = new Map(user.browser.jar.get(base));
+  const answer = await browse(kind, E.accountErase, user, "POST", "/account/erase", {
+    confirm: refuse ? "Erase it" : "erase",
+    anti_forgery_token: user.browser.antiForgery,
+  });
+  if (refuse) {
+    if (expectStatus(kind, answer.status, 400, "a confirmation that does not say erase")) {
+      stats.writes.erasuresRefused += 1;
+    }
+    return;
+  }
+  if (!expectStatus(kind, answer.status, 200, "erase")) return;
+  expectSame(kind, /Your account is erased/.test(answer.text ?? "") ? [] : ["no Account erased page"], user.id);
+  const followers = { subscriptions: user.subscriptionDevice.token, episodes: user.episodeDevice.token };
+  const gpodder = { ...user.gpodder };
+  user.erased();
+  stats.writes.erasures += 1;
+  user.browser.ended = cookies;
+  await expectSessionEnded(user, kind);
+  // A device that synced before holds a token from before: 410, so that it drops its copy (§15).
+  for (const [resource, token] of Object.entries(followers)) {
+    if (token === "0") continue;
+    const path = `/v1/${resource}?filter[since]=${token}`;
+    const { status } = await request(kind, resource === "subscriptions" ? E.feed : E.episodeFeed, user, "GET", path);
+    expectStatus(kind, status, 410, `${path} after the erasure`);
+  }
+  // The erased app password opens nothing; the apps are connected again with a new one.
+  const login = await request(kind, E.login, { gpodder }, "POST", `/api/2/auth/${gpodder.username}/login.json`, {
+    auth: "basic",
+    accept: "*/*",
+  });
+  expectStatus(kind, login.status, 401, "the erased app password");
+  await mintAppPassword(user, kind);
 }
 
 /** An unauthenticated request of an app (the Login Flow's start and poll): a form body, JSON back, counted. */
@@ -1754,15 +2288,75 @@ async function drive(users, concurrency, deadline) {
         if (slot > performance.now()) await sleep(slot - performance.now());
         if (performance.now() >= deadline) break;
       }
+      // A user being erased is held by its erasure: its operations wait for it (another user's run instead).
+      let user = users[randomInt(users.length)];
+      for (let tries = 0; user.exclusive && tries < 8; tries++) user = users[randomInt(users.length)];
+      if (user.exclusive) continue;
       traffic.inFlight += 1;
+      user.active += 1;
       try {
-        await operations[pickKind()](users[randomInt(users.length)]);
+        await operations[pickKind()](user);
       } finally {
+        user.active -= 1;
         traffic.inFlight -= 1;
       }
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+/**
+ * The Cron Trigger every ROUND_SECONDS until `deadline`, beside the traffic (a round must change no other answer):
+ * wrangler's local scheduled route runs it (retention and a feed round, src/scheduled.ts) and answers once it ended.
+ */
+async function feedRoundsUntil(deadline) {
+  while (performance.now() + ROUND_SECONDS * 1000 < deadline) {
+    await sleep(ROUND_SECONDS * 1000);
+    while (traffic.paused) await traffic.paused;
+    await feedRound();
+  }
+}
+
+/** One run of the Cron Trigger; the URLs the feed server answered meanwhile are fetched once it has ended. */
+async function feedRound() {
+  const path = `/cdn-cgi/local/scheduled?cron=${encodeURIComponent("*/10 * * * *")}&time=${Date.now()}`;
+  const started = performance.now();
+  let status = 0;
+  let text = "";
+  const before = new Map(feedServer.answered);
+  traffic.inFlight += 1;
+  rounds.active += 1;
+  rounds.epoch += 1;
+  try {
+    const response = await fetch(base + path, { signal: AbortSignal.timeout(2 * REQUEST_TIMEOUT_MS) });
+    status = response.status;
+    text = await response.text();
+  } catch (error) {
+    stats.networkErrors += 1;
+    problem(`feed-round GET ${path}: network error: ${error}`);
+  } finally {
+    rounds.active -= 1;
+    rounds.epoch += 1;
+    traffic.inFlight -= 1;
+  }
+  const ended = performance.now();
+  if (stats.phase !== "verify") {
+    stats.samples.push({
+      phase: stats.phase,
+      kind: "feed-round",
+      endpoint: E.feedRound,
+      ms: ended - started,
+      end: ended,
+      status,
+    });
+  }
+  if (status >= 500) {
+    stats.errors5xx += 1;
+    problem(`feed-round: ${status} ${text.slice(0, 300)}`);
+  }
+  rounds.count += 1;
+  if (!expectStatus("feed-round", status, 200, text.slice(0, 200))) return;
+  for (const [url, count] of feedServer.answered) if (count !== before.get(url)) rounds.fetched.add(url);
 }
 
 /** Operations in flight, and a promise while the memory sampler holds the traffic back. */
@@ -1797,13 +2391,13 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * A read with retries on 429 (Retry-After) and on network errors (counted already): bearer (JSON:API) or,
  * with `auth: "basic"`, the user's app password (gpodder). Answers { status, json, text }.
  */
-async function verifyRequest(user, path, { auth = "bearer", accept = JSONAPI } = {}) {
+async function verifyRequest(user, path, { auth = "bearer", accept = JSONAPI, headers = {} } = {}) {
   for (let attempt = 0; ; attempt++) {
     const started = performance.now();
     let response;
     try {
       response = await fetch(base + path, {
-        headers: { ...authHeaders(user, auth), Accept: accept },
+        headers: { ...authHeaders(user, auth), Accept: accept, ...headers },
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (error) {
@@ -1826,7 +2420,32 @@ async function verifyRequest(user, path, { auth = "bearer", accept = JSONAPI } =
       problem(`verify GET ${path}: ${response.status} ${text.slice(0, 300)}`);
     }
     const json = text && /json/.test(response.headers.get("Content-Type") ?? "") ? JSON.parse(text) : undefined;
-    return { status: response.status, json, text };
+    return { status: response.status, json, text, etag: response.headers.get("ETag") };
+  }
+}
+
+/** The users whose list ETags a feed round run in the verification must leave current (§18). */
+const ETAG_SAMPLE = 20;
+
+/** The first page's ETag (no include: an answer with podcasts has none) of the first ETAG_SAMPLE users. */
+async function listETags(users) {
+  const tags = new Map();
+  for (const user of users.slice(0, ETAG_SAMPLE)) {
+    const { status, etag } = await verifyRequest(user, "/v1/subscriptions?page[size]=100");
+    if (status === 200 && etag) tags.set(user, etag);
+    else mismatch("etagMismatches", `${user.id}: the list answered ${status} with ETag ${etag}`);
+  }
+  return tags;
+}
+
+/** A podcast's changes are no changes of the subscriptions: the ETags read before a round still answer 304. */
+async function verifyETagsKept(tags) {
+  for (const [user, etag] of tags) {
+    verification.etagsChecked += 1;
+    const { status } = await verifyRequest(user, "/v1/subscriptions?page[size]=100", {
+      headers: { "If-None-Match": etag },
+    });
+    if (status !== 304) mismatch("etagMismatches", `${user.id}: the list's ETag from before the last round: ${status}`);
   }
 }
 
@@ -1854,6 +2473,13 @@ const verification = {
   gpodderStale: 0, // URLs a gpodder follower keeps after a move (the protocol cannot say)
   gpodderMismatches: 0,
   otherMismatches: 0, // OPML export, devices, app passwords
+  podcastsChecked: 0,
+  podcastMismatches: 0, // include=podcast of the whole list against the feed rounds
+  nameMismatches: 0, // OPML exports' outline names
+  etagsChecked: 0,
+  etagMismatches: 0, // list ETags a feed round changed
+  pagesChecked: 0, // users whose account pages were read (signed in, or with an ended session)
+  pageMismatches: 0, // users whose pages differ
   serverErrors: 0,
   seconds: 0,
 };
@@ -1864,10 +2490,13 @@ function mismatch(counter, text) {
   problem(text);
 }
 
-/** Every page of the user's list (page[size]=100, following links.next): guid -> feedUrl, or undefined. */
-async function readList(user) {
+/**
+ * Every page of the user's list (page[size]=100, following links.next, with the podcasts: include=podcast):
+ * guid -> feedUrl, or undefined; `podcasts` gets guid -> the podcast's attributes.
+ */
+async function readList(user, podcasts = new Map()) {
   const listed = new Map();
-  let path = "/v1/subscriptions?page[size]=100";
+  let path = "/v1/subscriptions?page[size]=100&include=podcast";
   for (let page = 1; path; page++) {
     const { status, json } = await verifyRequest(user, path);
     if (status !== 200 || !Array.isArray(json?.data)) {
@@ -1879,6 +2508,7 @@ async function readList(user) {
       problem(`meta.total of ${user.id}: ${json.meta?.total}, expected ${user.live.size}`);
     }
     for (const resource of json.data) listed.set(resource.id, resource.attributes?.feedUrl);
+    for (const podcast of json.included ?? []) podcasts.set(podcast.id, podcast.attributes);
     const next = json.links?.next;
     path = json.data.length > 0 && next ? stripOrigin(next) : undefined;
   }
@@ -1891,7 +2521,8 @@ async function readList(user) {
  * and of an unsubscribed guid checks that the single-resource path agrees. Answers the list.
  */
 async function verifySubscriptions(user) {
-  const listed = await readList(user);
+  const podcasts = new Map();
+  const listed = await readList(user, podcasts);
   if (!listed) {
     verification.listMismatches += 1;
     return undefined;
@@ -1920,6 +2551,14 @@ async function verifySubscriptions(user) {
     );
   }
   if (differs) verification.listMismatches += 1;
+
+  // Each live subscription's podcast as the feed rounds left it (§18): no round runs now, so exactly.
+  for (const guid of user.live.items) {
+    if (!listed.has(guid)) continue; // lost, counted above
+    verification.podcastsChecked += 1;
+    const differences = podcastDifferences(podcasts.get(guid), user.feedUrl.get(guid), rounds.fetched);
+    if (differences.length > 0) mismatch("podcastMismatches", `${user.id} ${guid}: ${differences.join("; ")}`);
+  }
 
   const samples = [
     [user.live.items[0], 200],
@@ -2136,6 +2775,8 @@ async function verifyOthers(user, listed) {
       `${user.id}: the OPML export (${opml.status}, ${outlines?.size} outlines) differs from the list (${wanted.length})`,
     );
   }
+  const names = nameDifferences(user, opmlNames(opml.text), performance.now(), roundMark());
+  if (names.length > 0) mismatch("nameMismatches", `${user.id}: the OPML export: ${names.join("; ").slice(0, 300)}`);
   const passwords = await verifyRequest(user, "/v1/app-passwords");
   const ids = Array.isArray(passwords.json?.data) ? passwords.json.data.map((r) => r.id) : [];
   if (
@@ -2154,6 +2795,41 @@ async function verifyUser(user) {
   await verifyFollowers(user);
   if (user.gpodder.username) await verifyGpodder(user, listed);
   await verifyOthers(user, listed);
+  await verifyPages(user, listed);
+}
+
+/**
+ * The account pages of a person whose browser the model holds signed in: the first subscriptions page is the
+ * list's first 25 (order, URLs, names by the feed rounds), the progress page holds live states as the model has
+ * them. A session the model ended (Sign out, the erasure) opens no page. One mismatch per user at most.
+ */
+async function verifyPages(user, listed) {
+  const differences = [];
+  if (user.browser.ended) differences.push(...(await endedSessionDifferences("verify", user.browser.ended)));
+  if (user.browser.antiForgery) {
+    const [since, mark] = [performance.now(), roundMark()];
+    const page = await browse("verify", E.accountSubscriptions, user, "GET", "/account/subscriptions");
+    const rows = subscriptionRows(page.text);
+    const first = listed ? [...listed.keys()].slice(0, 25) : [];
+    if (page.status !== 200 || rows.map((r) => r.guid).join() !== first.join()) {
+      differences.push(
+        `subscriptions page ${page.status} with ${rows.length} rows, not the list's first ${first.length}`,
+      );
+    } else differences.push(...subscriptionRowDifferences(user, page.text, since, mark));
+    const progress = await browse("verify", E.accountProgress, user, "GET", "/account/progress");
+    if (progress.status !== 200) differences.push(`progress page ${progress.status}`);
+    else {
+      const rows = progressRows(progress.text);
+      if (rows.length !== Math.min(50, user.liveEpisodes.size)) {
+        differences.push(`progress page with ${rows.length} rows, of ${user.liveEpisodes.size} live states`);
+      }
+      differences.push(...progressDifferences(user, progress.text, since, mark));
+    }
+  }
+  if (!user.browser.ended && !user.browser.antiForgery) return;
+  verification.pagesChecked += 1;
+  if (differences.length > 0)
+    mismatch("pageMismatches", `${user.id}: account pages: ${differences.join("; ").slice(0, 300)}`);
 }
 
 /** Verifies every user, `concurrency` users at a time, printing progress every 10 s. */
@@ -2188,8 +2864,9 @@ async function verifyAll(users, concurrency) {
  */
 async function loseOneWrite(users) {
   const user = users.find((u) => u.live.size > 0);
+  const lost = user?.live.items[0];
   if (user) {
-    const guid = user.live.items[0];
+    const guid = lost;
     const { status } = await request("self-test", E.delete, user, "DELETE", `/v1/subscriptions/${guid}`);
     console.log(`soak: self-test: unsubscribed ${user.id} ${guid} behind the model's back (${status})`);
   }
@@ -2198,6 +2875,31 @@ async function loseOneWrite(users) {
     const id = listener.liveEpisodes.items[0];
     const { status } = await request("self-test", E.episodeDelete, listener, "DELETE", `/v1/episodes/${id}`);
     console.log(`soak: self-test: forgot episode ${listener.id} ${id} behind the model's back (${status})`);
+  }
+  // A broken model of the feed rounds: one feed a round fetched taken for pending (or, if none was, one still
+  // pending taken for fetched). Its podcast and its OPML name must be reported.
+  const okFeeds = (u) =>
+    u.live.items
+      .filter((guid) => guid !== lost)
+      .map((guid) => u.feedUrl.get(guid))
+      .filter((url) => feedVariant(url) === "ok");
+  const feedUser = users.find((u) => okFeeds(u).length > 0);
+  if (feedUser) {
+    const urls = okFeeds(feedUser);
+    const fetched = urls.find((url) => rounds.fetched.has(url));
+    if (fetched) rounds.fetched.delete(fetched);
+    else rounds.fetched.add(urls[0]);
+    console.log(`soak: self-test: the model takes ${fetched ?? urls[0]} for ${fetched ? "pending" : "fetched"}`);
+  }
+  // A session ended behind the model's back: its pages must be reported.
+  const person = users.find((u) => !u.browser.ended && u.gpodder.username) ?? users[0];
+  if (await signedInToPages(person)) {
+    const jar = new Map(person.browser.jar.get(base));
+    const { status } = await browse("self-test", E.accountSignOut, person, "POST", "/account/signout", {
+      anti_forgery_token: person.browser.antiForgery,
+    });
+    person.browser.jar.set(base, jar);
+    console.log(`soak: self-test: signed ${person.id} out of the account pages behind the model's back (${status})`);
   }
 }
 
@@ -2237,10 +2939,13 @@ async function startServer() {
   // The account pages sign in with the local OpenID Connect provider of `npm run dev` (scripts/dev-oidc-provider.mjs).
   identityProvider = await startDevProvider();
   identityProvider.serve({ clients: [devClient([`http://127.0.0.1:${port}/account/callback`])] });
+  // Every soak feed is on the soak's feed server, on loopback: fetched only with FEED_FETCH_ALLOW_PRIVATE=true.
+  feedServer = await startSoakFeeds();
   const envFile = join(temp, "soak.env");
   writeFileSync(
     envFile,
-    `AUTH_JWT_SECRET=${secret}\nOIDC_ISSUER=${identityProvider.issuer}\nOIDC_CLIENT_ID=${DEV_CLIENT_ID}\n`,
+    `AUTH_JWT_SECRET=${secret}\nOIDC_ISSUER=${identityProvider.issuer}\nOIDC_CLIENT_ID=${DEV_CLIENT_ID}\n` +
+      "FEED_FETCH_ALLOW_PRIVATE=true\n",
     { mode: 0o600 },
   );
   runWrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persist]);
@@ -2325,6 +3030,7 @@ function groupAlive(pgid) {
 async function stopServer() {
   await identityProvider?.close();
   identityProvider = undefined;
+  await feedServer?.close();
   if (!server) return;
   const pgid = server.child.pid;
   server = undefined;
@@ -2614,6 +3320,14 @@ function verdictsOf(growth) {
         text:
           `${v.followerMismatches} of ${v.followers} change-feed and since followers differing from the server, ` +
           `${v.gpodderMismatches} gpodder reads disagreeing with the JSON:API, ${v.otherMismatches} OPML exports, devices or app-password lists differing`,
+      },
+      {
+        ok: v.podcastMismatches + v.nameMismatches + v.etagMismatches + v.pageMismatches === 0,
+        text:
+          `${v.podcastMismatches} of ${v.podcastsChecked} podcasts differing from the feed rounds (${rounds.count} rounds, ` +
+          `${rounds.fetched.size} feeds fetched), ${v.nameMismatches} OPML exports naming them otherwise, ` +
+          `${v.etagMismatches} of ${v.etagsChecked} list ETags changed by a round, ` +
+          `${v.pageMismatches} of ${v.pagesChecked} account pages differing`,
       },
     );
   }
@@ -2939,7 +3653,9 @@ function report({
     "Produced by `npm run soak` (bench/soak.mjs): `wrangler dev` on 127.0.0.1 with a fresh local D1 database",
     "(migrations applied first), HS256 tokens and one app password per user, mixed traffic on every endpoint",
     "(subscriptions, their change feed, feed moves, OPML, episode states and their feed, bulk, app passwords,",
-    "the gpodder.net API with HTTP Basic and the session cookie) from several users at a fixed concurrency,",
+    "the gpodder.net API with HTTP Basic and the session cookie, the Nextcloud paths, the account pages and the",
+    "Login Flow, the podcasts) from several users at a fixed concurrency, the Cron Trigger's feed round every",
+    `${ROUND_SECONDS} s beside it (its feeds on a local feed server),`,
     "the Worker isolate's JS heap and each workerd process's resident memory sampled throughout, then",
     "verification that every acknowledged write is there and nothing else is, through every API. Timings are",
     "client-side, per request (send to last body byte), from a Node.js client on the same machine as the server.",
@@ -3086,7 +3802,9 @@ function report({
     "devices that followed each change feed during the soak, after one last sync from their stored tokens,",
     "equal to the model; the gpodder reads (simple API list in list order, `since=0`, the device that",
     "followed `since`, episode actions, devices) agreeing with it; the OPML export equal to the list; the",
-    "app passwords exactly those minted and not deleted.",
+    "app passwords exactly those minted and not deleted; every live subscription's podcast (`include=podcast`)",
+    "and OPML name as the feed rounds left them; the subscriptions and progress pages of each person signed in,",
+    "and every ended session opening none; after one more round (no traffic), 20 users' list ETags still current.",
     "",
   );
   const live = (users) => users.reduce((n, u) => n + u.live.size, 0);
@@ -3108,6 +3826,23 @@ function report({
   row([
     "App passwords minted, deleted; gpodder devices written",
     `${w.appPasswordsMinted}, ${w.appPasswordsDeleted}; ${w.gpodderDevices}`,
+  ]);
+  row(["Account pages: unsubscribed, subscribed by OPML import", `${w.pageUnsubscribed}, ${w.pageImported}`]);
+  row([
+    "Sign-outs; erasures done, refused (400); Login Flows denied",
+    `${w.signOuts}; ${w.erasures}, ${w.erasuresRefused}; ${w.flowsDenied}`,
+  ]);
+  row([
+    "Feed rounds; feeds they fetched (of the feed URLs the traffic made up)",
+    `${rounds.count}; ${rounds.fetched.size} (${stats.feedUrls} URLs)`,
+  ]);
+  row([
+    "Podcasts checked; account pages checked (users); list ETags kept",
+    `${v.podcastsChecked}; ${v.pagesChecked}; ${v.etagsChecked}`,
+  ]);
+  row([
+    "**Podcasts, OPML names, list ETags, account pages differing**",
+    `**${v.podcastMismatches}, ${v.nameMismatches}, ${v.etagMismatches}, ${v.pageMismatches}**`,
   ]);
   row(["Subscriptions that must be live", `${v.liveChecked} (sum over users: ${live(usersForReport)})`]);
   row(["Unsubscribed that must be absent", v.deadChecked]);
@@ -3138,7 +3873,9 @@ function report({
   lines.push("## Errors", "");
   lines.push(
     `5xx responses (warm-up, ramp, soak and verification): ${errors5xx}. Network errors: ${stats.networkErrors}. Unexpected answers: ${stats.unexpected}. ` +
-      `Error lines in the wrangler dev log (wrangler errors, Worker error logs): ${logErrors.length}.`,
+      `Error lines in the wrangler dev log (wrangler errors, Worker error logs): ${logErrors.length}. ` +
+      `Sign-in answers 503 with Retry-After, the identity provider (in the load client's process) too slow for the ` +
+      `worker's 5 s, each followed by a new sign-in as a person would (not counted as 5xx): ${stats.issuerTooSlow}.`,
   );
   if (logErrors.length > 0) lines.push("", "```", ...logErrors.slice(0, 10).map((l) => l.slice(0, 300)), "```");
   if (stats.failures.length > 0) {
@@ -3258,7 +3995,11 @@ async function main() {
     const cpuStart = cpuSnapshot();
     const soakStart = cpuStart.t;
     const soakDeadline = soakStart + SECONDS * 1000;
-    await Promise.all([drive(users, concurrency, soakDeadline), sampleDuringSoak(inspector, soakStart, soakDeadline)]);
+    await Promise.all([
+      drive(users, concurrency, soakDeadline),
+      sampleDuringSoak(inspector, soakStart, soakDeadline),
+      ...(CHECK ? [feedRoundsUntil(soakDeadline)] : []),
+    ]);
     const cpuEnd = cpuSnapshot();
     const soakEnd = cpuEnd.t;
     const cpu = cpuBetween(cpuStart, cpuEnd);
@@ -3273,9 +4014,14 @@ async function main() {
     const logErrors = serverErrorLines(server.logPath);
     enter("verify");
     if (CHECK) {
+      // One more round, with no traffic: it must change no list's ETag (read before, checked after everything).
+      const tags = await listETags(users);
+      // The self-test's writes come between the two ETag reads, so that the lost subscription changes one.
       if (process.env.SOAK_SELF_TEST === "lose-write") await loseOneWrite(users);
+      await feedRound();
       console.log(`soak: verifying every write (${users.length} users, ${concurrency} at a time) ...`);
       await verifyAll(users, concurrency);
+      await verifyETagsKept(tags);
       console.log(`soak: verified in ${verification.seconds.toFixed(1)} s (${verification.requests} requests)`);
     }
     clearInterval(sampler);

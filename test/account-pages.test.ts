@@ -728,6 +728,34 @@ describe("the pages", () => {
     ).toBe(401);
   });
 
+  it("erase: a path naming a device the isolate knew before the erasure creates that device again", async () => {
+    // Found by the soak (bench/soak.mjs): the isolate's cache of existing devices outlived the page's erasure.
+    const { browser, userId } = await signedIn("erase-devices");
+    const gpodderGet = (credentials: { username: string; password: string }, path: string) =>
+      send(
+        new Request(`${ORIGIN}${path}`, {
+          headers: { Authorization: gpodderBasic(credentials.username, credentials.password) },
+        }),
+      );
+    const devices = async (credentials: { username: string; password: string }) => {
+      const sync = await gpodderGet(credentials, `/api/2/subscriptions/${credentials.username}/phone.json?since=0`);
+      expect(sync.status).toBe(200);
+      const listed = (await (await gpodderGet(credentials, `/api/2/devices/${credentials.username}.json`)).json()) as {
+        id: string;
+      }[];
+      return listed.map((device) => device.id);
+    };
+    expect(await devices(await createAppPassword(browser, "Before"))).toEqual(["phone"]);
+    const token = await tokenOf(browser, "/account/erase");
+    expect((await browser.post("/account/erase", { anti_forgery_token: token, confirm: "erase" })).status).toBe(200);
+    const minted = await (await as(userId)).post("/v1/app-passwords", {
+      data: { type: "app-password", attributes: { label: "After" } },
+    });
+    const { attributes } = ((await minted.json()) as { data: { attributes: { username: string; password: string } } })
+      .data;
+    expect(await devices(attributes)).toEqual(["phone"]);
+  });
+
   it("while the user's bucket is being moved: pages read, changes answer 503 and change nothing", async () => {
     const { browser, userId } = await signedIn("frozen");
     const token = await tokenOf(browser);

@@ -1,6 +1,8 @@
 import { env } from "cloudflare:test";
+import * as oauth from "oauth4webapi";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { gpodderUsername } from "../src/auth/gpodder-username";
+import { isIssuerOutOfReach } from "../src/auth/oidc";
 import { secretHash } from "../src/auth/secrets";
 import { ACCOUNT_SESSION_TTL_MS } from "../src/db/account-sessions";
 import { ATTEMPT_COOKIE, Browser, oidc, SESSION_COOKIE, signInBindings } from "./account-browser";
@@ -284,6 +286,29 @@ describe("the issuer out of reach, and a configuration that cannot work", () => 
       expect(html).not.toMatch(/at .*\.ts:\d+/);
     });
   }
+
+  it("a token answer whose body stops arriving past the timeout is the issuer out of reach (503), not a refusal", async () => {
+    // Found by the soak under load (bench/soak.mjs): the 5 s ran out while the token endpoint's body was read, and
+    // oauth4webapi's "failed to parse body as JSON", caused by the abort, was answered 400 and counted as a failure.
+    const server = { issuer: "https://issuer.example", token_endpoint: "https://issuer.example/token" };
+    const client = { client_id: "soak" };
+    const answer = (body: BodyInit) =>
+      oauth.processAuthorizationCodeResponse(
+        server,
+        client,
+        new Response(body, { status: 200, headers: { "Content-Type": "application/json" } }),
+      );
+    const cut = new ReadableStream({
+      start: (controller) => controller.error(new DOMException("The operation timed out.", "TimeoutError")),
+    });
+    const timedOut = await answer(cut).catch((err: unknown) => err);
+    expect(timedOut).toBeInstanceOf(oauth.OperationProcessingError);
+    expect(isIssuerOutOfReach(timedOut)).toBe(true);
+    // A body that arrived whole and is no JSON stays the issuer's fault in this sign-in: 400.
+    const malformed = await answer("not json").catch((err: unknown) => err);
+    expect(malformed).toBeInstanceOf(oauth.OperationProcessingError);
+    expect(isIssuerOutOfReach(malformed)).toBe(false);
+  });
 
   it("no OIDC_ISSUER: every account page answers 503 saying that sign-in is not configured", async () => {
     const browser = new Browser(signInBindings({ OIDC_ISSUER: "" }));

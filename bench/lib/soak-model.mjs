@@ -145,3 +145,50 @@ export function gpodderWrite(action, changedAt) {
   }
   return write;
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Feeds (docs/API.md §18): every soak feed URL is served by the soak's feed server (bench/lib/soak-feeds.mjs), which
+// answers by the URL alone, so the model knows what a round that fetched it must have recorded.
+
+/** How the feed server answers a soak feed URL: a feed (`ok`), `503` (`failing`) or `410` (`gone`), by its name. */
+export function feedVariant(url) {
+  if (/-gone\.xml$/.test(url)) return "gone";
+  if (/-failing\.xml$/.test(url)) return "failing";
+  return "ok";
+}
+
+/** The channel title the feed server serves for a soak feed URL (with an `&`, which every view must escape). */
+export function feedTitle(url) {
+  const name = /\/soak\/([^/]+)\/([^/?]+)\.xml$/.exec(url);
+  return name ? `${name[2]} of ${name[1]} & friends` : "Soak show & friends";
+}
+
+/**
+ * The podcast the server must show for a feed URL: pending until a round fetched it (`fetched`: the URLs the
+ * feed server answered in rounds that have ended); then `ok` with the served title, or `failing` / `gone`
+ * with nothing known (a first fetch that failed). `title` is null whenever nothing is known.
+ */
+export function predictedPodcast(url, fetched) {
+  if (!fetched.has(url)) return { status: "pending", title: null };
+  const status = feedVariant(url);
+  return { status, title: status === "ok" ? feedTitle(url) : null };
+}
+
+/**
+ * Where a served podcast (its `title` and `status`) differs from the prediction. While a round may be running
+ * (`uncertain`), a URL not yet known fetched may read either pending or as the round will record it.
+ */
+export function podcastDifferences(served, url, fetched, uncertain = false) {
+  const want = predictedPodcast(url, fetched);
+  const same = (p) => served?.status === p.status && (served?.title ?? null) === p.title;
+  if (same(want)) return [];
+  if (uncertain && !fetched.has(url) && same(predictedPodcast(url, new Set([url])))) return [];
+  return [
+    `podcast of ${url}: ${served?.status} ${JSON.stringify(served?.title)} != ${want.status} ${JSON.stringify(want.title)}`,
+  ];
+}
+
+/** The name a page or an OPML outline shows for a feed: its podcast's title when known, else the URL. */
+export function podcastName(url, fetched) {
+  return predictedPodcast(url, fetched).title ?? url;
+}

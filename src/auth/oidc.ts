@@ -126,8 +126,16 @@ export function forgetDiscovery(): void {
   discovered.clear();
 }
 
-function isNetworkFailure(err: unknown): boolean {
-  return err instanceof TypeError || (err instanceof DOMException && /abort|timeout/i.test(err.name));
+const isAbort = (err: unknown) => err instanceof DOMException && /abort|timeout/i.test(err.name);
+
+/**
+ * Whether the issuer could not be heard out (a 503: try again), not whether it refused: the network failed, or the
+ * time ran out, also while its answer's body was still arriving, which oauth4webapi reports as a body it failed to
+ * parse, caused by the abort. Found by the soak under load: a slow token endpoint read as a refused sign-in (400,
+ * counted toward the address's failure limit).
+ */
+export function isIssuerOutOfReach(err: unknown): boolean {
+  return err instanceof TypeError || isAbort(err) || (err instanceof Error && isAbort(err.cause));
 }
 
 /** The issuer's discovery document, fetched at most once an hour per isolate; 503 when it cannot be had. */
@@ -252,7 +260,7 @@ export async function completeSignIn(
     await oauth.validateApplicationLevelSignature(server, response, options);
     claims = oauth.getValidatedIdTokenClaims(tokens);
   } catch (err) {
-    if (isNetworkFailure(err)) {
+    if (isIssuerOutOfReach(err)) {
       throw issuerUnavailable("The identity provider could not be reached. Nothing was changed; sign in again.");
     }
     throw failureOf(err);

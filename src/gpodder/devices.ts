@@ -48,6 +48,15 @@ export function rememberDevice(userId: string, deviceId: string, now: number): v
   known.set(key, now + KNOWN_FOR_MS);
 }
 
+/**
+ * Forgets every device of the user this isolate knew (an erasure deleted them all, docs/API.md §15): otherwise a
+ * path naming one of them within KNOWN_FOR_MS would neither create it again nor list it. At most 10 000 entries.
+ */
+export function forgetKnownDevices(userId: string): void {
+  const prefix = deviceKey(userId, "");
+  for (const key of known.keys()) if (key.startsWith(prefix)) known.delete(key);
+}
+
 export function deviceLimitReached(): Error {
   return badRequest("A user may have at most 100 devices.");
 }

@@ -5,6 +5,7 @@ import { accountOverview, type ListKey, type PageCursor, recentEpisodes, subscri
 import { endAccountSession } from "../db/account-sessions";
 import { unsubscribe } from "../db/subscriptions";
 import type { AppEnv } from "../env";
+import { forgetKnownDevices } from "../gpodder/devices";
 import { ApiError, absoluteUrl } from "../jsonapi";
 import {
   accountSession,
@@ -216,6 +217,7 @@ export const pageRoutes = new Hono<AppEnv>()
     // docs/API.md §15's erasure, which deletes every session of the user too (this one included).
     const rows = await eraseAccount(account.db, account.userId);
     verifiedCredentials.forget((entry) => entry.userId === account.userId);
+    forgetKnownDevices(account.userId);
     await chargeRows(c, rows);
     clearSessionCookie(c);
     c.set("account", undefined);

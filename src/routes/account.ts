@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { verifiedCredentials } from "../auth/verified-credentials";
 import { eraseAccount } from "../db/account";
 import type { AppEnv } from "../env";
+import { forgetKnownDevices } from "../gpodder/devices";
 import { negotiate } from "../middleware/negotiation";
 import { chargeRows } from "../middleware/rate-limit";
 import { noQueryParameters } from "../pagination";
@@ -17,5 +18,6 @@ export const accountRoutes = new Hono<AppEnv>().delete("/", negotiate("none"), n
   // The gpodder credentials this isolate verified stop at once here; elsewhere, within 60 s, and meanwhile the
   // credential guard of every gpodder write stores nothing they send.
   verifiedCredentials.forget((entry) => entry.userId === userId);
+  forgetKnownDevices(userId);
   return c.body(null, 204);
 });
