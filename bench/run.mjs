@@ -32,6 +32,7 @@ const { machine, renderMarkdown, summarise } = await import("./lib/report.mjs");
 const scenario = await import("./lib/scenario.mjs");
 const { applyMigrations, startServer } = await import("./lib/server.mjs");
 const feeds = await import("./lib/feeds.mjs");
+const { PEER_FIGURES, SQL_RUNS, sqlTimer } = await import("./lib/sql-time.mjs");
 
 const {
   BULK_SIZES,
@@ -241,10 +242,17 @@ function maskTimes(body) {
   return body.replace(/"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"/g, '"<time>"');
 }
 
-/** One request through the instrumented worker, recorded: its envelope (status, headers, body, tape, D1 use). */
-async function recordRequest(base, request) {
+/**
+ * One request through the instrumented worker, recorded: its envelope (status, headers, body, tape, D1 use). With
+ * `sql` (a sqlTimer of bench/lib/sql-time.mjs), the D1 files are snapshotted just before it and its statements timed
+ * in SQLite on the snapshot afterwards (`envelope.sql`).
+ */
+async function recordRequest(base, request, sql) {
+  sql?.before();
   const text = await sendExpecting(base, { ...request, headers: { ...request.headers, [RECORD_HEADER]: "1" } }, 200);
-  return JSON.parse(text);
+  const envelope = JSON.parse(text);
+  if (sql) envelope.sql = await sql.after(envelope.calls);
+  return envelope;
 }
 
 /**
@@ -253,7 +261,7 @@ async function recordRequest(base, request) {
  * isolate-only worker, and checks that the replay answers exactly what the real run answered (status and
  * body). Returns the scenarios that this build serves, their tapes and what each asked of D1.
  */
-async function recordIsolateScenarios(urls, isolateEndpoints, heavy, databases) {
+async function recordIsolateScenarios(urls, isolateEndpoints, heavy, databases, sql) {
   const recordings = {};
   const answers = {};
   const uses = {};
@@ -279,10 +287,12 @@ async function recordIsolateScenarios(urls, isolateEndpoints, heavy, databases) 
       }
       recordings[warmUpName(endpoint.name)] = warmUps.get(key);
     }
+    sql.before();
     const { method, path, response, text } = await send(urls.probe, endpoint, { [RECORD_HEADER]: "1" });
     if (response.status !== 200)
       throw new Error(`recording ${endpoint.name}: ${response.status} ${text.slice(0, 300)}`);
     const envelope = JSON.parse(text);
+    envelope.sql = await sql.after(envelope.calls);
     try {
       checkStatus(endpoint, envelope.status, envelope.body, method, path);
     } catch (err) {
@@ -297,6 +307,7 @@ async function recordIsolateScenarios(urls, isolateEndpoints, heavy, databases) 
     answers[endpoint.name] = envelope;
     uses[endpoint.name] = {
       ...envelope.use,
+      sql: envelope.sql,
       responseBytes: Buffer.byteLength(envelope.body),
       ...(LIST_PAGES.includes(endpoint.name) ? { shown: shownOf(envelope.body) } : {}),
     };
@@ -316,7 +327,7 @@ async function recordIsolateScenarios(urls, isolateEndpoints, heavy, databases) 
       return row.shown;
     };
     const recorded = await heavy.record(
-      (request) => recordRequest(urls.probe, request),
+      (request, timed) => recordRequest(urls.probe, request, timed?.sql ? sql : undefined),
       sendExpecting,
       urls.app,
       shownRows,
@@ -351,7 +362,7 @@ async function recordIsolateScenarios(urls, isolateEndpoints, heavy, databases) 
       if (recorded.warmUps[row.name]) recordings[warmUpName(row.name)] = recorded.warmUps[row.name];
       recordings[row.name] = envelope.calls;
       answers[row.name] = envelope;
-      uses[row.name] = { ...envelope.use, responseBytes: Buffer.byteLength(envelope.body) };
+      uses[row.name] = { ...envelope.use, sql: envelope.sql, responseBytes: Buffer.byteLength(envelope.body) };
       served.push(endpoint);
     }
   }
@@ -694,6 +705,8 @@ async function main() {
     scenario.isolateEndpoints(u, tokens).filter((endpoint) => !skip.has(endpoint.name)),
     heavy,
     databases,
+    // Every recorded request's own statements, timed in SQLite (bench/lib/sql-time.mjs; README, "The SQL time").
+    sqlTimer(join(workDir, "state"), join(workDir, "sql-snapshot")),
   );
   for (const name of isolate.absent) absent.add(name);
   // Kept with BENCH_KEEP_TMP=1: the tapes and their requests, to replay them elsewhere (a profiler).
@@ -931,6 +944,12 @@ async function main() {
     log("\nThe heavy listener (bench/README.md):");
     for (const line of summary.heavyTable) log(line);
   }
+  if (summary.sqlTable.length > 0) {
+    log(`\nThe SQL time of the isolate scenarios (median of ${SQL_RUNS} runs; bench/README.md, "The SQL time"):`);
+    for (const line of summary.sqlTable) log(line);
+  }
+  log(`\nSide by side with the peer (${PEER_FIGURES.source}):`);
+  for (const line of summary.peerTable) log(line);
   for (const [name, f] of Object.entries(summary.results.details.format_floor_us)) {
     log(
       `  format floor of ${name}: request + response ${fmt(f.request_us, 0)} µs, + D1 answers ${fmt(f.answer_us, 0)} µs (the app: ${fmt(f.app_us, 0)} µs)`,
