@@ -250,6 +250,7 @@ function sideBySide(heavyRows) {
           sql_ms: part(jsonapi, w.jsonapi.times, "sql_us"),
           ms: jsonapiMs,
           ratio_to_peer: ratio(jsonapiMs, w.peer_ms, 2),
+          ratio_to_gpodder: ratio(jsonapiMs, oursMs, 2),
           d1_statements: jsonapi ? jsonapi.d1_statements * w.jsonapi.times : null,
           rows_read: jsonapi ? jsonapi.rows_read * w.jsonapi.times : null,
         },
