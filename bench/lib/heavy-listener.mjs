@@ -27,7 +27,16 @@
 // - The listener's account page in a browser (`GET /account`, signed in): what the page costs (issue 28).
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { episodeFeedUrl, seededEpisode } from "./data.mjs";
-import { ATOMIC, appPasswordRequest, auth, basic, episodeResource, gpodderJson, JSONAPI } from "./scenario.mjs";
+import {
+  ATOMIC,
+  appPasswordRequest,
+  auth,
+  basic,
+  episodeResource,
+  gpodderJson,
+  JSONAPI,
+  listPath,
+} from "./scenario.mjs";
 
 /** The account: 900 feeds plus the 100 that the 10 000 episode states belong to, all keyed as the API keys them. */
 export const HEAVY = {
@@ -89,6 +98,7 @@ export const CLIENTS = {
   nextcloud: "AntennaPod, Nextcloud option",
   jsonapi: "JSON:API client",
   browser: "The account page (a browser)",
+  simple: "A script on the simple API",
   opml: "OPML import",
 };
 
@@ -640,6 +650,71 @@ export function heavyListener({ users, tokens, startedAt }) {
       accountPage: true,
       next: () => ({ method: "GET", path: "/account", headers: { cookie: `account=${ctx.account.cookie}` } }),
     },
+    // The peer's workloads on the same data (issue 39; PEER_FIGURES in bench/lib/sql-time.mjs) that the syncs above
+    // do not send as such: the simple API's whole list, a whole gPodder batch of 100 plays, and the JSON:API
+    // requests that get or send the same (the list in pages of 100, the 100 positions in one `POST /v1/operations`).
+    // Last of the incremental phase, so that every row above meets the account as before.
+    {
+      id: "simple-list",
+      client: "simple",
+      phase: "incremental",
+      request: `GET /subscriptions/{u}.json (the simple API: the whole list, ${HEAVY.subscriptions.toLocaleString("en-US")} subscriptions; Basic)`,
+      gpodder: true,
+      streamed: true,
+      next: () => gp("simple", "GET", "/subscriptions/{u}.json", undefined, { cookie: false }),
+    },
+    {
+      id: "jsonapi-list",
+      client: "jsonapi",
+      phase: "incremental",
+      request: `GET /v1/subscriptions?page[number]=1&page[size]=${PAGE} (the list: ${HEAVY.subscriptions / PAGE} pages)`,
+      times: HEAVY.subscriptions / PAGE,
+      next: () => jsonapi("GET", listPath(1, PAGE)),
+    },
+    {
+      id: "gpodder-upload-100",
+      client: "gpodder",
+      phase: "incremental",
+      request: `POST /api/2/episodes/{u}.json, ${GPODDER_BATCH} plays (a whole batch: new positions of stored states)`,
+      gpodder: true,
+      feedGuesses: true,
+      next: () =>
+        gp(
+          "gpodder",
+          "POST",
+          "/api/2/episodes/{u}.json",
+          Array.from({ length: GPODDER_BATCH }, (_, i) => ({
+            ...play(500 + i, GPODDER_DESKTOP, 1500 + i),
+            // Later than the first sync's plays of the same states, so each one merges.
+            timestamp: gpodderTime(startedAt + 60_000),
+          })),
+        ),
+    },
+    {
+      id: "jsonapi-operations-100",
+      client: "jsonapi",
+      phase: "incremental",
+      request: `POST /v1/operations: ${GPODDER_BATCH} episode positions (new positions of stored states)`,
+      next: () =>
+        jsonapi(
+          "POST",
+          "/v1/operations",
+          {
+            "atomic:operations": Array.from({ length: GPODDER_BATCH }, (_, i) => {
+              const state = seededEpisode(listener.id, listener.no, 600 + i, true);
+              return {
+                op: "add",
+                data: episodeResource(state.id, state.feedGuid, {
+                  mediaUrl: state.mediaUrl,
+                  position: 1500 + i,
+                  changedAt: new Date(startedAt + 60_000).toISOString(),
+                }),
+              };
+            }),
+          },
+          ATOMIC,
+        ),
+    },
     // The OPML import of 1 000 new feeds: the isolate scenario `opml-import`, recorded with the others.
     {
       id: "opml-import",
@@ -728,6 +803,7 @@ export function heavyListener({ users, tokens, startedAt }) {
         ["gpodder", listener],
         ["antennapod", listener],
         ["other", listener],
+        ["simple", listener],
         ["uploader", uploader],
         ["longUploader", longUploader],
         ["far-gpodder", listener],
@@ -802,7 +878,8 @@ export function heavyListener({ users, tokens, startedAt }) {
           const warming = await record({ ...row.recorded, body: JSON.stringify(earlier) });
           if (warming.status !== 200) throw new Error(`warming the feeds of ${row.name}: ${warming.status}`);
         }
-        const envelope = await record(row.recorded);
+        // The row itself: its statements are also timed in SQLite on a snapshot taken just before it.
+        const envelope = await record(row.recorded, { sql: true });
         envelopes[row.name] = envelope;
         row.after?.(envelope);
         // What the account page shows, read beside it: its rows read are held to that plus a constant.

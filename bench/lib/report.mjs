@@ -29,6 +29,7 @@ import {
   STREAMED_GPODDER_NAMES,
   SYNC_PAGE_SIZE,
 } from "./scenario.mjs";
+import { PEER_FIGURES, SQL_RUNS } from "./sql-time.mjs";
 
 const require = createRequire(import.meta.url);
 
@@ -132,6 +133,13 @@ const TARGETS = [
   // The 16 MiB subscription upload (issue 30): the isolate's heap it holds while its batch is sent, against the 128
   // MB an isolate has (Workers limits: memory per isolate).
   ["upload_16mib_heap_held_mib", "<=", 128],
+  // Side by side with the peer (issue 39, PEER_FIGURES in bench/lib/sql-time.mjs): ours (isolate CPU + the SQL of the
+  // request's own statements) ÷ the peer's quoted figure, for each of its four workloads, and the JSON:API
+  // equivalent (every request the whole answer takes) ÷ the same figure.
+  ...PEER_FIGURES.workloads.flatMap((w) => [
+    [`peer_ratio_${w.id.replaceAll("-", "_")}`, "<=", 1],
+    [`peer_ratio_jsonapi_${w.id.replaceAll("-", "_")}`, "<=", 1],
+  ]),
 ];
 /** Stretch goals of the same measures: reported beside the targets, never a miss. */
 const STRETCH = [
@@ -186,6 +194,71 @@ function includedPodcasts(list, withPodcasts) {
   };
 }
 
+/**
+ * The SQLite time of a recorded request's own statements (bench/lib/sql-time.mjs: the median of the runs, µs) beside
+ * its isolate CPU, and their sum: what a deployed worker's request costs, the network to D1 and D1's own work left out.
+ */
+function sqlFigures(cpu, sql) {
+  if (!sql) return { sql_us: null, isolate_plus_sql_us: null };
+  return {
+    sql_us: sql.sql_us,
+    sql_us_runs: sql.sql_us_runs,
+    sql_wall_us: sql.sql_wall_us,
+    sql_dearest_statement: sql.dearest_statement,
+    ...(sql.errors ? { sql_errors: sql.errors } : {}),
+    isolate_plus_sql_us: cpu === null || cpu === undefined ? null : round(cpu + sql.sql_us, 0),
+  };
+}
+
+/**
+ * Side by side with the peer (issue 39; PEER_FIGURES): for each of its workloads, ours (isolate CPU + SQL of the
+ * heavy listener's row that sends the same request) and the JSON:API equivalent (its row's figure × the requests the
+ * whole answer takes), each ÷ the peer's quoted figure.
+ */
+function sideBySide(heavyRows) {
+  const byId = Object.fromEntries(heavyRows.filter((row) => row.measured).map((row) => [row.id, row]));
+  const msOf = (row, times = 1) =>
+    row?.isolate_plus_sql_us === null || row?.isolate_plus_sql_us === undefined
+      ? null
+      : round((row.isolate_plus_sql_us * times) / 1000, 2);
+  const part = (row, times, key) =>
+    row?.[key] === null || row?.[key] === undefined ? null : round((row[key] * times) / 1000, 2);
+  return {
+    source: PEER_FIGURES.source,
+    workloads: PEER_FIGURES.workloads.map((w) => {
+      const ours = byId[w.ours];
+      const jsonapi = byId[w.jsonapi.row];
+      const oursMs = msOf(ours);
+      const jsonapiMs = msOf(jsonapi, w.jsonapi.times);
+      return {
+        id: w.id,
+        request: w.request,
+        peer_ms: w.peer_ms,
+        ours: {
+          row: w.ours,
+          isolate_ms: part(ours, 1, "isolate_cpu_us"),
+          sql_ms: part(ours, 1, "sql_us"),
+          ms: oursMs,
+          ratio_to_peer: ratio(oursMs, w.peer_ms, 2),
+          d1_statements: ours?.d1_statements ?? null,
+          rows_read: ours?.rows_read ?? null,
+        },
+        jsonapi: {
+          row: w.jsonapi.row,
+          requests: w.jsonapi.times,
+          isolate_ms: part(jsonapi, w.jsonapi.times, "isolate_cpu_us"),
+          sql_ms: part(jsonapi, w.jsonapi.times, "sql_us"),
+          ms: jsonapiMs,
+          ratio_to_peer: ratio(jsonapiMs, w.peer_ms, 2),
+          ratio_to_gpodder: ratio(jsonapiMs, oursMs, 2),
+          d1_statements: jsonapi ? jsonapi.d1_statements * w.jsonapi.times : null,
+          rows_read: jsonapi ? jsonapi.rows_read * w.jsonapi.times : null,
+        },
+      };
+    }),
+  };
+}
+
 /** One row of the heavy listener's table: what the recording counted, the isolate CPU, the verdicts. */
 function heavyRow(row, use, cpu, samples) {
   if (use === undefined)
@@ -206,6 +279,7 @@ function heavyRow(row, use, cpu, samples) {
     cold_extra_round_trips: coldExtra,
     rows_read: use.rowsRead,
     rows_written: use.rowsWritten,
+    ...sqlFigures(cpu, use.sql),
     response_bytes: use.responseBytes ?? null,
     d1_answer_bytes: use.answerBytes,
     largest_d1_answer_bytes: use.largestAnswerBytes,
@@ -350,6 +424,7 @@ export function summarise({
     return heavyRow(row, isolate.uses?.[row.name], cpu, cpuSamples);
   });
   const measuredHeavy = heavyRows.filter((row) => row.measured);
+  const peer = sideBySide(heavyRows);
   const worst = (pick, rowsOf = measuredHeavy) => {
     const values = rowsOf.map(pick).filter((v) => v !== null && v !== undefined);
     return values.length === 0 ? null : Math.max(...values);
@@ -413,6 +488,12 @@ export function summarise({
     isolate_list_include_podcast_vs_list: medianOfRounds(ratioRounds.isolate_list_include_podcast_vs_list),
     list_include_podcast_rows_read_per_shown: listIncludePodcast?.rows_read_per_shown ?? null,
     ...heavyTargets,
+    ...Object.fromEntries(
+      peer.workloads.flatMap((w) => [
+        [`peer_ratio_${w.id.replaceAll("-", "_")}`, w.ours.ratio_to_peer],
+        [`peer_ratio_jsonapi_${w.id.replaceAll("-", "_")}`, w.jsonapi.ratio_to_peer],
+      ]),
+    ),
   };
   const verdict = (value, direction, limit) =>
     value !== null && value !== undefined && (direction === ">=" ? value >= limit : value <= limit);
@@ -476,6 +557,29 @@ export function summarise({
           heap_held: heavy.heapHeld ?? null,
         }
       : null,
+    // The SQLite time of each isolate scenario's own statements (bench/lib/sql-time.mjs; the heavy listener's rows
+    // carry theirs), beside its isolate CPU and rows read, and the side by side with the peer (issue 39).
+    sql_time: {
+      runs: SQL_RUNS,
+      scenarios: Object.fromEntries(
+        Object.entries(isolate.uses ?? {})
+          .filter(([name, use]) => !name.startsWith("heavy:") && use.sql)
+          .map(([name, use]) => {
+            const cpu = isolateCpu(name);
+            return [
+              name,
+              {
+                isolate_cpu_us: cpu,
+                rows_read: use.rowsRead,
+                d1_round_trips: use.calls,
+                d1_statements: use.queries,
+                ...sqlFigures(cpu, use.sql),
+              },
+            ];
+          }),
+      ),
+    },
+    side_by_side: peer,
     // Beyond the fixed shape above: the reserved rows and everything that explains the figures.
     opml_import: opml
       ? {
@@ -588,7 +692,15 @@ export function summarise({
   const widths = lines[0].map((_, i) => Math.max(...lines.map((line) => String(line[i]).length)));
   const table = lines.map((line) => line.map((cell, i) => String(cell).padStart(widths[i])).join("  ")).join("\n");
 
-  return { results, directions, table, comparison, heavyTable: heavyTableLines(results.heavy_listener) };
+  return {
+    results,
+    directions,
+    table,
+    comparison,
+    heavyTable: heavyTableLines(results.heavy_listener),
+    sqlTable: sqlTableLines(results.sql_time),
+    peerTable: peerTableLines(results.side_by_side),
+  };
 }
 
 const bytesCell = (bytes) =>
@@ -617,6 +729,8 @@ function heavyTableLines(heavy) {
       "request",
       "×",
       "isolate CPU µs",
+      "SQL µs",
+      "isolate + SQL µs",
       "D1 calls (in turn)",
       "statements",
       "+ cold",
@@ -626,13 +740,15 @@ function heavyTableLines(heavy) {
       "largest D1 answer",
       "verdict",
     ],
-    ["l", "l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
+    ["l", "l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
     heavy.requests.map((row) => [
       CLIENTS[row.client] ?? row.client,
       row.phase,
       row.request.replaceAll("|", "\\|"),
       row.times ?? 1,
       row.measured ? int(row.isolate_cpu_us) : "–",
+      row.measured ? int(row.sql_us) : "–",
+      row.measured ? int(row.isolate_plus_sql_us) : "–",
       row.measured ? `${row.d1_round_trips} (${row.sequential_round_trips})` : "–",
       row.measured ? row.d1_statements : "–",
       row.measured ? `+${row.cold_extra_round_trips}` : "–",
@@ -641,6 +757,66 @@ function heavyTableLines(heavy) {
       row.measured ? bytesCell(row.response_bytes) : "–",
       row.measured ? bytesCell(row.largest_d1_answer_bytes) : "–",
       verdict(row),
+    ]),
+  );
+}
+
+/** The isolate scenarios' SQL time beside their isolate CPU and rows read (Markdown; the console prints it as is). */
+function sqlTableLines(sqlTime) {
+  const rows = Object.entries(sqlTime.scenarios);
+  if (rows.length === 0) return [];
+  return table(
+    [
+      "scenario",
+      "isolate CPU µs",
+      "SQL µs",
+      "isolate + SQL µs",
+      "D1 calls",
+      "statements",
+      "rows read",
+      "dearest statement µs",
+    ],
+    ["l", "r", "r", "r", "r", "r", "r", "r"],
+    rows.map(([name, s]) => [
+      name,
+      int(s.isolate_cpu_us),
+      int(s.sql_us),
+      int(s.isolate_plus_sql_us),
+      s.d1_round_trips,
+      s.d1_statements,
+      s.rows_read,
+      s.sql_dearest_statement ? int(s.sql_dearest_statement.us) : "–",
+    ]),
+  );
+}
+
+/** The side by side with the peer (Markdown; the console prints it as is). */
+function peerTableLines(peer) {
+  const ms = (v) => (v === null || v === undefined ? "–" : v.toFixed(2));
+  const x = (v) => (v === null || v === undefined ? "–" : `${v.toFixed(2)}x`);
+  return table(
+    [
+      "workload",
+      "peer ms",
+      "ours: isolate + SQL ms",
+      "ratio",
+      "statements, rows read",
+      "JSON:API equivalent",
+      "isolate + SQL ms",
+      "ratio",
+      "statements, rows read",
+    ],
+    ["l", "r", "r", "r", "r", "l", "r", "r", "r"],
+    peer.workloads.map((w) => [
+      `\`${w.request.replaceAll("|", "\\|")}\``,
+      ms(w.peer_ms),
+      `${ms(w.ours.isolate_ms)} + ${ms(w.ours.sql_ms)} = ${ms(w.ours.ms)}`,
+      x(w.ours.ratio_to_peer),
+      `${w.ours.d1_statements ?? "–"}, ${w.ours.rows_read ?? "–"}`,
+      `${w.jsonapi.row}${w.jsonapi.requests > 1 ? ` × ${w.jsonapi.requests}` : ""}`,
+      `${ms(w.jsonapi.isolate_ms)} + ${ms(w.jsonapi.sql_ms)} = ${ms(w.jsonapi.ms)}`,
+      x(w.jsonapi.ratio_to_peer),
+      `${w.jsonapi.d1_statements ?? "–"}, ${w.jsonapi.rows_read ?? "–"}`,
     ]),
   );
 }
@@ -1034,6 +1210,26 @@ export function renderMarkdown({
         "",
       );
     }
+  }
+  if (results.side_by_side.workloads.some((w) => w.ours.ms !== null || w.jsonapi.ms !== null)) {
+    push(
+      "## Side by side with the peer (issue 39)",
+      "",
+      `The peer's figures are quoted, not measured here (${results.side_by_side.source}). Ours: isolate CPU (the median over the rounds) + the SQLite time of the request's own D1 statements (the median of ${results.sql_time.runs} runs on a snapshot taken just before it; bench/README.md, "The SQL time"), on the heavy listener's account; the JSON:API equivalent gets or sends the same data, its figure × the requests the whole answer takes. Ratio: ours ÷ the peer's.`,
+      "",
+      ...summary.peerTable,
+      "",
+    );
+  }
+  if (summary.sqlTable.length > 0) {
+    push(
+      "## The SQL time of the isolate scenarios",
+      "",
+      `Each scenario's recorded D1 statements run again in SQLite with their bound values on a snapshot of the database taken just before the recorded request, in a transaction rolled back, the median of ${results.sql_time.runs} runs (the heavy listener's rows: their table above); beside its isolate CPU and rows read.`,
+      "",
+      ...summary.sqlTable,
+      "",
+    );
   }
   if (results.opml_import) {
     const o = results.opml_import;
