@@ -1,13 +1,12 @@
 #!/usr/bin/env node
-// `npm test`: the workerd suite and the Node-side suite, run side by side and reported one after the other. For
-// each it prints what it runs, vitest's line per test file (a failing file in full, with its tests, assertions
-// and logs; a passing file's logs stay hidden), and how long it took; at the end, both verdicts and times, then
-// every failure again (project, file, test and assertion), so that the last thing on the screen is what broke.
-// Both suites run to the end whatever the other's verdict, so one run tells everything. The worker's request log
-// and its info and warn events stay hidden (vitest.config.ts); TEST_LOGS=1 npm test shows them, and the passing
-// files' logs too. Arguments after `--` go to both suites (a file or a name filter: `npm test -- openapi`), and a
-// suite with no test matching them passes.
-import { spawn } from "node:child_process";
+// `npm test`: the workerd suite, then the Node-side suite. For each it prints what it runs, vitest's line per
+// test file (a failing file in full, with its tests, assertions and logs; a passing file's logs stay hidden), and
+// how long it took; at the end, both verdicts and times, then every failure again (project, file, test and
+// assertion), so that the last thing on the screen is what broke. Both suites run even when the first fails, so
+// one run tells everything. The worker's request log and its info and warn events stay hidden
+// (vitest.config.ts); TEST_LOGS=1 npm test shows them, and the passing files' logs too. Arguments after `--` go
+// to both suites (a file or a name filter: `npm test -- openapi`), and a suite with no test matching them passes.
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -61,15 +60,9 @@ function shortMessage(message) {
 
 const extra = process.argv.slice(2);
 const scratch = mkdtempSync(join(tmpdir(), "npm-test-"));
-// vitest colours only a terminal: the suites write to pipes here, so they are told when the terminal is one.
-const colour = process.stdout.isTTY && !process.env.NO_COLOR ? { FORCE_COLOR: "1" } : {};
-const startedAll = Date.now();
-
-/**
- * The suite's vitest, started now. What it prints is held until `show()` (the suite before it has ended), then
- * printed as it comes, so the report reads suite after suite although both run at once.
- */
-function start(suite) {
+const results = [];
+for (const suite of SUITES) {
+  console.log(`\n== ${suite.name} suite: ${suite.runs}\n`);
   const started = Date.now();
   const reportFile = join(scratch, `${suite.name}.json`);
   const args = [
@@ -83,44 +76,23 @@ function start(suite) {
     "--slowTestThreshold=600000",
     ...(extra.length > 0 ? ["--passWithNoTests", ...extra] : []),
   ];
-  const child = spawn(process.execPath, args, {
-    stdio: ["ignore", "pipe", "pipe"],
+  const run = spawnSync(process.execPath, args, {
+    stdio: "inherit",
     cwd: ROOT,
-    env: { ...process.env, ...colour, NPM_TEST_FAILURES: reportFile },
+    env: { ...process.env, NPM_TEST_FAILURES: reportFile },
   });
-  let held = [];
-  const write = (stream) => (chunk) => (held ? held.push([stream, chunk]) : stream.write(chunk));
-  child.stdout.on("data", write(process.stdout));
-  child.stderr.on("data", write(process.stderr));
-  const ended = new Promise((resolve) => {
-    child.on("close", (status) =>
-      resolve({ name: suite.name, status: status ?? 1, ms: Date.now() - started, failures: failuresIn(reportFile) }),
-    );
-  });
-  return {
-    ended,
-    show() {
-      console.log(`\n== ${suite.name} suite: ${suite.runs}\n`);
-      for (const [stream, chunk] of held) stream.write(chunk);
-      held = null;
-    },
+  const result = {
+    name: suite.name,
+    status: run.status ?? 1,
+    ms: Date.now() - started,
+    failures: failuresIn(reportFile),
   };
-}
-
-// Both suites at once: the Node suite mostly waits on the processes it starts (wrangler, Chromium, Python) and on
-// the worker's 60 s credential trust, time in which the workerd suite uses the cores (docs/development.md, "How
-// long here").
-const running = SUITES.map((suite) => ({ suite, run: start(suite) }));
-const results = [];
-for (const { suite, run } of running) {
-  run.show();
-  const result = await run.ended;
   results.push(result);
   console.log(`\n== ${suite.name} suite: ${result.status === 0 ? "passed" : "FAILED"} in ${seconds(result.ms)}`);
 }
 rmSync(scratch, { recursive: true, force: true });
 
-const total = Date.now() - startedAll;
+const total = results.reduce((sum, result) => sum + result.ms, 0);
 console.log(
   `\n== npm test: ${results.map((r) => `${r.name} ${r.status === 0 ? "passed" : "FAILED"} (${seconds(r.ms)})`).join(", ")}; ${seconds(total)} in all`,
 );
