@@ -1,20 +1,12 @@
-import { beforeEach, describe, expect, inject, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { allStatements as aliasStatements, canonicalFeedOf, KEYS_PER_STATEMENT } from "../src/db/feed-aliases";
 import { urlKey } from "../src/db/url-key";
 import { MAX_HEAD_BYTES } from "../src/feeds/fetch";
 import { NEW_FEED_URL_HOPS } from "../src/feeds/moves";
 import { FEEDS_PER_ROUND, FETCHES_PER_ROUND, READ_BYTES_PER_ROUND } from "../src/feeds/round";
 import type { NamedFeed } from "./feed-documents";
-import {
-  as,
-  type Caller,
-  databaseFor,
-  queryPlan,
-  runCron,
-  shardDatabases,
-  subscriptionDocument,
-  walksOf,
-} from "./helpers";
+import { at, FETCHING, feedServer, requestsFor, subscribe, uniqueNumber } from "./feed-round-calls";
+import { as, type Caller, databaseFor, queryPlan, runCron, shardDatabases, walksOf } from "./helpers";
 
 /**
  * Feed moves learned only from the feed itself (docs/API.md §18, "One podcast across its URLs"; src/feeds/moves.ts):
@@ -22,15 +14,12 @@ import {
  * live feed of the same podcast) and stores the alias in every database (src/db/feed-aliases.ts), where
  * `canonicalFeedOf` answers it. Every feed is served by the local feed server (test/feed-server.ts).
  */
-const server = inject("feedServer");
-const FETCHING = { FEED_FETCH: "", FEED_FETCH_ALLOW_PRIVATE: "true" };
+const server = feedServer;
 const GUID = "5d2a1c3e-0000-5000-8000-00000000000a";
 const OTHER_GUID = "5d2a1c3e-0000-5000-8000-00000000000b";
 
-let unique = 0;
-const at = (path: string) => `${server}${path}?t=${Date.now()}-${++unique}`;
 /** A URL of `/named/<name>` (what it answers is defined with `define`). */
-const named = () => `${server}/named/n${Date.now()}-${++unique}`;
+const named = () => `${server}/named/n${Date.now()}-${uniqueNumber()}`;
 /** Defines (or redefines) what the named URL answers. */
 async function define(url: string, feed: NamedFeed): Promise<string> {
   const name = new URL(url).pathname.split("/").pop();
@@ -39,18 +28,7 @@ async function define(url: string, feed: NamedFeed): Promise<string> {
   return url;
 }
 const feed = async (definition: NamedFeed) => define(named(), definition);
-const hitsOf = async (url: string) => {
-  const { pathname, search } = new URL(url);
-  const response = await fetch(`${server}/_requests?url=${encodeURIComponent(`${pathname}${search}`)}`);
-  return ((await response.json()) as unknown[]).length;
-};
-
-async function subscribe(user: Caller, url: string): Promise<string> {
-  const guid = crypto.randomUUID();
-  const response = await user.post("/v1/subscriptions", subscriptionDocument(guid, url));
-  expect(response.status).toBe(201);
-  return guid;
-}
+const hitsOf = async (url: string) => (await requestsFor(url)).length;
 
 /** What every database answers for `urls` (none learns a move that was not learned). */
 async function canonicalEverywhere(urls: string[]): Promise<string[][]> {
@@ -81,7 +59,7 @@ async function aliasRows(urls: string[]): Promise<[string, string][]> {
  * the user's database, where the moves of those feeds are learned.
  */
 async function roundOf(urls: string[], time = Date.now(), user?: Caller): Promise<D1Database> {
-  const subscriber = user ?? (await as(`moves-${++unique}`));
+  const subscriber = user ?? (await as(`moves-${uniqueNumber()}`));
   for (const url of urls) await subscribe(subscriber, url);
   await runCron(time, FETCHING);
   return databaseFor(subscriber.userId);

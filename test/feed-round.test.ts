@@ -1,45 +1,20 @@
-import { beforeEach, describe, expect, inject, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { CLAIM_MS, dueFeeds, allStatements as feedStatements, findPodcast } from "../src/db/feeds";
 import { urlKey } from "../src/db/url-key";
 import { FETCH_TIMEOUT_MS } from "../src/feeds/fetch";
 import { FEEDS_PER_ROUND, GONE_AFTER_MS, HEAD_CHARS_PER_ROUND, MAX_BACKOFF_MS, REFRESH_MS } from "../src/feeds/round";
 import { TECH_FACTS } from "./feed-documents";
-import {
-  as,
-  type Caller,
-  databaseFor,
-  queryPlan,
-  runCron,
-  shardDatabases,
-  subscriptionDocument,
-  walksOf,
-} from "./helpers";
+import { at, FETCHING, feedServer, requestsFor, subscribe } from "./feed-round-calls";
+import { as, databaseFor, queryPlan, runCron, shardDatabases, subscriptionDocument, walksOf } from "./helpers";
 
 /**
  * The feed round (docs/API.md §18, src/feeds/round.ts) that the scheduled handler runs: which feeds it fetches,
  * how often, what it keeps, and that it never touches what the sync APIs answer. Every feed is served by the local
  * feed server (test/feed-server.ts) on a loopback port.
  */
-const server = inject("feedServer");
-/** A scheduled run that fetches (the suite runs with FEED_FETCH=off) and may reach the loopback feed server. */
-const FETCHING = { FEED_FETCH: "", FEED_FETCH_ALLOW_PRIVATE: "true" };
 const HOUR = 60 * 60 * 1000;
-
-let unique = 0;
-const at = (path: string) => `${server}${path}?t=${Date.now()}-${++unique}`;
-const hitsOf = async (url: string) => {
-  const { pathname, search } = new URL(url);
-  const response = await fetch(`${server}/_requests?url=${encodeURIComponent(`${pathname}${search}`)}`);
-  return (await response.json()) as { headers: Record<string, string> }[];
-};
-
-/** Subscribes `user` to `url` through the API; the subscription's guid. */
-async function subscribe(user: Caller, url: string): Promise<string> {
-  const guid = crypto.randomUUID();
-  const response = await user.post("/v1/subscriptions", subscriptionDocument(guid, url));
-  expect(response.status).toBe(201);
-  return guid;
-}
+const server = feedServer;
+const hitsOf = requestsFor;
 
 /** The feed's row in the user's database (what the round keeps). */
 async function feedRow(userId: string, url: string) {
