@@ -66,7 +66,7 @@ export default async function setup(project) {
     res.writeHead(200, { "Content-Type": "text/html" }).end("<h1>It works!</h1>"),
   );
   const silent = await listen(() => {});
-  // A port nothing listens on.
+  // A port nothing listens on (the tests imitate workerd's refusal rather than connect: account-sign-in.test.ts).
   const gone = await listen(() => {});
   const unreachable = `http://127.0.0.1:${gone.address().port}`;
   await close(gone);

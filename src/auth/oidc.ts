@@ -129,13 +129,16 @@ export function forgetDiscovery(): void {
 const isAbort = (err: unknown) => err instanceof DOMException && /abort|timeout/i.test(err.name);
 
 /**
- * Whether the issuer could not be heard out (a 503: try again), not whether it refused: the network failed, or the
- * time ran out, also while its answer's body was still arriving, which oauth4webapi reports as a body it failed to
- * parse, caused by the abort. Found by the soak under load: a slow token endpoint read as a refused sign-in (400,
- * counted toward the address's failure limit).
+ * Whether the issuer could not be heard out (a 503: try again), not whether it refused: the network failed (what a
+ * fetch throws before any answer: a TypeError in the standard, a plain Error in workerd for a refused connection or
+ * a name that does not resolve), or the time ran out, also while its answer's body was still arriving, which
+ * oauth4webapi reports as a body it failed to parse, caused by the abort. Found by the soak under load: a slow token
+ * endpoint read as a refused sign-in (400, counted toward the address's failure limit).
  */
 export function isIssuerOutOfReach(err: unknown): boolean {
-  return err instanceof TypeError || isAbort(err) || (err instanceof Error && isAbort(err.cause));
+  if (isAbort(err) || (err instanceof Error && isAbort(err.cause))) return true;
+  // oauth4webapi's errors, a DOMException of Web Crypto and our own all have classes of their own.
+  return err instanceof TypeError || (err instanceof Error && err.constructor === Error);
 }
 
 /** The issuer's discovery document, fetched at most once an hour per isolate; 503 when it cannot be had. */
