@@ -33,6 +33,9 @@ export async function startSoakFeeds() {
     if (variant === "failing") return res.writeHead(503, { "Content-Type": "text/plain" }).end("unavailable");
     res.writeHead(200, { "Content-Type": "application/rss+xml; charset=utf-8" }).end(feedDocument(url));
   });
+  // As scripts/dev-oidc-provider.mjs says: a connection Node closes after 5 s idle, reused by workerd's pool at that
+  // moment, fails the round's fetch (a feed the model expects read then shows "failing").
+  server.keepAliveTimeout = 0;
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const origin = `http://127.0.0.1:${server.address().port}`;
   return {
