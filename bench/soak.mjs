@@ -419,7 +419,15 @@ let feedServer; // bench/lib/soak-feeds.mjs's startSoakFeeds(): every soak feed 
  * predicts podcasts from), and the rounds running (`epoch` moves at each start and end), so that a read that
  * overlapped one accepts either side of it for a URL not yet known fetched.
  */
-const rounds = { fetched: new Set(), active: 0, epoch: 0, count: 0, fetches: 0, forgettable: new Set() };
+const rounds = {
+  fetched: new Set(),
+  active: 0,
+  epoch: 0,
+  count: 0,
+  fetches: 0,
+  forgettable: new Set(),
+  answeredIn: new Map(), // url -> the rounds (count@end) in which the feed server answered it: diagnostics
+};
 const roundMark = () => ({ epoch: rounds.epoch, active: rounds.active });
 /**
  * Whether a read of `url`'s podcast may show either side of a round: it overlapped one, or the URL is
@@ -509,7 +517,7 @@ function expectStatus(kind, got, expected, context) {
 function expectSame(kind, differences, context) {
   if (!CHECK || differences.length === 0) return true;
   stats.unexpected += 1;
-  problem(`${kind}: ${context}: ${differences.join("; ").slice(0, 400)}`);
+  problem(`${kind}: ${context}: ${differences.join("; ").slice(0, 1500)}`);
   return false;
 }
 
@@ -722,7 +730,17 @@ function includedDifferences(user, json, since, mark) {
     if (podcast.type !== "podcast") differences.push(`included ${podcast.id} of type ${podcast.type}`);
     if (!user.live.index.has(podcast.id) || !user.stableSince(podcast.id, since)) continue;
     const url = user.feedUrl.get(podcast.id);
-    differences.push(...podcastDifferences(podcast.attributes, url, rounds.fetched, roundUncertain(mark, url)));
+    const found = podcastDifferences(podcast.attributes, url, rounds.fetched, roundUncertain(mark, url));
+    if (found.length > 0) {
+      // What the model saw of this URL, to tell a model's slip from the server's (the rounds that fetched it, and
+      // the URL the server's own subscription has).
+      const served = data.find((r) => r?.id === podcast.id)?.attributes?.feedUrl;
+      const seen = rounds.answeredIn.get(url) ?? [];
+      found.push(
+        `(served feedUrl ${served === url ? "the same" : JSON.stringify(served)}; fetched in rounds ${seen.join(",")} of ${rounds.count}; guid last touched ${user.touched.get(podcast.id)?.toFixed(0)} ms, read from ${since.toFixed(0)} ms, mark ${JSON.stringify(mark)}, epoch now ${rounds.epoch})`,
+      );
+    }
+    differences.push(...found);
   }
   return differences;
 }
@@ -2372,7 +2390,11 @@ async function feedRound() {
   }
   rounds.count += 1;
   if (!expectStatus("feed-round", status, 200, text.slice(0, 200))) return;
-  for (const [url, count] of feedServer.answered) if (count !== before.get(url)) rounds.fetched.add(url);
+  for (const [url, count] of feedServer.answered) {
+    if (count === before.get(url)) continue;
+    rounds.fetched.add(url);
+    rounds.answeredIn.set(url, [...(rounds.answeredIn.get(url) ?? []), `${rounds.count}@${ended.toFixed(0)}`]);
+  }
 }
 
 /** Operations in flight, and a promise while the memory sampler holds the traffic back. */
