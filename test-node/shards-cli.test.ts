@@ -10,6 +10,7 @@ import { runningVersion, setVar, WRITE_GUARD, writeFileInPlace } from "../script
 import { retryingOnLocalLock, type ShardExecutor } from "../scripts/shards/move";
 import { inline } from "../scripts/shards/wrangler-executor";
 import { bucketOf, shardConfigVersion } from "../src/shards";
+import { migratedState } from "./served-worker";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const TSX = join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
@@ -218,7 +219,9 @@ describe("npm run shards:move against a running wrangler dev --env shards", () =
       .replace('directory = "./public"', `directory = "${join(ROOT, "public")}"`);
     writeFileSync(config, toml);
     writeFileSync(join(dir, ".dev.vars"), `AUTH_JWT_SECRET=${SECRET}\n`);
-    run("scripts/migrate.ts", ["--local", "--env", "shards", "--config", config, "--persist-to", state]);
+    // The three databases migrated by npm run db:migrate:local -- --env shards (global setup ran it once; the
+    // describe above runs it itself): the databases are named by their ids, which this config keeps.
+    migratedState("shards", { into: state });
     dev = spawn(
       process.execPath,
       [
