@@ -22,21 +22,27 @@ export type Environment = "single" | "shards";
 export async function migrateState(environment: Environment): Promise<string> {
   const state = mkdtempSync(join(tmpdir(), `podcast-subscriptions-migrated-${environment}-`));
   const args = ["--local", "--persist-to", state, ...(environment === "shards" ? ["--env", "shards"] : [])];
-  const child = spawn(process.execPath, [TSX, join(ROOT, "scripts", "migrate.ts"), ...args], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-  });
-  let output = "";
-  child.stdout.on("data", (data) => {
-    output += data;
-  });
-  child.stderr.on("data", (data) => {
-    output += data;
-  });
-  const status = await new Promise<number | null>((done) => child.on("close", done));
+  const { status, output } = await runScript("scripts/migrate.ts", args);
   if (status !== 0) throw new Error(`Local migrations (${environment}) failed:\n${output}`);
   return state;
+}
+
+/** Runs a tsx entry point of the repository (an npm script's) without blocking this process; answers its output. */
+export function runScript(script: string, args: string[]): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [TSX, join(ROOT, script), ...args], {
+      cwd: ROOT,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    });
+    let output = "";
+    child.stdout.on("data", (data) => {
+      output += data;
+    });
+    child.stderr.on("data", (data) => {
+      output += data;
+    });
+    child.on("close", (status) => resolve({ status, output }));
+  });
 }
 
 /**
