@@ -20,7 +20,7 @@ import { MAX_STORED_EPISODES } from "../src/db/episodes";
 import { MAX_URL_BYTES } from "../src/db/storage";
 import { MAX_STORED_SUBSCRIPTIONS } from "../src/db/subscriptions";
 import { formatBucketSet, parseShardMap } from "../src/shards";
-import { type Account, holdsContent, holdsCredentials, readAccount } from "./admin/account";
+import { type Account, holdsContent, holdsCredentials, readAccount, writeThenReadAccount } from "./admin/account";
 import { type DatabaseUsage, readUsage } from "./admin/usage";
 import { ask } from "./command-line";
 import {
@@ -255,10 +255,9 @@ async function revokeCommand(values: Values, positionals: string[]): Promise<voi
       "within 60 s. Subscriptions, episode states and devices stay.",
   );
   await confirm(values, "Revoke them? [y/N] ", (answer) => /^y(es)?$/i.test(answer));
-  await revokeAllCredentials(located.db, located.sub);
-  // What was deleted is read back rather than taken from D1's change counts, which a local `wrangler d1 execute`
-  // does not report.
-  const after = await readAccount(located.db, located.sub);
+  // What was deleted is read back (in the same call) rather than taken from D1's change counts, which a local
+  // `wrangler d1 execute` does not report.
+  const after = await writeThenReadAccount(located.db, located.sub, (db) => revokeAllCredentials(db, located.sub));
   if (holdsCredentials(after))
     throw new Error("the revocation ran, but credentials of the user are still there: run it again.");
   console.log(
@@ -285,8 +284,7 @@ async function eraseCommand(values: Values, positionals: string[]): Promise<void
       "Only bare counters stay (old sync tokens then get 410). This cannot be undone.",
   );
   await confirm(values, `Type the user id (${located.sub}) to erase the account: `, (answer) => answer === located.sub);
-  await eraseAccount(located.db, located.sub);
-  const after = await readAccount(located.db, located.sub);
+  const after = await writeThenReadAccount(located.db, located.sub, (db) => eraseAccount(db, located.sub));
   if (holdsContent(after)) throw new Error("the erasure ran, but rows of the user are still there: run it again.");
   console.log("erased: nothing of the user is stored besides bare counters. Credentials stop working within 60 s.");
 }

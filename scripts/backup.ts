@@ -13,7 +13,6 @@ import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { unstable_readConfig } from "wrangler";
 import { formatBucketSet, parseShardMap } from "../src/shards";
 import { fail as failWith, parseOrFail } from "./command-line";
 import {
@@ -24,6 +23,7 @@ import {
   TARGET_OPTIONS,
   type Target,
   wrangler,
+  wranglerConfig,
 } from "./shards/wrangler";
 
 const USAGE = `Usage: npm run backup -- --out DIR [--remote | --local [--persist-to DIR]] [--env NAME] [--config FILE]
@@ -65,7 +65,7 @@ function parse() {
   });
 }
 
-type Config = ReturnType<typeof unstable_readConfig>;
+type Config = ReturnType<typeof wranglerConfig>;
 
 /** What the config declares of a D1 database. */
 interface DeclaredDatabase {
@@ -125,7 +125,7 @@ function main(): void {
     remote: !values.local,
     persistTo: persistTo && resolve(persistTo),
   };
-  const config = unstable_readConfig({ config: target.config, env: target.env });
+  const config = wranglerConfig(target);
   const map = environmentVars(target).SHARD_MAP;
   const shardMap = typeof map === "string" ? map : "";
   const owners = parseShardMap(shardMap).owners;

@@ -1,6 +1,5 @@
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn } from "node:child_process";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sign } from "hono/jwt";
@@ -10,7 +9,7 @@ import { DEFAULT_CONFIG, userShardOf } from "../scripts/shards/wrangler";
 import { wranglerD1 } from "../scripts/shards/wrangler-d1";
 import { VERIFIED_FOR_MS } from "../src/auth/verified-credentials";
 import { bucketOf } from "../src/shards";
-import { serveWorker } from "./served-worker";
+import { migratedState, serveWorker } from "./served-worker";
 
 /**
  * `npm run admin` end to end: the command as an operator runs it (tsx scripts/admin.ts, wrangler d1 execute --local)
@@ -122,15 +121,7 @@ async function seed(served: Served, userId: string): Promise<Seeded> {
   expect(device.status).toBe(200);
   const cookie = (device.headers.get("Set-Cookie") ?? "").split(";")[0];
   expect(cookie).toMatch(/^sessionid=/);
-  // An account-page session, as the pages (docs/API.md §16) write one, in the user's database.
-  const target = { config: DEFAULT_CONFIG, env: served.env, remote: false, persistTo: served.state };
-  const { bucket, binding } = await userShardOf(target, userId);
-  await wranglerD1(target, binding)
-    .prepare(
-      "INSERT INTO account_sessions (session_hash, user_id, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-    )
-    .bind(crypto.randomUUID(), userId, "Alice Admin", Date.now(), Date.now() + 7 * 86_400_000)
-    .run();
+  const { bucket, binding } = await userShardOf({ config: DEFAULT_CONFIG, env: served.env }, userId);
   return {
     userId,
     bucket,
@@ -139,6 +130,27 @@ async function seed(served: Served, userId: string): Promise<Seeded> {
     appPassword,
     cookie,
   };
+}
+
+/**
+ * An account-page session for each user, as the pages (docs/API.md §16) write one, in the user's database: one
+ * `wrangler d1 execute` per database (about 2 s of CPU each), not one per user.
+ */
+async function addAccountSessions(served: Served, users: Seeded[]): Promise<void> {
+  const target = { config: DEFAULT_CONFIG, env: served.env, remote: false, persistTo: served.state };
+  for (const binding of new Set(users.map((user) => user.binding))) {
+    const db = wranglerD1(target, binding);
+    const insert = db.prepare(
+      "INSERT INTO account_sessions (session_hash, user_id, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+    );
+    await db.batch(
+      users
+        .filter((user) => user.binding === binding)
+        .map((user) =>
+          insert.bind(crypto.randomUUID(), user.userId, "Alice Admin", Date.now(), Date.now() + 7 * 86_400_000),
+        ),
+    );
+  }
 }
 
 function basicOf({ username, password }: { username: string; password: string }) {
@@ -173,7 +185,7 @@ interface Setup {
 }
 
 describe("npm run admin against wrangler dev, on one database (the top level) and on two shards (--env shards)", () => {
-  const shardState = mkdtempSync(join(tmpdir(), "admin-shards-"));
+  let shardState = "";
   const shardSecret = "admin-shards-secret-0123456789abcdef0123456789";
   let dispose = async () => {};
   const setups: Setup[] = [];
@@ -194,16 +206,13 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
       setup.keep.push(await seed(served, userId));
     for (const userId of await usersIn(served, `admin-gone-${label}`, bindings))
       setup.gone.push(await seed(served, userId));
+    await addAccountSessions(served, [...setup.keep, ...setup.gone]);
     return setup;
   }
 
   beforeAll(async () => {
-    const migrate = spawnSync(
-      process.execPath,
-      [TSX, join(ROOT, "scripts", "migrate.ts"), "--local", "--env", "shards", "--persist-to", shardState],
-      { cwd: ROOT, encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
-    );
-    expect(migrate.status, `${migrate.stdout}\n${migrate.stderr}`).toBe(0);
+    // The two shards' databases migrated (npm run db:migrate:local -- --env shards, run once by global setup).
+    shardState = migratedState("shards");
     const worker = await unstable_startWorker({
       config: join(ROOT, "wrangler.toml"),
       env: "shards",
@@ -235,7 +244,7 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
   });
   afterAll(async () => {
     await dispose();
-    rmSync(shardState, { recursive: true, force: true });
+    if (shardState) rmSync(shardState, { recursive: true, force: true });
   });
 
   it("user: finds the user's shard and reports counts, URL bytes, app passwords with last use, sessions, devices", async () => {

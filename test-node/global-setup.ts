@@ -1,5 +1,6 @@
+import { rmSync } from "node:fs";
 import type { TestProject } from "vitest/node";
-import { serveSignInWorker } from "./served-worker";
+import { type Environment, migrateState, serveSignInWorker } from "./served-worker";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -7,6 +8,8 @@ declare module "vitest" {
     workerOrigin: string;
     /** A .dev.vars-style file holding the worker's secret, for `DEV_VARS_FILE=... npm run token`. */
     devVarsFile: string;
+    /** Local state directories migrated once for the suite, per environment: copy them (served-worker.ts, migratedState). */
+    migratedStates: Record<Environment, string>;
   }
 }
 
@@ -20,8 +23,14 @@ const TEST_SECRET = "node-suite-secret-0123456789abcdef0123456789";
  * the other files' requests while that process holds the SQLite lock.
  */
 export default async function setup(project: TestProject) {
-  const worker = await serveSignInWorker(TEST_SECRET);
+  // Both at once: each migration is a chain of workerd starts, one core's work.
+  const [single, shards] = await Promise.all([migrateState("single"), migrateState("shards")]);
+  const worker = await serveSignInWorker(TEST_SECRET, {}, single);
   project.provide("workerOrigin", worker.origin);
   project.provide("devVarsFile", worker.devVarsFile);
-  return () => worker.close();
+  project.provide("migratedStates", { single, shards });
+  return async () => {
+    await worker.close();
+    for (const state of [single, shards]) rmSync(state, { recursive: true, force: true });
+  };
 }

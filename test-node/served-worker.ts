@@ -1,12 +1,63 @@
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
 import { unstable_startWorker } from "wrangler";
 import { DEV_CLIENT_ID, devClient, startDevProvider } from "../scripts/dev-oidc-provider.mjs";
 
-const WRANGLER = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const TSX = join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
+
+/** The wrangler.toml environments the suite migrates once: the top level and `[env.shards]`. */
+export type Environment = "single" | "shards";
+
+/**
+ * Migrates a new local state directory for `environment` with `npm run db:migrate:local` (scripts/migrate.ts, every
+ * database the environment declares), as an operator would. Global setup runs it once per environment and the files
+ * copy the result (migratedState): `wrangler d1 migrations apply` starts a local D1 (a workerd) for every
+ * migration file, about 10 s of CPU per database, which every served worker paid before.
+ */
+export async function migrateState(environment: Environment): Promise<string> {
+  const state = mkdtempSync(join(tmpdir(), `podcast-subscriptions-migrated-${environment}-`));
+  const args = ["--local", "--persist-to", state, ...(environment === "shards" ? ["--env", "shards"] : [])];
+  const { status, output } = await runScript("scripts/migrate.ts", args);
+  if (status !== 0) throw new Error(`Local migrations (${environment}) failed:\n${output}`);
+  return state;
+}
+
+/** Runs a tsx entry point of the repository (an npm script's) without blocking this process; answers its output. */
+export function runScript(script: string, args: string[]): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [TSX, join(ROOT, script), ...args], {
+      cwd: ROOT,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    });
+    let output = "";
+    child.stdout.on("data", (data) => {
+      output += data;
+    });
+    child.stderr.on("data", (data) => {
+      output += data;
+    });
+    child.on("close", (status) => resolve({ status, output }));
+  });
+}
+
+/**
+ * A local state directory of `environment` whose databases are migrated: a copy of the one global setup migrated
+ * (migrateState; `from` another), which nothing opens, so the copy is the migrated files exactly. Into `into`, or
+ * a new temporary directory; the caller removes it.
+ */
+export function migratedState(
+  environment: Environment,
+  { from = inject("migratedStates")[environment], into }: { from?: string; into?: string } = {},
+): string {
+  const state = into ?? mkdtempSync(join(tmpdir(), `podcast-subscriptions-node-suite-${environment}-`));
+  cpSync(from, state, { recursive: true });
+  return state;
+}
 
 export interface ServedWorker {
   /** e.g. `http://127.0.0.1:40123` */
@@ -24,7 +75,8 @@ export interface ServedWorker {
 
 /**
  * Serves the worker as `wrangler dev` would (same wrangler.toml, static assets from public/), on a free loopback
- * port, with its local state (migrated, as `npm run dev` does) in a temporary directory of its own. Its variables
+ * port, with its local state (migrated, as `npm run dev` does: migratedState) in a temporary directory of its own
+ * (`template`: the migrated state to copy, global setup's own by default). Its variables
  * come from wrangler.toml and `devVarsFile` alone, never from the checkout's .dev.vars, where `npm run dev` writes
  * OIDC_ISSUER (envFiles replaces wrangler's default files). `oidcIssuer`: the provider it signs in with, if any;
  * `vars`: more variables over wrangler.toml's (FEED_FETCH_ALLOW_PRIVATE for the feeds test).
@@ -33,19 +85,14 @@ export async function serveWorker(
   secret: string,
   oidcIssuer?: string,
   vars: Record<string, string> = {},
+  template?: string,
 ): Promise<ServedWorker> {
   // Miniflare would otherwise try to download the Request.cf object from Cloudflare.
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
-  const state = mkdtempSync(join(tmpdir(), "podcast-subscriptions-node-suite-"));
+  const state = migratedState("single", { from: template });
   const devVarsFile = join(state, "test.dev.vars");
   writeFileSync(devVarsFile, `AUTH_JWT_SECRET="${secret}"\n`, { mode: 0o600 });
-  const migrate = spawnSync(
-    process.execPath,
-    [WRANGLER, "d1", "migrations", "apply", "DB", "--local", "--persist-to", state],
-    { stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" },
-  );
-  if (migrate.status !== 0) throw new Error(`Local migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
   const worker = await unstable_startWorker({
     config: "wrangler.toml",
     envFiles: [devVarsFile],
@@ -88,9 +135,13 @@ export interface SignInWorker extends ServedWorker {
  * first (its address is the worker's OIDC_ISSUER); its client, whose redirect URI is the worker's, is registered
  * once the worker's port is known.
  */
-export async function serveSignInWorker(secret: string, vars: Record<string, string> = {}): Promise<SignInWorker> {
+export async function serveSignInWorker(
+  secret: string,
+  vars: Record<string, string> = {},
+  template?: string,
+): Promise<SignInWorker> {
   const provider = await startDevProvider();
-  const worker = await serveWorker(secret, provider.issuer, vars).catch(async (error: unknown) => {
+  const worker = await serveWorker(secret, provider.issuer, vars, template).catch(async (error: unknown) => {
     await provider.close();
     throw error;
   });

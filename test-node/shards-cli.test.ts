@@ -10,29 +10,12 @@ import { runningVersion, setVar, WRITE_GUARD, writeFileInPlace } from "../script
 import { retryingOnLocalLock, type ShardExecutor } from "../scripts/shards/move";
 import { inline } from "../scripts/shards/wrangler-executor";
 import { bucketOf, shardConfigVersion } from "../src/shards";
+import { migratedState, runScript } from "./served-worker";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const TSX = join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
 const WRANGLER = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
 const SECRET = "shards-cli-secret-0123456789abcdef0123456789";
-
-/** Runs a tsx entry point without blocking this process (so requests can run beside it). */
-function runAsync(script: string, args: string[]): Promise<{ status: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [TSX, join(ROOT, script), ...args], {
-      cwd: ROOT,
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-    });
-    let output = "";
-    child.stdout.on("data", (data) => {
-      output += data;
-    });
-    child.stderr.on("data", (data) => {
-      output += data;
-    });
-    child.on("close", (status) => resolve({ status, output }));
-  });
-}
 
 /** Runs one of the npm scripts' tsx entry points as a user would, and returns its output. */
 function run(script: string, args: string[]): string {
@@ -218,7 +201,9 @@ describe("npm run shards:move against a running wrangler dev --env shards", () =
       .replace('directory = "./public"', `directory = "${join(ROOT, "public")}"`);
     writeFileSync(config, toml);
     writeFileSync(join(dir, ".dev.vars"), `AUTH_JWT_SECRET=${SECRET}\n`);
-    run("scripts/migrate.ts", ["--local", "--env", "shards", "--config", config, "--persist-to", state]);
+    // The three databases migrated by npm run db:migrate:local -- --env shards (global setup ran it once; the
+    // describe above runs it itself): the databases are named by their ids, which this config keeps.
+    migratedState("shards", { into: state });
     dev = spawn(
       process.execPath,
       [
@@ -311,7 +296,8 @@ describe("npm run shards:move against a running wrangler dev --env shards", () =
         }
       }
     })();
-    const moved = await runAsync("scripts/shards-move.ts", [
+    // Without blocking this process, so requests can run beside it.
+    const moved = await runScript("scripts/shards-move.ts", [
       ...["--env", "shards", "--config", config, "--persist-to", state, "--worker-url", url],
       ...["--buckets", "512-767", "--from", "DB_1", "--to", "DB_2"],
     ]);

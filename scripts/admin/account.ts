@@ -58,16 +58,19 @@ export interface Account {
   devices: StoredDevice[];
 }
 
-/** Reads the account in one D1 call (app passwords as the API lists them now: none that expired uncollected). */
-export async function readAccount(db: D1Database, user: string): Promise<Account> {
+/** The statements that read the account (app passwords as the API lists them now: none that expired uncollected). */
+function accountStatements(db: D1Database, user: string): D1PreparedStatement[] {
   const values = { userId: user, now: Date.now() };
-  const [statsRows, appPasswords, gpodderSessions, accountSessions, devices] = await db.batch([
+  return [
     statsStatement.bind(db, values),
     appPasswordStatements.list.bind(db, values),
     gpodderSessionsStatement.bind(db, values),
     accountSessionsStatement.bind(db, values),
     deviceStatements.list.bind(db, values),
-  ]);
+  ];
+}
+
+function accountOf([statsRows, appPasswords, gpodderSessions, accountSessions, devices]: D1Result[]): Account {
   return {
     stats: statsRows.results[0] as AccountStats | undefined,
     appPasswords: appPasswords.results as StoredAppPassword[],
@@ -75,6 +78,37 @@ export async function readAccount(db: D1Database, user: string): Promise<Account
     accountSessions: accountSessions.results as AccountSession[],
     devices: devices.results as StoredDevice[],
   };
+}
+
+/** Reads the account in one D1 call. */
+export async function readAccount(db: D1Database, user: string): Promise<Account> {
+  return accountOf(await db.batch(accountStatements(db, user)));
+}
+
+/**
+ * Runs `write`, a db function of the worker that makes one batch (eraseAccount, revokeAllCredentials), with the
+ * account's reads appended to that batch, and answers the account as the write left it: the write and its check
+ * in one D1 call (one transaction locally, in order remotely), where a write and then a read would cost two
+ * `wrangler d1 execute` processes of about 2 s of CPU each.
+ */
+export async function writeThenReadAccount(
+  db: D1Database,
+  user: string,
+  write: (db: D1Database) => Promise<unknown>,
+): Promise<Account> {
+  let readBack: D1Result[] | undefined;
+  const appending = {
+    prepare: (query: string) => db.prepare(query),
+    batch: async (statements: D1PreparedStatement[]) => {
+      if (readBack) throw new Error("the write ran a second batch: its reads went with the first");
+      const results = await db.batch([...statements, ...accountStatements(db, user)]);
+      readBack = results.slice(statements.length);
+      return results.slice(0, statements.length);
+    },
+  };
+  await write(appending as unknown as D1Database);
+  if (!readBack) throw new Error("the write ran no batch: nothing was read back");
+  return accountOf(readBack);
 }
 
 /** Whether anything of the account is stored besides its bare counters. */

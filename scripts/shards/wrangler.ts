@@ -1,9 +1,9 @@
 // What the shard tools (migrations, bucket moves) need from wrangler: the configuration of one
 // environment, the databases its bucket map names, and a way to run the wrangler CLI.
 import { spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { unstable_readConfig } from "wrangler";
 import { bucketOf, parseBucketSet, parseShardMap } from "../../src/shards";
 import { wranglerCommand, wranglerMessage } from "../wrangler-message.mjs";
 
@@ -29,15 +29,27 @@ export const TARGET_OPTIONS = {
   config: { type: "string", default: DEFAULT_CONFIG },
 } as const;
 
+type Wrangler = typeof import("wrangler");
+let readConfig: Wrangler["unstable_readConfig"] | undefined;
+
+/**
+ * The environment's configuration as wrangler resolves it. wrangler's module is loaded on the first call, not when
+ * a script starts: loading it costs 1.5 to 3 s of CPU (a 15 MB bundle, more under tsx), which `--help`, a refused
+ * argument and a command that only runs the wrangler CLI (npm run restore) need not pay.
+ */
+export function wranglerConfig(target: Pick<Target, "config" | "env">): ReturnType<Wrangler["unstable_readConfig"]> {
+  readConfig ??= (createRequire(import.meta.url)("wrangler") as Wrangler).unstable_readConfig;
+  return readConfig({ config: target.config, env: target.env });
+}
+
 /** The environment's vars as wrangler resolves them (environments inherit no vars). */
 export function environmentVars(target: Pick<Target, "config" | "env">): Record<string, unknown> {
-  return unstable_readConfig({ config: target.config, env: target.env }).vars ?? {};
+  return wranglerConfig(target).vars ?? {};
 }
 
 /** The D1 bindings the environment declares. */
 export function declaredDatabases(target: Pick<Target, "config" | "env">): string[] {
-  const config = unstable_readConfig({ config: target.config, env: target.env });
-  return (config.d1_databases ?? []).map((database: { binding: string }) => database.binding);
+  return (wranglerConfig(target).d1_databases ?? []).map((database: { binding: string }) => database.binding);
 }
 
 function textVar(target: Pick<Target, "config" | "env">, name: string): string {
