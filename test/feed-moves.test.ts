@@ -478,7 +478,11 @@ describe("canonicalFeedOf", () => {
     const db = shardDatabases()[0].database;
     for (const [name, statement] of Object.entries(aliasStatements)) {
       const parameters = Math.max(0, ...[...statement.sql.matchAll(/\?(\d+)/g)].map((match) => Number(match[1])));
-      const plan = await queryPlan(db, statement.sql, Array(parameters).fill(1));
+      // The round's application of moves walks the partial index of the aliases still moving, and only that: it
+      // holds the moves with subscriptions left to change, each cleared once none is left.
+      const plan = (await queryPlan(db, statement.sql, Array(parameters).fill(1))).filter(
+        (line) => !/^SCAN m USING INDEX feed_aliases_moving$/.test(line),
+      );
       expect(walksOf(plan, ["feed_aliases"]), `${name}\n${plan.join("\n")}`).toEqual([]);
     }
   });

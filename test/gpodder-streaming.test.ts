@@ -487,7 +487,7 @@ describe("gpodder GETs written page by page", () => {
         { rows: 7, min: 3, bytes: 1 << 20 },
         { rows: 400, min: 3, bytes: 6_000 },
       ] satisfies TextPageSize[]) {
-        const changes = await readSubscriptionChanges(db, caller, since, { frozen: false, size });
+        const changes = await readSubscriptionChanges(db, caller, since, { frozen: false, size, knownBefore: 0 });
         const [add, remove] = [await pagesOf(changes.add), await pagesOf(changes.remove)];
         const list = (pages: TextPage[]) =>
           JSON.parse(

@@ -132,9 +132,23 @@ function changesPageStatement(named: SQL, walk: { index: string; where: SQL }): 
   );
 }
 
-/** `add`: active rows, each URL once. The walk reads every change of the range (its rows are charged for). */
+/**
+ * Whether row `t`'s last change is a learned move (the feed round's, docs/API.md §18) of a subscription the client
+ * holds already: an incremental read (`since` > 0) leaves it out, as neither an `add` of the new URL nor a `remove`
+ * of the old one (apps delete a removed podcast with its downloads and add a duplicate for an `add`; each moves on
+ * its own or keeps the old URL, which stays an alias). The client holds it when it was subscribed before
+ * `knownBefore` (ms): the row keeps no time of its earlier changes, and the caller allows for the upload timestamps
+ * 10 minutes back (a client's own upload of A comes back inside that margin). A full list (`since` 0) has it.
+ */
+const learnedMoveKnown = sql`(${sql.placeholder("since")} <> 0 AND t.learned_move_seq IS t.change_seq
+  AND t.subscribed_at < ${sql.placeholder("knownBefore")})`;
+
+/**
+ * `add`: active rows, each URL once, but a learned move the client knew the subscription of. The walk reads every
+ * change of the range (its rows are charged for).
+ */
 const addedPageStatement = changesPageStatement(
-  sql`t.unsubscribed_at IS NULL AND NOT ${namedBefore(sql`a.unsubscribed_at IS NULL`)}`,
+  sql`t.unsubscribed_at IS NULL AND NOT ${learnedMoveKnown} AND NOT ${namedBefore(sql`a.unsubscribed_at IS NULL`)}`,
   { index: "subscriptions_changes", where: sql`1` },
 );
 
@@ -176,13 +190,14 @@ export interface NamedDevice {
  * DeviceLimitError past the limit): for an account whose URLs fit a page each, that is the whole answer in one round
  * trip. The later pages, one D1 call each, are read as they are asked for. `now`: the database's clock at the first
  * pages (a `since` that misses nothing received while the pages are read, as the episode changes' is). `size`: other
- * pages than the API's (tests of the pages' seams).
+ * pages than the API's (tests of the pages' seams). `knownBefore` (ms): the client holds the subscriptions made
+ * before it, so their learned moves are neither `add` nor `remove` (`learnedMoveKnown`).
  */
 export async function readSubscriptionChanges(
   db: Database,
   caller: WriteCredential,
   since: number,
-  options: { frozen: boolean; device?: NamedDevice; size?: TextPageSize },
+  options: { frozen: boolean; device?: NamedDevice; size?: TextPageSize; knownBefore: number },
 ): Promise<SubscriptionChanges> {
   const user = caller.userId;
   const size = options.size ?? (options.frozen ? GPODDER_FROZEN_SUBSCRIPTION_PAGES : GPODDER_SUBSCRIPTION_PAGES);
@@ -194,6 +209,7 @@ export async function readSubscriptionChanges(
     limit: size.rows,
     bytes: size.bytes,
     frozen: options.frozen ? 1 : 0,
+    knownBefore: options.knownBefore,
   };
   const batch = new WriteBatch();
   const { device } = options;

@@ -1,6 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Row, WriteBatch } from "./batch";
 import { changeFeedReader, INCLUDED_SEPARATOR, includedOf, includedText, itemsInOrder, rfc3339 } from "./change-feed";
+import { rowNextChange } from "./change-numbers";
 import { call, type Database } from "./database";
 import { PENDING_PODCAST, type Podcast, podcastJson } from "./feeds";
 import { subscriptions as s, userStats as stats } from "./schema";
@@ -113,14 +114,6 @@ const subscribeStatement = statement(subscribeSql({ guid: sql`${guid}` }));
 const moveStatement = statement(sql`
   UPDATE ${s} SET feed_url = ${feedUrl}, url_key = ${feedUrlKey}, change_seq = ${nextChange}, received_at = unixepoch()
   WHERE ${isActive} AND ${storedFeedUrl} IS NOT ${feedUrl} AND ${moveNeed.bytes} <= 0`);
-
-/**
- * The next change number of the row being written. Correlated with the row on purpose: SQLite evaluates an
- * uncorrelated subquery once per statement, so every row of an UPDATE that changes several (the gpodder
- * API's removes by URL) would get the same number; this one is read again for each row, after the trigger
- * recorded the previous row's.
- */
-const rowNextChange = sql`(SELECT coalesce(max(${stats.version}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${s.userId})`;
 
 /** Unsubscribes every active row `where` selects, keeping each as a tombstone the change feed reports. */
 export function unsubscribeSql(where: SQL): SQL {
