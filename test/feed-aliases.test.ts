@@ -4,8 +4,19 @@ import { MOVED_SUBSCRIPTIONS_PER_STATEMENT } from "../src/db/feed-aliases";
 import { urlKey } from "../src/db/url-key";
 import { runFeedRound } from "../src/feeds/round";
 import { at, FETCHING, subscribe, uniqueNumber } from "./feed-round-calls";
-import { as, type Caller, databaseFor, listAll, runCron, shardDatabases, syncFrom } from "./helpers";
-import { type Changes, gpodder, json, mint, nextcloud } from "./nextcloud-client";
+import {
+  as,
+  type Caller,
+  countedDatabaseOf,
+  databaseFor,
+  listAll,
+  ORIGIN,
+  runCron,
+  send,
+  shardDatabases,
+  syncFrom,
+} from "./helpers";
+import { basic, type Changes, gpodder, json, mint, nextcloud } from "./nextcloud-client";
 
 /**
  * Aliases in every API (docs/API.md §18, "One podcast across its URLs"; issue 37 point 2): the feed round applies a
@@ -159,4 +170,177 @@ describe("a learned move applied to the subscriptions", () => {
     expect(await listAll(one)).toEqual(new Map([[expect.any(String), to]]));
     console.log(JSON.stringify({ event: "move_runs", subscribers: SUBSCRIBERS, runs, perRun }));
   }, 300_000);
+});
+
+/** A user subscribed (JSON:API) to A, which the round has moved to B: the subscription, stored under B. */
+async function movedSubscription(name: string) {
+  const user = await as(`${name}-${uniqueNumber()}`);
+  const [from, to] = movingFeed();
+  const guid = await subscribe(user, from);
+  await runCron(Date.now(), FETCHING);
+  expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+  return { user, guid, from, to };
+}
+
+/** A user subscribed to A whose move to B the round learned but has not applied yet (no subscription moved a run). */
+async function unmovedSubscription(name: string) {
+  const user = await as(`${name}-${uniqueNumber()}`);
+  const [from, to] = movingFeed();
+  const guid = await subscribe(user, from);
+  const databases = new Map(shardDatabases().map(({ name: shard, database: d1 }) => [shard, database(d1)] as const));
+  const settings = { enabled: true, allowPrivate: true, userAgent: "test", movesPerStatement: 0 };
+  expect((await runFeedRound(databases, settings, Date.now())).moved).toBeGreaterThan(0);
+  expect(await listAll(user)).toEqual(new Map([[guid, from]]));
+  return { user, guid, from, to };
+}
+
+/** The user's latest change number: what an add that writes nothing leaves as it was. */
+async function versionOf(user: Caller): Promise<number> {
+  const row = await (await databaseFor(user.userId))
+    .prepare("SELECT version FROM user_stats WHERE user_id = ?")
+    .bind(user.userId)
+    .first<{ version: number }>();
+  return row?.version ?? 0;
+}
+
+type ErrorDocument = { errors: { status: string; title: string; meta?: Record<string, unknown> }[] };
+
+describe("an alias of an active subscription names it in every API", () => {
+  it("JSON:API: an add of an alias under another id is 409 Already Subscribed with the stored one, writing nothing", async () => {
+    const moved = await movedSubscription("aliases-409");
+    const unmoved = await unmovedSubscription("aliases-409-unmoved");
+    // The URL before the move, the stored one, and (not moved yet) the URL it moves to.
+    for (const { user, guid, stored, sent } of [
+      { ...moved, stored: moved.to, sent: moved.from },
+      { ...moved, stored: moved.to, sent: moved.to },
+      { ...unmoved, stored: unmoved.from, sent: unmoved.to },
+    ]) {
+      const version = await versionOf(user);
+      const response = await user.post("/v1/subscriptions", {
+        data: { type: "subscription", id: crypto.randomUUID(), attributes: { feedUrl: sent } },
+      });
+      expect(response.status).toBe(409);
+      const body = (await response.json()) as ErrorDocument;
+      expect(body.errors[0]).toMatchObject({
+        status: "409",
+        title: "Already Subscribed",
+        meta: { feedUrl: stored, guid },
+      });
+      // Bulk: inline, as the specification's conflict element.
+      const bulk = await user.operations({
+        "atomic:operations": [
+          { op: "add", data: { type: "subscription", id: crypto.randomUUID(), attributes: { feedUrl: sent } } },
+        ],
+      });
+      const results = (await bulk.json()) as { "atomic:results"?: unknown[]; errors?: ErrorDocument["errors"] };
+      expect(JSON.stringify(results)).toContain('"Already Subscribed"');
+      expect(JSON.stringify(results)).toContain(JSON.stringify({ feedUrl: stored, guid }));
+      expect(await versionOf(user)).toBe(version);
+      expect(await listAll(user)).toEqual(new Map([[guid, stored]]));
+    }
+    // The stored id itself: as before (idempotent).
+    const again = await moved.user.post("/v1/subscriptions", {
+      data: { type: "subscription", id: moved.guid, attributes: { feedUrl: moved.from } },
+    });
+    expect(again.status).toBe(200);
+  });
+
+  it("OPML import counts an alias as already subscribed", async () => {
+    const { user, guid, from, to } = await movedSubscription("aliases-opml");
+    const opml = `<?xml version="1.0"?><opml version="2.0"><body><outline type="rss" text="x" xmlUrl="${from.replaceAll("&", "&amp;")}"/></body></opml>`;
+    const response = await user.post("/v1/subscriptions.opml", opml, { "Content-Type": "text/x-opml" });
+    const body = (await response.json()) as { meta: { imported: number; alreadySubscribed: number } };
+    expect(body.meta).toMatchObject({ imported: 0, alreadySubscribed: 1 });
+    expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+  });
+
+  it("gpodder.net and Nextcloud: an add of an alias writes nothing, gpodder answers update_urls [sent, stored]; the simple PUT keeps it", async () => {
+    const { user, guid, from, to } = await movedSubscription("aliases-gpodder");
+    const app = await mint(user);
+    const gp = gpodder(app);
+    const version = await versionOf(user);
+    const answer = await json<{ update_urls: [string, string][] }>(
+      gp.post(`/api/2/subscriptions/${app.loginName}/phone.json`, { add: [from], remove: [] }),
+    );
+    expect(answer.update_urls).toEqual([[from, to]]);
+    expect(
+      await json<{ timestamp: number }>(nextcloud(app).post("subscription_change/create", { add: [from], remove: [] })),
+    ).toHaveProperty("timestamp");
+    expect(await versionOf(user)).toBe(version);
+    // The simple API's PUT naming the old URL keeps the subscription (its guid, under the stored URL).
+    const put = await send(
+      new Request(`${ORIGIN}/subscriptions/${app.loginName}/phone.json`, {
+        method: "PUT",
+        headers: { Authorization: basic(app.loginName, app.appPassword) },
+        body: JSON.stringify([from]),
+      }),
+    );
+    expect(put.status).toBe(200);
+    expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+    expect(await versionOf(user)).toBe(version);
+  });
+
+  it("gpodder.net and Nextcloud: a remove of any alias unsubscribes the podcast", async () => {
+    for (const api of ["gpodder", "nextcloud"] as const) {
+      const { user, from } = await movedSubscription(`aliases-remove-${api}`);
+      const app = await mint(user);
+      const removal = { add: [], remove: [from] };
+      if (api === "gpodder") await json(gpodder(app).post(`/api/2/subscriptions/${app.loginName}/phone.json`, removal));
+      else await json(nextcloud(app).post("subscription_change/create", removal));
+      expect(await listAll(user)).toEqual(new Map());
+    }
+    // And the URL it was moved to, while the move is not applied yet.
+    const { user, to } = await unmovedSubscription("aliases-remove-unmoved");
+    const app = await mint(user);
+    await json(gpodder(app).post(`/api/2/subscriptions/${app.loginName}/phone.json`, { add: [], remove: [to] }));
+    expect(await listAll(user)).toEqual(new Map());
+  });
+
+  it("episode actions under A and under B reach one state, read back under the stored URL, no round trip more", async () => {
+    const { user, guid, from, to } = await movedSubscription("aliases-plays");
+    const app = await mint(user);
+    const counter = await countedDatabaseOf(user.userId);
+    const gp = gpodder(app, counter.bindings);
+    const episode = `${to}-episode-1.mp3`;
+    const play = (podcast: string, position: number, timestamp: string) => ({
+      podcast,
+      episode,
+      guid: "item-1",
+      action: "play",
+      timestamp,
+      started: 0,
+      position,
+      total: 100,
+    });
+    const upload = async (actions: unknown[]) => {
+      counter.reset();
+      await json(gp.post(`/api/2/episodes/${app.loginName}.json`, actions));
+      return counter.calls();
+    };
+    // The first upload naming each URL may cost one more round trip (the isolate learns the guid); the next ones
+    // cost one, alias or stored URL alike.
+    await upload([play(from, 10, "2026-01-02T03:00:00")]);
+    await upload([play(to, 20, "2026-01-02T03:05:00")]);
+    expect(await upload([play(from, 30, "2026-01-02T03:10:00")])).toBe(1);
+    expect(await upload([play(to, 40, "2026-01-02T03:15:00")])).toBe(1);
+    await json(nextcloud(app).post("episode_action/create", [play(from, 50, "2026-01-02T03:20:00")]));
+    const states = await user.get("/v1/episodes");
+    const { data } = (await states.json()) as {
+      data: { attributes: { position: number }; relationships: { subscription: { data: { id: string } } } }[];
+    };
+    expect(data.map((state) => [state.relationships.subscription.data.id, state.attributes.position])).toEqual([
+      [guid, 50],
+    ]);
+    const read = await json<{ actions: { podcast: string; position: number }[] }>(
+      gpodder(app).get(`/api/2/episodes/${app.loginName}.json?since=0`),
+    );
+    expect(read.actions.map((action) => [action.podcast, action.position])).toEqual([[to, 50]]);
+    // `podcast=` naming either URL reads the podcast's states.
+    for (const podcast of [from, to]) {
+      const one = await json<{ actions: unknown[] }>(
+        gpodder(app).get(`/api/2/episodes/${app.loginName}.json?since=0&podcast=${encodeURIComponent(podcast)}`),
+      );
+      expect(one.actions).toHaveLength(1);
+    }
+  });
 });

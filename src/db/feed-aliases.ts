@@ -1,4 +1,4 @@
-import { type SQL, sql } from "drizzle-orm";
+import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { rowNextChange } from "./change-numbers";
 import { call, type Database } from "./database";
 import { feedAliases as a, subscriptions as s } from "./schema";
@@ -27,6 +27,44 @@ export function canonicalUrlSql(url: SQL, key: SQL): SQL {
 /** The key of `canonicalUrlSql`'s URL: the canonical URL's, else `key` itself. */
 function canonicalKeySql(url: SQL, key: SQL): SQL {
   return sql`coalesce((SELECT ${a.canonicalKey} FROM ${a} WHERE ${a.urlKey} = ${key} AND ${a.url} = ${url}), ${key})`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Which subscription a URL names: the one rule every API applies (docs/API.md §18, "One podcast across its URLs").
+
+/**
+ * A URL names the user's subscriptions stored under its canonical URL (the URL itself when it never moved) or under
+ * any URL that moved to that one: the URLs before and after each learned move, in both directions (the table is
+ * resolved: every URL that moved to C has a row pointing at C). The http/https and trailing-slash forms are one feed
+ * by section 14's guid namespace (the podcast:guid an add computes), not here.
+ *
+ * As the CTEs `feed_canon`, `feed_names(i, url, url_key)` (each sent URL's names: its canonical URL, then the URLs
+ * that moved there) and `named_subscriptions(i, guid, unsubscribed_at, change_seq)`, over the table `sent(i, url,
+ * url_key)` of the caller's WITH clause; every step a key lookup (the aliases by primary key, then by their canonical
+ * key; the subscriptions by `subscriptions_url`), the text compared. With `byText` false (`url` NULL: a statement
+ * bound without the URLs' text), found by key alone: an estimate (a key two URLs share reads as either). Rows from
+ * before migration 0004 (no url_key) are not found here: the callers that may meet them compare their text.
+ */
+export function namedSubscriptionsSql(userId: SQLWrapper, sent: string, byText = true): SQL {
+  const text = (condition: SQL) => (byText ? sql` AND ${condition}` : sql``);
+  return sql`feed_canon(i, url, url_key) AS (
+    SELECT sent.i, coalesce(x.canonical_url, sent.url), coalesce(x.canonical_key, sent.url_key)
+    FROM ${sql.raw(sent)} AS sent LEFT JOIN ${a} AS x ON x.url_key = sent.url_key${text(sql`x.url = sent.url`)}),
+  feed_names(i, url, url_key) AS (
+    SELECT i, url, url_key FROM feed_canon
+    UNION ALL
+    SELECT canon.i, y.url, y.url_key FROM feed_canon AS canon CROSS JOIN ${a} AS y INDEXED BY feed_aliases_canonical
+      ON y.canonical_key = canon.url_key${text(sql`y.canonical_url = canon.url`)}),
+  named_subscriptions(i, guid, unsubscribed_at, change_seq) AS (
+    SELECT names.i, t.guid, t.unsubscribed_at, t.change_seq
+    FROM feed_names AS names CROSS JOIN ${s} AS t INDEXED BY subscriptions_url
+      ON t.user_id = ${userId} AND t.url_key = names.url_key${text(sql`${storedUrl(FEED_URL, "t")} = names.url`)})`;
+}
+
+/** The user's subscriptions (active or tombstones) that the URL `url` (key `key`) names: `guid, unsubscribed_at, change_seq`. */
+export function subscriptionsNamedBySql(userId: SQLWrapper, url: SQLWrapper, key: SQLWrapper): SQL {
+  return sql`WITH named_url(i, url, url_key) AS (SELECT 0, ${url}, ${key}), ${namedSubscriptionsSql(userId, "named_url")}
+    SELECT guid, unsubscribed_at, change_seq FROM named_subscriptions`;
 }
 
 /**
