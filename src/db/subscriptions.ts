@@ -57,10 +57,8 @@ const otherNamed = (target: SQL) =>
  * feed is not stored (reviving one's own tombstone never counts as creating), and the bytes its URL adds over the
  * stored one's. An active subscription is left as it is: it needs nothing.
  */
-function subscribeNeedFor(target: SQL): RoomNeed {
+function subscribeNeedFor(target: SQL, writes = sql`1`): RoomNeed {
   const stored = sql`${s.userId} = ${userId} AND ${s.guid} = ${target}`;
-  // An alias of an active subscription writes nothing, so it needs nothing either (no tombstone is purged for it).
-  const writes = sql`${otherNamed(target)} IS NULL`;
   return {
     count: rowsNeeded(
       sql`NOT EXISTS (SELECT 1 FROM ${s} WHERE ${stored}) AND ${writes}`,
@@ -74,7 +72,13 @@ function subscribeNeedFor(target: SQL): RoomNeed {
   };
 }
 
-const subscribeNeed = subscribeNeedFor(sql`${guid}`);
+/** Whether a subscribe of the request's guid and feedUrl may write: the URL names no other active subscription. */
+const writesSubscribe = sql`${otherNamed(sql`${guid}`)} IS NULL`;
+/**
+ * The room statement's need: an alias of an active subscription writes nothing, so it needs nothing either (no
+ * tombstone is purged for it). The subscribe statement checks `writesSubscribe` once, on its own.
+ */
+const subscribeNeed = subscribeNeedFor(sql`${guid}`, writesSubscribe);
 
 /** What a feed move must free first: the bytes the new URL adds over the active subscription's. */
 const moveNeed: RoomNeed = {
@@ -117,9 +121,7 @@ function subscribeSql(source: { guid: SQL; onlyIf?: SQL }): SQL {
   RETURNING 1 AS written`;
 }
 
-const subscribeStatement = statement(
-  subscribeSql({ guid: sql`${guid}`, onlyIf: sql`${otherNamed(sql`${guid}`)} IS NULL` }),
-);
+const subscribeStatement = statement(subscribeSql({ guid: sql`${guid}`, onlyIf: writesSubscribe }));
 
 /**
  * After a subscribe that wrote nothing, why: `own`, the guid is active itself; `alias`, the active subscription the
