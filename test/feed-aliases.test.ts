@@ -3,6 +3,7 @@ import { database } from "../src/db/database";
 import { MOVED_SUBSCRIPTIONS_PER_STATEMENT } from "../src/db/feed-aliases";
 import { urlKey } from "../src/db/url-key";
 import { runFeedRound } from "../src/feeds/round";
+import { bucketOf } from "../src/shards";
 import { at, FETCHING, subscribe, uniqueNumber } from "./feed-round-calls";
 import {
   as,
@@ -95,6 +96,16 @@ describe("a learned move applied to the subscriptions", () => {
     // Another device that last read an hour before: it never had A.
     const older = upload.timestamp + 600 - 3600;
     expect(await json<Changes>(gp.get(`${path}?since=${older}`))).toMatchObject({ add: [to], remove: [] });
+  });
+
+  it("applies no move while a bucket is being moved (frozen), and the next runs apply it", async () => {
+    const user = await as(`aliases-frozen-${uniqueNumber()}`);
+    const [from, to] = movingFeed();
+    const guid = await subscribe(user, from);
+    await runCron(Date.now(), { ...FETCHING, SHARD_FROZEN: `${await bucketOf(user.userId)}` });
+    expect(await listAll(user)).toEqual(new Map([[guid, from]]));
+    await runCron(Date.now() + 10 * 60 * 1000, FETCHING);
+    expect(await listAll(user)).toEqual(new Map([[guid, to]]));
   });
 
   it("leaves A as it is for a user already subscribed to B (their merge is a later point)", async () => {
@@ -342,5 +353,24 @@ describe("an alias of an active subscription names it in every API", () => {
       );
       expect(one.actions).toHaveLength(1);
     }
+  });
+});
+
+describe("after a learned move neither URL is a remove", () => {
+  it("not even A's tombstone of another guid, changed in the range of an incremental read", async () => {
+    const user = await as(`aliases-tombstone-${uniqueNumber()}`);
+    const app = await mint(user);
+    const gp = gpodder(app);
+    const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
+    const [from, to] = movingFeed();
+    const { timestamp } = await json<Changes>(gp.get(`${path}?since=0`));
+    // Unsubscribed and subscribed again under a new id: a tombstone of A beside the active A.
+    const first = await subscribe(user, from);
+    expect((await user.delete(`/v1/subscriptions/${first}`)).status).toBe(204);
+    const second = await subscribe(user, from);
+    expect(await json<Changes>(gp.get(`${path}?since=${timestamp}`))).toMatchObject({ add: [from], remove: [] });
+    await runCron(Date.now(), FETCHING);
+    expect(await listAll(user)).toEqual(new Map([[second, to]]));
+    expect(await json<Changes>(gp.get(`${path}?since=${timestamp}`))).toMatchObject({ add: [], remove: [] });
   });
 });

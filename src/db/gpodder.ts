@@ -154,13 +154,22 @@ const addedPageStatement = changesPageStatement(
 );
 
 /**
- * `remove`: tombstones whose URL no active subscription has, each URL once. As before streaming, a tombstone
+ * Whether the URL `url` (key `key`) names an active subscription of the user by the rule of src/db/feed-aliases.ts:
+ * a tombstone of A is no `remove` once the active subscription A named has moved to B (§18: after a learned move
+ * neither URL is a remove).
+ */
+const namesActive = (url: SQL, key: SQL) =>
+  sql`EXISTS (SELECT 1 FROM (${subscriptionsNamedBySql(userId, url, key)}) AS n WHERE n.unsubscribed_at IS NULL)`;
+
+/**
+ * `remove`: tombstones whose URL no active subscription has nor names (an alias of it), each URL once. As before streaming, a tombstone
  * without url_key is not matched against an active row written since 0004 (finding that one by its URL alone
  * would walk every keyed row). The walk reads the tombstones of the range alone (their partial index, which also
  * serves the purges): the active rows, which say nothing here, cost no row read.
  */
 const removedPageStatement = changesPageStatement(
   sql`t.unsubscribed_at IS NOT NULL AND NOT ${withSameUrl(sql`a.unsubscribed_at IS NULL`)}
+    AND NOT ${namesActive(urlOf("t"), sql`t.url_key`)}
     AND NOT ${namedBefore(sql`a.unsubscribed_at IS NOT NULL`)}`,
   { index: "subscriptions_tombstones", where: sql`t.unsubscribed_at IS NOT NULL` },
 );
