@@ -21,7 +21,8 @@ export async function scheduled(
 
 async function feedRound(controller: ScheduledController, env: AppBindings): Promise<void> {
   const started = Date.now();
-  const databases = new Map([...shardRouting(env).databases].map(([name, d1]) => [name, database(d1)] as const));
+  const routing = shardRouting(env);
+  const databases = new Map([...routing.databases].map(([name, d1]) => [name, database(d1)] as const));
   try {
     const summary = await runFeedRound(
       databases,
@@ -29,6 +30,10 @@ async function feedRound(controller: ScheduledController, env: AppBindings): Pro
         enabled: configured(env.FEED_FETCH)?.toLowerCase() !== "off",
         allowPrivate: configured(env.FEED_FETCH_ALLOW_PRIVATE)?.toLowerCase() === "true",
         userAgent: feedUserAgent(configured(env.PUBLIC_BASE_URL)),
+        // While a bucket is being moved its users' rows take no write (the move's copies and checksums stay as it
+        // left them), and a learned move writes users' subscriptions: none is applied until the move is done (the
+        // aliases still moving say what is left).
+        ...(routing.frozen.size > 0 ? { movesPerStatement: 0 } : {}),
       },
       controller.scheduledTime,
     );

@@ -6,7 +6,17 @@ import { NEW_FEED_URL_HOPS } from "../src/feeds/moves";
 import { FEEDS_PER_ROUND, FETCHES_PER_ROUND, READ_BYTES_PER_ROUND } from "../src/feeds/round";
 import type { NamedFeed } from "./feed-documents";
 import { at, FETCHING, feedServer, requestsFor, subscribe, uniqueNumber } from "./feed-round-calls";
-import { as, type Caller, databaseFor, queryPlan, runCron, shardDatabases, walksOf } from "./helpers";
+import {
+  as,
+  type Caller,
+  databaseFor,
+  listAll,
+  queryPlan,
+  runCron,
+  shardDatabases,
+  subscriptionDocument,
+  walksOf,
+} from "./helpers";
 
 /**
  * Feed moves learned only from the feed itself (docs/API.md §18, "One podcast across its URLs"; src/feeds/moves.ts):
@@ -60,7 +70,11 @@ async function aliasRows(urls: string[]): Promise<[string, string][]> {
  */
 async function roundOf(urls: string[], time = Date.now(), user?: Caller): Promise<D1Database> {
   const subscriber = user ?? (await as(`moves-${uniqueNumber()}`));
-  for (const url of urls) await subscribe(subscriber, url);
+  for (const url of urls) {
+    // A URL the user's subscription was moved to by an earlier round is subscribed already (409: an alias).
+    const response = await subscriber.post("/v1/subscriptions", subscriptionDocument(crypto.randomUUID(), url));
+    expect([201, 409]).toContain(response.status);
+  }
   await runCron(time, FETCHING);
   return databaseFor(subscriber.userId);
 }
@@ -418,9 +432,9 @@ describe("aliases are kept", () => {
     const dueNow = (url: string) =>
       db.prepare("UPDATE feeds SET next_fetch_at = 0 WHERE url_key = ?").bind(urlKey(url)).run();
 
-    // The user follows B and leaves A: when A comes due it is forgotten, and its alias kept (B is named).
-    const subscribedToB = await subscribe(user, b);
-    expect((await user.delete(`/v1/subscriptions/${subscribedToA}`)).status).toBe(204);
+    // The round moved the user's subscription to B: when A comes due it is forgotten, and its alias kept (B is named).
+    expect(await listAll(user)).toEqual(new Map([[subscribedToA, b]]));
+    const subscribedToB = subscribedToA;
     await dueNow(a);
     await runCron(time + 10 * 60 * 1000, FETCHING);
     expect(await db.prepare("SELECT 1 FROM feeds WHERE url_key = ?").bind(urlKey(a)).first()).toBeNull();
@@ -478,7 +492,11 @@ describe("canonicalFeedOf", () => {
     const db = shardDatabases()[0].database;
     for (const [name, statement] of Object.entries(aliasStatements)) {
       const parameters = Math.max(0, ...[...statement.sql.matchAll(/\?(\d+)/g)].map((match) => Number(match[1])));
-      const plan = await queryPlan(db, statement.sql, Array(parameters).fill(1));
+      // The round's application of moves walks the partial index of the aliases still moving, and only that: it
+      // holds the moves with subscriptions left to change, each cleared once none is left.
+      const plan = (await queryPlan(db, statement.sql, Array(parameters).fill(1))).filter(
+        (line) => !/^SCAN m USING INDEX feed_aliases_moving$/.test(line),
+      );
       expect(walksOf(plan, ["feed_aliases"]), `${name}\n${plan.join("\n")}`).toEqual([]);
     }
   });

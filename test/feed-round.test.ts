@@ -212,8 +212,8 @@ describe("the feed round", () => {
     const db = await databaseFor(user.userId);
     const time = Date.now();
     // The round's read, as a run the Free plan stops right after it would leave it.
-    expect((await dueFeeds(db, time, FEEDS_PER_ROUND)).map((feed) => feed.url)).toEqual([url]);
-    expect(await dueFeeds(db, time + 10 * 60 * 1000, FEEDS_PER_ROUND)).toEqual([]);
+    expect((await dueFeeds(db, time, FEEDS_PER_ROUND)).feeds.map((feed) => feed.url)).toEqual([url]);
+    expect((await dueFeeds(db, time + 10 * 60 * 1000, FEEDS_PER_ROUND)).feeds).toEqual([]);
     await runCron(time + 10 * 60 * 1000, FETCHING);
     expect(await hitsOf(url)).toEqual([]);
     await runCron(time + CLAIM_MS, FETCHING);

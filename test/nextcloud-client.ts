@@ -125,7 +125,7 @@ export function nextcloud(credentials: { loginName: string; appPassword: string 
 }
 
 /** A gpodder.net client (Basic on every request). */
-export function gpodder(credentials: { loginName: string; appPassword: string }) {
+export function gpodder(credentials: { loginName: string; appPassword: string }, bindings: Partial<Bindings> = {}) {
   const request = (method: string, path: string, body?: unknown) =>
     send(
       new Request(`${ORIGIN}${path}`, {
@@ -133,6 +133,7 @@ export function gpodder(credentials: { loginName: string; appPassword: string })
         headers: { Authorization: basic(credentials.loginName, credentials.appPassword) },
         body: body === undefined ? undefined : JSON.stringify(body),
       }),
+      bindings,
     );
   return {
     get: (path: string) => request("GET", path),

@@ -1,8 +1,10 @@
-import { type SQL, sql } from "drizzle-orm";
+import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
+import { rowNextChange } from "./change-numbers";
 import { call, type Database } from "./database";
 import { feedAliases as a, subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
 import { urlKey } from "./url-key";
+import { FEED_URL, storedUrl } from "./url-pieces";
 
 /**
  * The learned moves of feeds (docs/API.md §18, "One podcast across its URLs"): which URL a feed is stored under
@@ -25,6 +27,44 @@ export function canonicalUrlSql(url: SQL, key: SQL): SQL {
 /** The key of `canonicalUrlSql`'s URL: the canonical URL's, else `key` itself. */
 function canonicalKeySql(url: SQL, key: SQL): SQL {
   return sql`coalesce((SELECT ${a.canonicalKey} FROM ${a} WHERE ${a.urlKey} = ${key} AND ${a.url} = ${url}), ${key})`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Which subscription a URL names: the one rule every API applies (docs/API.md §18, "One podcast across its URLs").
+
+/**
+ * A URL names the user's subscriptions stored under its canonical URL (the URL itself when it never moved) or under
+ * any URL that moved to that one: the URLs before and after each learned move, in both directions (the table is
+ * resolved: every URL that moved to C has a row pointing at C). The http/https and trailing-slash forms are one feed
+ * by section 14's guid namespace (the podcast:guid an add computes), not here.
+ *
+ * As the CTEs `feed_canon`, `feed_names(i, url, url_key)` (each sent URL's names: its canonical URL, then the URLs
+ * that moved there) and `named_subscriptions(i, guid, unsubscribed_at, change_seq)`, over the table `sent(i, url,
+ * url_key)` of the caller's WITH clause; every step a key lookup (the aliases by primary key, then by their canonical
+ * key; the subscriptions by `subscriptions_url`), the text compared. With `byText` false (`url` NULL: a statement
+ * bound without the URLs' text), found by key alone: an estimate (a key two URLs share reads as either). Rows from
+ * before migration 0004 (no url_key) are not found here: the callers that may meet them compare their text.
+ */
+export function namedSubscriptionsSql(userId: SQLWrapper, sent: string, byText = true): SQL {
+  const text = (condition: SQL) => (byText ? sql` AND ${condition}` : sql``);
+  return sql`feed_canon(i, url, url_key) AS (
+    SELECT sent.i, coalesce(x.canonical_url, sent.url), coalesce(x.canonical_key, sent.url_key)
+    FROM ${sql.raw(sent)} AS sent LEFT JOIN ${a} AS x ON x.url_key = sent.url_key${text(sql`x.url = sent.url`)}),
+  feed_names(i, url, url_key) AS (
+    SELECT i, url, url_key FROM feed_canon
+    UNION ALL
+    SELECT canon.i, y.url, y.url_key FROM feed_canon AS canon CROSS JOIN ${a} AS y INDEXED BY feed_aliases_canonical
+      ON y.canonical_key = canon.url_key${text(sql`y.canonical_url = canon.url`)}),
+  named_subscriptions(i, guid, unsubscribed_at, change_seq) AS (
+    SELECT names.i, t.guid, t.unsubscribed_at, t.change_seq
+    FROM feed_names AS names CROSS JOIN ${s} AS t INDEXED BY subscriptions_url
+      ON t.user_id = ${userId} AND t.url_key = names.url_key${text(sql`${storedUrl(FEED_URL, "t")} = names.url`)})`;
+}
+
+/** The user's subscriptions (active or tombstones) that the URL `url` (key `key`) names: `guid, unsubscribed_at, change_seq`. */
+export function subscriptionsNamedBySql(userId: SQLWrapper, url: SQLWrapper, key: SQLWrapper): SQL {
+  return sql`WITH named_url(i, url, url_key) AS (SELECT 0, ${url}, ${key}), ${namedSubscriptionsSql(userId, "named_url")}
+    SELECT guid, unsubscribed_at, change_seq FROM named_subscriptions`;
 }
 
 /**
@@ -91,7 +131,7 @@ const dropTargetAliasStatement = statement(sql`
     AND ${a.canonicalKey} = ${fromKey} AND ${a.canonicalUrl} = ${from}`);
 /** The URLs that had moved to `from` move on with it (the table stays resolved). */
 const moveAliasesOnStatement = statement(sql`
-  UPDATE ${a} SET canonical_url = ${target}, canonical_key = ${targetKey}, learned_at = ${now}
+  UPDATE ${a} SET canonical_url = ${target}, canonical_key = ${targetKey}, learned_at = ${now}, moving = 1
   WHERE ${a.canonicalKey} = ${fromKey} AND ${a.canonicalUrl} = ${from} AND ${target} <> ${from}`);
 /**
  * `from`'s alias, made or moved. A key another URL already holds keeps its row (the first URL keeps it): a URL
@@ -103,7 +143,7 @@ const aliasStatement = statement(sql`
   FROM (SELECT ${target} AS url, ${targetKey} AS url_key) AS target
   WHERE target.url <> ${from}
   ON CONFLICT (url_key) DO UPDATE SET canonical_url = excluded.canonical_url, canonical_key = excluded.canonical_key,
-    learned_at = excluded.learned_at
+    learned_at = excluded.learned_at, moving = 1
   WHERE ${a.url} = excluded.url`);
 
 /** The statements that store `move` (in this order, in one batch: the table is resolved before and after). */
@@ -117,6 +157,64 @@ export function learnMoveStatements(db: Database, move: LearnedMove, at: number)
     now: at,
   };
   return [dropTargetAliasStatement, moveAliasesOnStatement, aliasStatement].map((each) => each.bind(db, values));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Applying a learned move to the subscriptions (docs/API.md §18: "A learned move A -> B changes each active
+// subscription whose feedUrl is A to B as a PATCH does").
+
+/**
+ * The active subscriptions the move of alias row `m` still has to change: those whose URL is exactly `m.url`,
+ * except a user's who is already actively subscribed to the new URL itself (two subscriptions would become one
+ * podcast: their merge is issue 37's point 3; until then the old one stays as it is, an alias of the podcast).
+ * Found through the active subscriptions' key index, each URL compared as stored.
+ */
+function movableOf(m: string): SQL {
+  const at = (column: string) => sql.raw(`${m}.${column}`);
+  return sql`t.url_key = ${at("url_key")} AND t.unsubscribed_at IS NULL AND ${storedUrl(FEED_URL, "t")} = ${at("url")}
+      AND NOT EXISTS (SELECT 1 FROM ${s} AS b INDEXED BY subscriptions_url
+        WHERE b.user_id = t.user_id AND b.url_key = ${at("canonical_key")} AND b.unsubscribed_at IS NULL
+          AND ${storedUrl(FEED_URL, "b")} = ${at("canonical_url")})`;
+}
+
+/**
+ * Subscriptions a learned move changes per statement: a move of a feed with 10 000 subscribers in one database
+ * takes several scheduled runs, each statement a bounded write (every row fires the subscription triggers: the
+ * user's version and URL bytes, the URL's pieces, the new URL's feed row), so no run holds the database long.
+ * The round runs it at most twice a run and database (`applyMovesStatements`).
+ */
+export const MOVED_SUBSCRIPTIONS_PER_STATEMENT = 500;
+
+/**
+ * Up to `limit` of the subscriptions the moving aliases still have to change, changed as a PATCH of feedUrl changes
+ * one (a change in the user's change feed, the guid and `userSubscribedAt` kept), each marked as a learned move
+ * (`learned_move_seq` = its new change number) for the gpodder.net and Nextcloud reads. Not the user's write, so not
+ * checked against the storage budget (§18: "applied whatever the user's storage budget"; the triggers count the new
+ * URL's bytes from then on). The moving aliases are found through their partial index: the ones done are cleared
+ * by `doneMovingStatement`.
+ */
+const applyMovesStatement = statement(sql`
+  UPDATE ${s} SET feed_url = moved.url, url_key = moved.url_key, change_seq = ${rowNextChange},
+    learned_move_seq = ${rowNextChange}, received_at = unixepoch()
+  FROM (SELECT t.user_id AS user_id, t.guid AS guid, m.canonical_url AS url, m.canonical_key AS url_key
+    FROM ${a} AS m INDEXED BY feed_aliases_moving CROSS JOIN ${s} AS t INDEXED BY subscriptions_feed_active
+    WHERE m.moving = 1 AND ${movableOf("m")} LIMIT ${sql.placeholder("limit")}) AS moved
+  WHERE ${s.userId} = moved.user_id AND ${s.guid} = moved.guid
+  RETURNING 1 AS moved`);
+
+/** The moving aliases with nothing left to change are done (the next runs read them no more). */
+const doneMovingStatement = statement(sql`
+  UPDATE ${a} SET moving = 0 WHERE ${a.urlKey} IN (
+    SELECT m.url_key FROM ${a} AS m INDEXED BY feed_aliases_moving
+    WHERE m.moving = 1 AND NOT EXISTS (SELECT 1 FROM ${s} AS t INDEXED BY subscriptions_feed_active WHERE ${movableOf("m")}))`);
+
+/**
+ * The statements that move up to `limit` subscriptions of the learned moves not yet applied in this database, then
+ * clear the aliases done, for a batch the round sends anyway (no D1 call of its own). The first statement returns a
+ * row per subscription it moved (D1's `meta.changes` counts the triggers' writes too).
+ */
+export function applyMovesStatements(db: Database, limit = MOVED_SUBSCRIPTIONS_PER_STATEMENT): D1PreparedStatement[] {
+  return [applyMovesStatement.bind(db, { limit }), doneMovingStatement.bind(db, {})];
 }
 
 /** Whether an active subscription of any user names the key (the feed round's index: a key shared errs to yes). */
@@ -147,4 +245,6 @@ export const allStatements: Record<string, Statement> = {
   alias: aliasStatement,
   forgetAliasesTo: forgetAliasesToStatement,
   forgetAliasOf: forgetAliasOfStatement,
+  applyMoves: applyMovesStatement,
+  doneMoving: doneMovingStatement,
 };

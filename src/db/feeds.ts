@@ -1,7 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
-import { forgetAliasStatements, type LearnedMove, learnMoveStatements } from "./feed-aliases";
+import { applyMovesStatements, forgetAliasStatements, type LearnedMove, learnMoveStatements } from "./feed-aliases";
 import { feeds as f, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import { FEED_URL, storedUrl } from "./url-pieces";
@@ -134,11 +134,23 @@ const claimStatement = statement(sql`
   UPDATE ${f} SET next_fetch_at = ${sql.placeholder("claimedUntil")} WHERE ${f.urlKey} IN (
     SELECT ${f.urlKey} FROM ${f} WHERE ${f.nextFetchAt} <= ${now} ORDER BY ${f.nextFetchAt} LIMIT ${sql.placeholder("limit")})`);
 
-/** The feeds due by `at`, claimed for the round (CLAIM_MS), in one batch: one round trip. */
-export async function dueFeeds(db: Database, at: number, limit: number): Promise<DueFeed[]> {
+/** The feeds due (`dueFeeds`), and how many subscriptions the learned moves changed in the same batch. */
+export interface DueFeeds {
+  feeds: DueFeed[];
+  moved: number;
+}
+
+/**
+ * The feeds due by `at`, claimed for the round (CLAIM_MS), in one batch: one round trip. The batch also goes on with
+ * the learned moves not yet applied to this database's subscriptions (at most `movesLimit`, src/db/feed-aliases.ts):
+ * a move of a feed with many subscribers is applied over several runs, each costing no D1 call of its own.
+ */
+export async function dueFeeds(db: Database, at: number, limit: number, movesLimit?: number): Promise<DueFeeds> {
   const values = { now: at, limit, claimedUntil: at + CLAIM_MS };
-  const [due] = await call(() => db.batch([dueStatement.bind(db, values), claimStatement.bind(db, values)]));
-  return due.results as unknown as DueFeed[];
+  const [due, , moved] = await call(() =>
+    db.batch([dueStatement.bind(db, values), claimStatement.bind(db, values), ...applyMovesStatements(db, movesLimit)]),
+  );
+  return { feeds: due.results as unknown as DueFeed[], moved: moved.results.length };
 }
 
 /** What one fetch leaves in a feed's row. */
@@ -221,15 +233,18 @@ function recordStatement(db: Database, record: FeedRecord, at: number): D1Prepar
 
 /**
  * Writes a round's outcomes for one database, and the moves it learned of the feeds it holds, in one batch (one
- * round trip, one transaction). A forgotten feed takes the aliases nothing names any more with it.
+ * round trip, one transaction). A forgotten feed takes the aliases nothing names any more with it. When it learned
+ * moves, the same batch applies them to up to `movesLimit` subscriptions (the rest in the next runs, `dueFeeds`);
+ * the number of subscriptions moved.
  */
 export async function recordFeeds(
   db: Database,
   records: readonly FeedRecord[],
   moves: readonly LearnedMove[],
   at: number,
-): Promise<void> {
-  if (records.length === 0 && moves.length === 0) return;
+  movesLimit?: number,
+): Promise<number> {
+  if (records.length === 0 && moves.length === 0) return 0;
   const statements = [
     ...records.flatMap((record) => [
       recordStatement(db, record, at),
@@ -237,7 +252,9 @@ export async function recordFeeds(
     ]),
     ...moves.flatMap((move) => learnMoveStatements(db, move, at)),
   ];
-  await call(() => db.batch(statements));
+  const applying = moves.length > 0 ? applyMovesStatements(db, movesLimit) : [];
+  const results = await call(() => db.batch([...statements, ...applying]));
+  return applying.length > 0 ? results[statements.length].results.length : 0;
 }
 
 /** Every statement this module runs, for the test that proves none scans a table. */

@@ -10,6 +10,7 @@ import {
   episodeWriter,
   type StoredEpisode,
 } from "./episodes";
+import { namedSubscriptionsSql, subscriptionsNamedBySql } from "./feed-aliases";
 import { episodes as e, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import { MAX_URL_BYTES, roomsStatement, statOf, subscriptionTombstones } from "./storage";
@@ -132,20 +133,43 @@ function changesPageStatement(named: SQL, walk: { index: string; where: SQL }): 
   );
 }
 
-/** `add`: active rows, each URL once. The walk reads every change of the range (its rows are charged for). */
+/**
+ * Whether row `t`'s last change is a learned move (the feed round's, docs/API.md §18) of a subscription the client
+ * holds already: an incremental read (`since` > 0) leaves it out, as neither an `add` of the new URL nor a `remove`
+ * of the old one (apps delete a removed podcast with its downloads and add a duplicate for an `add`; each moves on
+ * its own or keeps the old URL, which stays an alias). The client holds it when it was subscribed before
+ * `knownBefore` (ms): the row keeps no time of its earlier changes, and the caller allows for the upload timestamps
+ * 10 minutes back (a client's own upload of A comes back inside that margin). A full list (`since` 0) has it.
+ */
+const learnedMoveKnown = sql`(${sql.placeholder("since")} <> 0 AND t.learned_move_seq IS t.change_seq
+  AND t.subscribed_at < ${sql.placeholder("knownBefore")})`;
+
+/**
+ * `add`: active rows, each URL once, but a learned move the client knew the subscription of. The walk reads every
+ * change of the range (its rows are charged for).
+ */
 const addedPageStatement = changesPageStatement(
-  sql`t.unsubscribed_at IS NULL AND NOT ${namedBefore(sql`a.unsubscribed_at IS NULL`)}`,
+  sql`t.unsubscribed_at IS NULL AND NOT ${learnedMoveKnown} AND NOT ${namedBefore(sql`a.unsubscribed_at IS NULL`)}`,
   { index: "subscriptions_changes", where: sql`1` },
 );
 
 /**
- * `remove`: tombstones whose URL no active subscription has, each URL once. As before streaming, a tombstone
+ * Whether the URL `url` (key `key`) names an active subscription of the user by the rule of src/db/feed-aliases.ts:
+ * a tombstone of A is no `remove` once the active subscription A named has moved to B (§18: after a learned move
+ * neither URL is a remove).
+ */
+const namesActive = (url: SQL, key: SQL) =>
+  sql`EXISTS (SELECT 1 FROM (${subscriptionsNamedBySql(userId, url, key)}) AS n WHERE n.unsubscribed_at IS NULL)`;
+
+/**
+ * `remove`: tombstones whose URL no active subscription has nor names (an alias of it), each URL once. As before streaming, a tombstone
  * without url_key is not matched against an active row written since 0004 (finding that one by its URL alone
  * would walk every keyed row). The walk reads the tombstones of the range alone (their partial index, which also
  * serves the purges): the active rows, which say nothing here, cost no row read.
  */
 const removedPageStatement = changesPageStatement(
   sql`t.unsubscribed_at IS NOT NULL AND NOT ${withSameUrl(sql`a.unsubscribed_at IS NULL`)}
+    AND NOT ${namesActive(urlOf("t"), sql`t.url_key`)}
     AND NOT ${namedBefore(sql`a.unsubscribed_at IS NOT NULL`)}`,
   { index: "subscriptions_tombstones", where: sql`t.unsubscribed_at IS NOT NULL` },
 );
@@ -176,13 +200,14 @@ export interface NamedDevice {
  * DeviceLimitError past the limit): for an account whose URLs fit a page each, that is the whole answer in one round
  * trip. The later pages, one D1 call each, are read as they are asked for. `now`: the database's clock at the first
  * pages (a `since` that misses nothing received while the pages are read, as the episode changes' is). `size`: other
- * pages than the API's (tests of the pages' seams).
+ * pages than the API's (tests of the pages' seams). `knownBefore` (ms): the client holds the subscriptions made
+ * before it, so their learned moves are neither `add` nor `remove` (`learnedMoveKnown`).
  */
 export async function readSubscriptionChanges(
   db: Database,
   caller: WriteCredential,
   since: number,
-  options: { frozen: boolean; device?: NamedDevice; size?: TextPageSize },
+  options: { frozen: boolean; device?: NamedDevice; size?: TextPageSize; knownBefore: number },
 ): Promise<SubscriptionChanges> {
   const user = caller.userId;
   const size = options.size ?? (options.frozen ? GPODDER_FROZEN_SUBSCRIPTION_PAGES : GPODDER_SUBSCRIPTION_PAGES);
@@ -194,6 +219,7 @@ export async function readSubscriptionChanges(
     limit: size.rows,
     bytes: size.bytes,
     frozen: options.frozen ? 1 : 0,
+    knownBefore: options.knownBefore,
   };
   const batch = new WriteBatch();
   const { device } = options;
@@ -232,21 +258,21 @@ const feedUrlKey = sql`${sql.placeholder("urlKey")}`;
 const feeds = sql.placeholder("feeds");
 
 /**
- * The user's subscriptions (active or tombstones) with exactly the URL `url`: by its key, and rows from
- * before 0004 (no url_key) by the text alone. Two searches of subscriptions_url: left to itself, SQLite
- * walks the user's primary key (every row of the user) for `url_key = ? OR url_key IS NULL`.
+ * The user's subscriptions (active or tombstones) that the URL `url` names (src/db/feed-aliases.ts, the one rule:
+ * the URL, its canonical one and every URL that moved there), and rows from before 0004 (no url_key) with exactly
+ * that URL, by the text alone. `INDEXED BY`: left to itself, SQLite walks the user's primary key (every row of the
+ * user) for `url_key IS NULL`.
  */
 function withUrl(url: SQL, key: SQL): SQL {
   return sql`
-    SELECT a.guid AS guid, a.unsubscribed_at AS unsubscribed_at, a.change_seq AS change_seq
-    FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key = ${key} AND ${urlOf("a")} = ${url}
+    SELECT * FROM (${subscriptionsNamedBySql(userId, url, key)})
     UNION ALL
     SELECT a.guid, a.unsubscribed_at, a.change_seq
     FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${urlOf("a")} = ${url}`;
 }
 
 /**
- * The guid of the feed a gpodder URL names (docs/API.md §14): the user's subscription with exactly that URL,
+ * The guid of the feed a gpodder URL names (docs/API.md §14, §18): the user's subscription that URL names,
  * the active one (the one changed last if several), else the one changed last, else the URL's podcast:guid
  * (computed in the isolate and bound). An add subscribes under it (with no active subscription of the URL it
  * is the tombstone's guid, else the podcast:guid), and an episode action names its feed by it. `max()` picks
@@ -286,7 +312,6 @@ function resolvedFeeds(byText: boolean): SQL {
   const sent = byText
     ? sql`SELECT key, value ->> 0, value ->> 1, value ->> 2, length(CAST(value ->> 0 AS BLOB)) FROM json_each(${feeds})`
     : sql`SELECT key, NULL, value ->> 0, value ->> 1, value ->> 2 FROM json_each(${sql.placeholder("keys")})`;
-  const sameUrl = byText ? sql` WHERE ${urlOf("a")} = sent.url` : sql``;
   const unkeyed = byText
     ? sql`
     UNION ALL
@@ -296,9 +321,9 @@ function resolvedFeeds(byText: boolean): SQL {
   unkeyed AS MATERIALIZED (
     SELECT a.guid AS guid, ${urlOf("a")} AS url, (a.unsubscribed_at IS NULL) * 9007199254740992 + a.change_seq AS rank
     FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${byText}),
+  ${namedSubscriptionsSql(userId, "sent", byText)},
   matches(i, guid, rank) AS (
-    SELECT sent.i, a.guid, (a.unsubscribed_at IS NULL) * 9007199254740992 + a.change_seq
-    FROM sent CROSS JOIN ${s} AS a INDEXED BY subscriptions_url ON a.user_id = ${userId} AND a.url_key = sent.url_key${sameUrl}${unkeyed}),
+    SELECT i, guid, (unsubscribed_at IS NULL) * 9007199254740992 + change_seq FROM named_subscriptions${unkeyed}),
   resolved(i, url, url_key, guid, url_active, bytes) AS (
     SELECT sent.i, sent.url, sent.url_key, coalesce(best.guid, sent.podcast_guid),
       coalesce(best.rank >= 9007199254740992, 0), sent.bytes
@@ -383,12 +408,15 @@ const uploadStatement = statement(sql`
     url_key = excluded.url_key
   WHERE ${s.unsubscribedAt} IS NOT NULL`);
 
-/** A chunk's removes: every active subscription with one of its URLs (`[url, urlKey]` each). */
+/**
+ * A chunk's removes (`[url, urlKey]` each): every active subscription one of its URLs names (§18: a remove of any
+ * alias unsubscribes the podcast).
+ */
 const removeUrlsStatement = statement(
   unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} IN (
-    WITH sent(url, url_key) AS (SELECT value ->> 0, value ->> 1 FROM json_each(${feeds}))
-    SELECT a.guid FROM sent CROSS JOIN ${s} AS a INDEXED BY subscriptions_url ON a.user_id = ${userId} AND a.url_key = sent.url_key
-    WHERE ${urlOf("a")} = sent.url
+    WITH sent(i, url, url_key) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(${feeds})),
+    ${namedSubscriptionsSql(userId, "sent")}
+    SELECT guid FROM named_subscriptions
     UNION ALL
     SELECT a.guid FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL
       AND ${urlOf("a")} IN (SELECT url FROM sent))`),
@@ -404,11 +432,14 @@ function removeUnlistedStatement(chunks: number): Statement {
   let made = removeUnlistedStatements.get(chunks);
   if (!made) {
     // One NOT IN per chunk (each a lookup in its own list, built once): D1 allows few terms in a compound SELECT.
+    // A row a listed URL names (§18: an alias of it) is listed too.
     const unlisted = sql.join(
-      Array.from(
-        { length: Math.max(1, chunks) },
-        (_, index) => sql`a.url NOT IN (SELECT value ->> 0 FROM json_each(${sql.placeholder(`feeds${index}`)}))`,
-      ),
+      Array.from({ length: Math.max(1, chunks) }, (_, index) => {
+        const listed = sql.placeholder(`feeds${index}`);
+        return sql`a.url NOT IN (SELECT value ->> 0 FROM json_each(${listed})) AND a.guid NOT IN (
+          WITH sent(i, url, url_key) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(${listed})),
+          ${namedSubscriptionsSql(userId, "sent")} SELECT guid FROM named_subscriptions)`;
+      }),
       sql` AND `,
     );
     made = statement(

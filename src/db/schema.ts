@@ -44,6 +44,13 @@ export const subscriptions = sqliteTable(
      * migration 0004 until the retention cron fills it (src/db/retention.ts); lookups also check those rows by URL.
      */
     urlKey: integer("url_key"),
+    /**
+     * The change number of the feed round's last learned move of this row (docs/API.md §18): while it equals
+     * `changeSeq`, the row's last change is that move, which the gpodder.net and Nextcloud incremental reads
+     * leave out (neither a `remove` of the old URL nor an `add` of the new one). Any other write gives the row a
+     * new change number, so no writer has to clear it.
+     */
+    learnedMoveSeq: integer("learned_move_seq"),
   },
   (table) => [
     primaryKey({ columns: [table.userId, table.guid] }),
@@ -320,6 +327,14 @@ export const feedAliases = sqliteTable(
     canonicalKey: integer("canonical_key").notNull(),
     /** When the round last learned the move (ms since the epoch). */
     learnedAt: integer("learned_at").notNull(),
+    /**
+     * 1 while active subscriptions of `url` may be left to move to `canonicalUrl`: the round moves a bounded
+     * number a run (src/db/feed-aliases.ts, `applyMovesStatements`) and clears it once none is left.
+     */
+    moving: integer("moving").notNull().default(1),
   },
-  (table) => [index("feed_aliases_canonical").on(table.canonicalKey)],
+  (table) => [
+    index("feed_aliases_canonical").on(table.canonicalKey),
+    index("feed_aliases_moving").on(table.urlKey).where(sql`${table.moving} = 1`),
+  ],
 );

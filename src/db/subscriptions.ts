@@ -1,7 +1,9 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Row, WriteBatch } from "./batch";
 import { changeFeedReader, INCLUDED_SEPARATOR, includedOf, includedText, itemsInOrder, rfc3339 } from "./change-feed";
+import { rowNextChange } from "./change-numbers";
 import { call, type Database } from "./database";
+import { subscriptionsNamedBySql } from "./feed-aliases";
 import { PENDING_PODCAST, type Podcast, podcastJson } from "./feeds";
 import { subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -42,26 +44,41 @@ const storedFeedUrl = storedUrl(FEED_URL, "subscriptions");
 const returned = sql`${s.guid}, ${storedFeedUrl} AS feed_url, ${s.subscribedAt}`;
 
 /**
+ * The user's active subscriptions other than `target` (the SQL of a guid) that the request's feedUrl names
+ * (src/db/feed-aliases.ts: the URL, its canonical one, every URL that moved there): an add of such an alias under
+ * another id creates nothing (docs/API.md §18, `409 Already Subscribed` with the stored one).
+ */
+const otherNamed = (target: SQL) =>
+  sql`(SELECT n.guid FROM (${subscriptionsNamedBySql(userId, feedUrl, feedUrlKey)}) AS n
+    WHERE n.unsubscribed_at IS NULL AND n.guid <> ${target} LIMIT 1)`;
+
+/**
  * What a subscribe of the feed `target` (the SQL of its guid) must free first (docs/API.md §15): a slot when the
  * feed is not stored (reviving one's own tombstone never counts as creating), and the bytes its URL adds over the
  * stored one's. An active subscription is left as it is: it needs nothing.
  */
-function subscribeNeedFor(target: SQL): RoomNeed {
+function subscribeNeedFor(target: SQL, writes = sql`1`): RoomNeed {
   const stored = sql`${s.userId} = ${userId} AND ${s.guid} = ${target}`;
   return {
     count: rowsNeeded(
-      sql`NOT EXISTS (SELECT 1 FROM ${s} WHERE ${stored})`,
+      sql`NOT EXISTS (SELECT 1 FROM ${s} WHERE ${stored}) AND ${writes}`,
       stats.storedCount,
       MAX_STORED_SUBSCRIPTIONS,
     ),
-    bytes: sql`(CASE WHEN EXISTS (SELECT 1 FROM ${s} WHERE ${stored} AND ${s.unsubscribedAt} IS NULL) THEN 0 ELSE ${bytesNeeded(
+    bytes: sql`(CASE WHEN EXISTS (SELECT 1 FROM ${s} WHERE ${stored} AND ${s.unsubscribedAt} IS NULL) OR NOT ${writes} THEN 0 ELSE ${bytesNeeded(
       sql`(${utf8Bytes(feedUrl)} - coalesce((SELECT ${storedUrlBytes(FEED_URL, "subscriptions")} FROM ${s} WHERE ${stored}), 0))`,
     )} END)`,
     exclude: target,
   };
 }
 
-const subscribeNeed = subscribeNeedFor(sql`${guid}`);
+/** Whether a subscribe of the request's guid and feedUrl may write: the URL names no other active subscription. */
+const writesSubscribe = sql`${otherNamed(sql`${guid}`)} IS NULL`;
+/**
+ * The room statement's need: an alias of an active subscription writes nothing, so it needs nothing either (no
+ * tombstone is purged for it). The subscribe statement checks `writesSubscribe` once, on its own.
+ */
+const subscribeNeed = subscribeNeedFor(sql`${guid}`, writesSubscribe);
 
 /** What a feed move must free first: the bytes the new URL adds over the active subscription's. */
 const moveNeed: RoomNeed = {
@@ -104,7 +121,23 @@ function subscribeSql(source: { guid: SQL; onlyIf?: SQL }): SQL {
   RETURNING 1 AS written`;
 }
 
-const subscribeStatement = statement(subscribeSql({ guid: sql`${guid}` }));
+const subscribeStatement = statement(subscribeSql({ guid: sql`${guid}`, onlyIf: writesSubscribe }));
+
+/**
+ * After a subscribe that wrote nothing, why: `own`, the guid is active itself; `alias`, the active subscription the
+ * URL names under another guid (`[guid, feedUrl, subscribedAt]`), or null. Always one row.
+ */
+const storedAliasStatement = statement(sql`
+  SELECT (SELECT json_array(x.guid, ${storedUrl(FEED_URL, "x")}, x.subscribed_at) FROM ${s} AS x
+      WHERE x.user_id = ${userId} AND x.guid = ${otherNamed(sql`${guid}`)}) AS alias,
+    EXISTS (SELECT 1 FROM ${s} WHERE ${isActive}) AS own`);
+
+/** The active subscription an add named by another of its URLs (`storedAliasStatement`), if that is why it wrote nothing. */
+function aliasOf(result: D1Result<Row>): StoredSubscription | undefined {
+  const row = result.results[0];
+  if (!row || row.own || row.alias === null) return undefined;
+  return unpack(JSON.parse(row.alias as string) as PackedSubscription);
+}
 
 /**
  * Moves an active subscription to a new feed URL; the same URL as stored changes nothing. It returns
@@ -113,14 +146,6 @@ const subscribeStatement = statement(subscribeSql({ guid: sql`${guid}` }));
 const moveStatement = statement(sql`
   UPDATE ${s} SET feed_url = ${feedUrl}, url_key = ${feedUrlKey}, change_seq = ${nextChange}, received_at = unixepoch()
   WHERE ${isActive} AND ${storedFeedUrl} IS NOT ${feedUrl} AND ${moveNeed.bytes} <= 0`);
-
-/**
- * The next change number of the row being written. Correlated with the row on purpose: SQLite evaluates an
- * uncorrelated subquery once per statement, so every row of an UPDATE that changes several (the gpodder
- * API's removes by URL) would get the same number; this one is read again for each row, after the trigger
- * recorded the previous row's.
- */
-const rowNextChange = sql`(SELECT coalesce(max(${stats.version}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${s.userId})`;
 
 /** Unsubscribes every active row `where` selects, keeping each as a tombstone the change feed reports. */
 export function unsubscribeSql(where: SQL): SQL {
@@ -149,7 +174,9 @@ function toStored(row: Row | undefined): StoredSubscription | undefined {
 
 /** A write refused by the count quota (`limit`) or the storage budget (`storage`), tombstones purged first. */
 export type Refused = { kind: "limit" } | { kind: "storage" };
-export type AddResult = { kind: "created"; subscription: StoredSubscription } | { kind: "exists" } | Refused;
+/** `alias`: the URL names another active subscription of the user (docs/API.md §18), which is left as it is. */
+export type Aliased = { kind: "alias"; subscription: StoredSubscription };
+export type AddResult = { kind: "created"; subscription: StoredSubscription } | { kind: "exists" } | Aliased | Refused;
 export type UpdateResult =
   | { kind: "updated"; subscription: StoredSubscription }
   | { kind: "not-found" }
@@ -184,7 +211,12 @@ function bindWithKey(statement: Statement, context: WriteContext, item: FeedItem
 export type SubscriptionWriter = <T extends WriteOperation>(operation: T) => () => WriteResult<T>;
 
 function bindRoom(room: Statement, context: WriteContext, item: FeedItem): D1PreparedStatement {
-  return room.bind(context.db, { userId: context.user, guid: item.guid, feedUrl: item.feedUrl });
+  return room.bind(context.db, {
+    userId: context.user,
+    guid: item.guid,
+    feedUrl: item.feedUrl,
+    urlKey: urlKey(item.feedUrl),
+  });
 }
 
 /**
@@ -200,10 +232,13 @@ export function subscriptionWriter(context: WriteContext): SubscriptionWriter {
         const slot = batch.push(
           bindRoom(subscribeRoomStatement, context, operation),
           bindWithKey(subscribeStatement, context, operation),
+          bindWithKey(storedAliasStatement, context, operation),
         );
         return () => {
-          const [room, written] = slot.results();
+          const [room, written, why] = slot.results();
           if (written.results.length > 0) return { kind: "created", subscription: writtenRow(operation, at) };
+          const stored = aliasOf(why);
+          if (stored) return { kind: "alias", subscription: stored };
           const refused = refusal([room]);
           return refused ? { kind: refused } : { kind: "exists" };
         };
@@ -261,6 +296,7 @@ export function subscribeMany(db: Database, user: string, items: readonly FeedIt
 export type SubscribeResult =
   | { kind: "created"; subscription: StoredSubscription }
   | { kind: "exists"; subscription: StoredSubscription }
+  | Aliased
   | Refused;
 
 /** Subscribes the user to one feed; an active subscription is returned unchanged. */
@@ -276,10 +312,13 @@ export async function subscribe(
     bindRoom(subscribeRoomStatement, context, item),
     bindWithKey(subscribeStatement, context, item),
     findActiveStatement.bind(db, { userId: user, guid: item.guid }),
+    bindWithKey(storedAliasStatement, context, item),
   );
   await context.batch.run(db);
-  const [room, inserted, current] = slot.results();
+  const [room, inserted, current, why] = slot.results();
   if (inserted.results.length > 0) return { kind: "created", subscription: writtenRow(item, at) };
+  const stored = aliasOf(why);
+  if (stored) return { kind: "alias", subscription: stored };
   const refused = refusal([room]);
   if (refused) return { kind: refused };
   return { kind: "exists", subscription: toStored(current.results[0]) as StoredSubscription };
@@ -532,6 +571,7 @@ export const allStatements: Record<string, Statement> = {
   move: moveStatement,
   unsubscribe: unsubscribeStatement,
   findActive: findActiveStatement,
+  storedAlias: storedAliasStatement,
   subscribeRoom: subscribeRoomStatement,
   moveRoom: moveRoomStatement,
   list: listStatement,

@@ -47,6 +47,11 @@ export interface FeedRoundSettings {
   /** `FEED_FETCH_ALLOW_PRIVATE=true`: loopback and private addresses may be fetched (tests, local development). */
   allowPrivate: boolean;
   userAgent: string;
+  /**
+   * At most this many subscriptions a learned move changes per statement (src/db/feed-aliases.ts,
+   * MOVED_SUBSCRIPTIONS_PER_STATEMENT unless set; a test sets fewer), at most two statements per database a run.
+   */
+  movesPerStatement?: number;
 }
 
 export interface FeedRoundSummary {
@@ -58,6 +63,8 @@ export interface FeedRoundSummary {
   deferred: number;
   /** Moves learned (src/feeds/moves.ts), each written to every database that holds the feed. */
   moved: number;
+  /** Subscriptions the learned moves changed this run, in all databases. */
+  subscriptionsMoved: number;
   subrequests: number;
 }
 
@@ -185,11 +192,18 @@ export async function runFeedRound(
     forgotten: 0,
     deferred: 0,
     moved: 0,
+    subscriptionsMoved: 0,
     subrequests: 0,
   };
   if (!settings.enabled) return summary;
   const named = [...databases];
-  const due = await Promise.all(named.map(([, db]) => dueFeeds(db, at, FEEDS_PER_ROUND)));
+  const movesLimit = settings.movesPerStatement;
+  const due = (await Promise.all(named.map(([, db]) => dueFeeds(db, at, FEEDS_PER_ROUND, movesLimit)))).map(
+    ({ feeds, moved }) => {
+      summary.subscriptionsMoved += moved;
+      return feeds;
+    },
+  );
   summary.subrequests += named.length;
 
   // Each URL once, in the order the databases have them due; a feed no subscription names any more is forgotten.
@@ -244,7 +258,10 @@ export async function runFeedRound(
   const movesOf = named.map((): LearnedMove[] => []);
   for (const move of moves) for (const { index } of byUrl.get(move.from) ?? []) movesOf[index].push(move);
   const written = named.filter((_, index) => records[index].length > 0 || movesOf[index].length > 0);
-  await Promise.all(named.map(([, db], index) => recordFeeds(db, records[index], movesOf[index], at)));
+  const moved = await Promise.all(
+    named.map(([, db], index) => recordFeeds(db, records[index], movesOf[index], at, movesLimit)),
+  );
+  summary.subscriptionsMoved += moved.reduce((sum, count) => sum + count, 0);
   summary.subrequests += written.length;
   return summary;
 }

@@ -28,6 +28,7 @@ import {
   MAX_GPODDER_ITEMS,
   MAX_SUBSCRIPTION_BODY_BYTES,
   tooMany,
+  UPLOAD_TIMESTAMP_MARGIN_SECONDS,
   uploadTimestamp,
   urlList,
 } from "./protocol";
@@ -284,13 +285,19 @@ export async function subscriptionChangesSince(
   const caller = c.get("gpodder").credential;
   const { frozen } = await shardOfUser(c.get("shards"), userId);
   const device = deviceId === undefined ? undefined : pathDevice(c, deviceId);
-  let changes = await withPathDevice(c, device, () => readSubscriptionChanges(db, caller, since, { frozen, device }));
+  // A subscription made before `since`, or in the 10 minutes an upload's timestamp goes back (to the end of that
+  // second: the timestamp is the clock's second after the write), is one the client holds: its learned move is
+  // neither an add nor a remove (docs/API.md §18).
+  const knownBefore = (since + UPLOAD_TIMESTAMP_MARGIN_SECONDS + 1) * 1000;
+  let changes = await withPathDevice(c, device, () =>
+    readSubscriptionChanges(db, caller, since, { frozen, device, knownBefore }),
+  );
   if (changes.unkeyed) {
     // Rows from before migration 0004 get their url_key first, charged as the changes are, then the changes are
     // read again (a frozen bucket takes no write: its rows are compared by text, slowly, in small pages, until the
     // move is done).
     await chargeRows(c, await keyUserUrls(db, userId));
-    changes = await readSubscriptionChanges(db, caller, since, { frozen });
+    changes = await readSubscriptionChanges(db, caller, since, { frozen, knownBefore });
   }
   const { now } = changes;
   const pages = chargedChanges(c, changes);

@@ -39,7 +39,7 @@ export interface ImportPlan {
  * What the database did with one subscription of the plan (`limit`: the user's quota was full, `storage`: the
  * storage budget, both after purging tombstones).
  */
-export type ImportOutcome = "created" | "exists" | "limit" | "storage";
+export type ImportOutcome = "created" | "exists" | "alias" | "limit" | "storage";
 
 export interface ImportSummary {
   imported: number;
@@ -86,7 +86,8 @@ export function summariseImport(plan: ImportPlan, outcomes: readonly ImportOutco
   const skipped = [...plan.invalid];
   outcomes.forEach((outcome, index) => {
     if (outcome === "created") imported++;
-    else if (outcome === "exists") alreadySubscribed++;
+    // An alias of an active subscription (docs/API.md §18) is that subscription.
+    else if (outcome === "exists" || outcome === "alias") alreadySubscribed++;
     else {
       const reason = subscriptionRefused({ kind: outcome }).detail;
       skipped.push({ xmlUrl: plan.asInFile[index], reason, position: plan.positions[index] });

@@ -234,7 +234,8 @@ Takes \`page[number]\`, \`page[size]\`, \`filter[since]\` and \`include=podcast\
         },
         "403": forbiddenLimit,
         "409": {
-          description: "`data.type` is not `subscription`.",
+          description:
+            "`data.type` is not `subscription`; or `Already Subscribed`: `feedUrl` names another active subscription of the user (its URL, or an alias of it: docs/API.md §18), whose `guid` and stored `feedUrl` are in `meta`. Nothing is written.",
           headers: v1Headers,
           content: errorContent({
             typeMismatch: example(

@@ -104,6 +104,9 @@ export const subscriptionRoutes = new Hono<AppEnv>()
     const result = await subscribe(c.get("db"), c.get("userId"), c.req.valid("json"), Date.now(), batch);
     await chargeRenumbering(c, batch);
     if (result.kind === "limit" || result.kind === "storage") throw ApiError.from(subscriptionRefused(result));
+    // The URL names another active subscription (an alias of it, docs/API.md §18): nothing written.
+    if (result.kind === "alias")
+      throw ApiError.from(alreadySubscribed("/data/attributes/feedUrl", result.subscription));
     const document = dataDocument(toSubscriptionResource(result.subscription));
     if (result.kind === "exists") return respond(c, document);
     return respond(c, document, 201, { Location: absoluteUrl(c, subscriptionPath(result.subscription.guid)) });
@@ -211,6 +214,8 @@ export const subscriptionOperations: OperationKind<WriteOperation> = {
             return {};
           case "exists":
             return { errors: [alreadySubscribed(pointer, operation as FeedItem)] };
+          case "alias":
+            return { errors: [alreadySubscribed(pointer, result.subscription)] };
           case "limit":
           case "storage":
             return { errors: [subscriptionRefused(result, pointer)] };

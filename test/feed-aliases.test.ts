@@ -1,0 +1,377 @@
+import { describe, expect, it } from "vitest";
+import { database } from "../src/db/database";
+import { MOVED_SUBSCRIPTIONS_PER_STATEMENT } from "../src/db/feed-aliases";
+import { urlKey } from "../src/db/url-key";
+import { runFeedRound } from "../src/feeds/round";
+import { bucketOf } from "../src/shards";
+import { at, FETCHING, subscribe, uniqueNumber } from "./feed-round-calls";
+import {
+  as,
+  type Caller,
+  countedDatabaseOf,
+  databaseFor,
+  listAll,
+  ORIGIN,
+  runCron,
+  send,
+  shardDatabases,
+  syncFrom,
+} from "./helpers";
+import { basic, type Changes, gpodder, json, mint, nextcloud } from "./nextcloud-client";
+
+/**
+ * Aliases in every API (docs/API.md §18, "One podcast across its URLs"; issue 37 point 2): the feed round applies a
+ * learned move A -> B to the subscriptions of A (src/db/feed-aliases.ts, `applyMovesStatements`), and every API reads
+ * a URL through the same rule. The moves are learned from the local feed server's permanent redirects.
+ */
+
+/** A feed URL that answers a `301` to a feed: the round learns that it moved; [A, B]. */
+function movingFeed(): [string, string] {
+  const from = at("/redirect/301/1/feeds/tech.rss");
+  return [from, from.replace("/redirect/301/1/feeds/", "/feeds/")];
+}
+
+/** Waits until the database's clock is past the second it reads now (gpodder's `since` is in seconds). */
+async function nextSecond(db: D1Database): Promise<void> {
+  const clock = async () => (await db.prepare("SELECT unixepoch() AS now").first<{ now: number }>())?.now ?? 0;
+  const start = await clock();
+  while ((await clock()) <= start) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** A new user with an app password: its gpodder.net client and the subscriptions path of its device `phone`. */
+async function gpodderApp(name: string) {
+  const user = await as(`${name}-${uniqueNumber()}`);
+  const app = await mint(user);
+  return { user, app, gp: gpodder(app), path: `/api/2/subscriptions/${app.loginName}/phone.json` };
+}
+
+/** The sync token of the user's change feed now. */
+async function tokenNow(user: Caller): Promise<string> {
+  return (await syncFrom(user, "0")).token;
+}
+
+describe("a learned move applied to the subscriptions", () => {
+  it("changes A to B as a PATCH would: one change, guid and userSubscribedAt kept; gpodder and Nextcloud incremental reads show neither remove nor add", async () => {
+    const user = await as(`aliases-move-${uniqueNumber()}`);
+    const [from, to] = movingFeed();
+    const guid = await subscribe(user, from);
+    const before = (await (await user.get(`/v1/subscriptions/${guid}`)).json()) as {
+      data: { attributes: { userSubscribedAt: string } };
+    };
+    const app = await mint(user);
+    const gp = gpodder(app);
+    const nc = nextcloud(app);
+    const db = await databaseFor(user.userId);
+    await nextSecond(db);
+    const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
+    const known = await json<Changes>(gp.get(`${path}?since=0`));
+    expect(known.add).toEqual([from]);
+    const token = await tokenNow(user);
+
+    await runCron(Date.now(), FETCHING);
+
+    // JSON:API: one change, the same guid, now under B, subscribed when it was.
+    const { items } = await syncFrom(user, token);
+    expect(items.map((item) => [item.id, item.attributes.feedUrl, item.attributes.userUnsubscribedAt])).toEqual([
+      [guid, to, null],
+    ]);
+    expect(items[0].attributes.userSubscribedAt).toBe(before.data.attributes.userSubscribedAt);
+    expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+    // gpodder.net and Nextcloud, since a read that had A: neither `remove A` nor `add B`.
+    expect(await json<Changes>(gp.get(`${path}?since=${known.timestamp}`))).toMatchObject({ add: [], remove: [] });
+    expect(await json<Changes>(nc.get(`subscriptions?since=${known.timestamp}`))).toMatchObject({
+      add: [],
+      remove: [],
+    });
+    // A full list has B: since=0, and the simple API.
+    expect(await json<Changes>(gp.get(`${path}?since=0`))).toMatchObject({ add: [to], remove: [] });
+    expect(await json<Changes>(nc.get("subscriptions?since=0"))).toMatchObject({ add: [to], remove: [] });
+    expect(await json<string[]>(gp.get(`/subscriptions/${app.loginName}.json`))).toEqual([to]);
+  });
+
+  it("lists B as an add to a client whose last read was over 10 minutes before the subscription, not to the one that sent A", async () => {
+    const { user, gp, path } = await gpodderApp("aliases-new");
+    const [from, to] = movingFeed();
+    // The app subscribes: its next `since` is the upload's timestamp (10 minutes back).
+    const upload = await json<{ timestamp: number }>(gp.post(path, { add: [from], remove: [] }));
+    await runCron(Date.now(), FETCHING);
+    expect(await listAll(user)).toEqual(new Map([[expect.any(String), to]]));
+    expect(await json<Changes>(gp.get(`${path}?since=${upload.timestamp}`))).toMatchObject({ add: [], remove: [] });
+    // Another device that last read an hour before: it never had A.
+    const older = upload.timestamp + 600 - 3600;
+    expect(await json<Changes>(gp.get(`${path}?since=${older}`))).toMatchObject({ add: [to], remove: [] });
+  });
+
+  it("applies no move while a bucket is being moved (frozen), and the next runs apply it", async () => {
+    const user = await as(`aliases-frozen-${uniqueNumber()}`);
+    const [from, to] = movingFeed();
+    const guid = await subscribe(user, from);
+    await runCron(Date.now(), { ...FETCHING, SHARD_FROZEN: `${await bucketOf(user.userId)}` });
+    expect(await listAll(user)).toEqual(new Map([[guid, from]]));
+    await runCron(Date.now() + 10 * 60 * 1000, FETCHING);
+    expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+  });
+
+  it("leaves A as it is for a user already subscribed to B (their merge is a later point)", async () => {
+    const user = await as(`aliases-both-${uniqueNumber()}`);
+    const [from, to] = movingFeed();
+    const old = await subscribe(user, from);
+    const kept = await subscribe(user, to);
+    await runCron(Date.now(), FETCHING);
+    expect(await listAll(user)).toEqual(
+      new Map([
+        [old, from],
+        [kept, to],
+      ]),
+    );
+    // Nothing is left moving: the next runs read it no more.
+    const db = await databaseFor(user.userId);
+    const row = await db.prepare("SELECT moving FROM feed_aliases WHERE url = ?").bind(from).first();
+    expect(row).toEqual({ moving: 0 });
+  });
+
+  it("moves a feed with 10 000 subscribers over several runs, each moving a bounded number per database", async () => {
+    const [from, to] = movingFeed();
+    // The subscribers, seeded straight into each database (a JSON:API subscribe each would take minutes).
+    const SUBSCRIBERS = 10_000;
+    const one = await as(`aliases-many-${uniqueNumber()}`);
+    await subscribe(one, from);
+    const perDatabase = new Map<D1Database, number>();
+    const databases = shardDatabases().map(({ database: d1 }) => d1);
+    for (let n = 1, slice = 0; n < SUBSCRIBERS; n += 500, slice++) {
+      const d1 = databases[slice % databases.length];
+      const count = Math.min(500, SUBSCRIBERS - n);
+      perDatabase.set(d1, (perDatabase.get(d1) ?? 0) + count);
+      await d1
+        .prepare(
+          `WITH RECURSIVE c(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM c WHERE value < ?5)
+           INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, change_seq, subscribed_seq, received_at, url_key)
+           SELECT 'many-' || ?1 || '-' || value, lower(hex(randomblob(16))), ?2, ?3, 1, 1, unixepoch(), ?4 FROM c`,
+        )
+        .bind(n, from, Date.now(), urlKey(from), count)
+        .run();
+    }
+    const oneDb = await databaseFor(one.userId);
+    perDatabase.set(oneDb, (perDatabase.get(oneDb) ?? 0) + 1);
+    const onA = async () => {
+      let left = 0;
+      for (const d1 of databases) {
+        const row = await d1
+          .prepare("SELECT count(*) AS n FROM subscriptions WHERE feed_url = ? AND unsubscribed_at IS NULL")
+          .bind(from)
+          .first<{ n: number }>();
+        left += row?.n ?? 0;
+      }
+      return left;
+    };
+    expect(await onA()).toBe(SUBSCRIBERS);
+    const rounds = new Map([...databases].map((d1) => [d1, database(d1)] as const));
+    const settings = { enabled: true, allowPrivate: true, userAgent: "test" };
+    // The learned move in the database of each holder of A: the first run learns it and moves the first slice.
+    let runs = 0;
+    let time = Date.now();
+    const perRun: number[] = [];
+    while ((await onA()) > 0) {
+      const summary = await runFeedRound(new Map([...rounds].map(([, db], i) => [`db${i}`, db])), settings, time);
+      perRun.push(summary.subscriptionsMoved);
+      time += 10 * 60 * 1000;
+      if (++runs > 100) throw new Error("the move never ends");
+    }
+    // Each run moves at most two statements' worth per database (the due batch's and the learned moves' batch).
+    const bound = 2 * MOVED_SUBSCRIPTIONS_PER_STATEMENT * databases.length;
+    expect(Math.max(...perRun)).toBeLessThanOrEqual(bound);
+    expect(perRun.reduce((sum, count) => sum + count, 0)).toBe(SUBSCRIBERS);
+    expect(runs).toBeGreaterThanOrEqual(Math.ceil(SUBSCRIBERS / bound));
+    expect(await listAll(one)).toEqual(new Map([[expect.any(String), to]]));
+    console.log(JSON.stringify({ event: "move_runs", subscribers: SUBSCRIBERS, runs, perRun }));
+  }, 300_000);
+});
+
+/** A user subscribed (JSON:API) to A, which the round has moved to B: the subscription, stored under B. */
+async function movedSubscription(name: string) {
+  const user = await as(`${name}-${uniqueNumber()}`);
+  const [from, to] = movingFeed();
+  const guid = await subscribe(user, from);
+  await runCron(Date.now(), FETCHING);
+  expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+  return { user, guid, from, to };
+}
+
+/** A user subscribed to A whose move to B the round learned but has not applied yet (no subscription moved a run). */
+async function unmovedSubscription(name: string) {
+  const user = await as(`${name}-${uniqueNumber()}`);
+  const [from, to] = movingFeed();
+  const guid = await subscribe(user, from);
+  const databases = new Map(shardDatabases().map(({ name: shard, database: d1 }) => [shard, database(d1)] as const));
+  const settings = { enabled: true, allowPrivate: true, userAgent: "test", movesPerStatement: 0 };
+  expect((await runFeedRound(databases, settings, Date.now())).moved).toBeGreaterThan(0);
+  expect(await listAll(user)).toEqual(new Map([[guid, from]]));
+  return { user, guid, from, to };
+}
+
+/** The user's latest change number: what an add that writes nothing leaves as it was. */
+async function versionOf(user: Caller): Promise<number> {
+  const row = await (await databaseFor(user.userId))
+    .prepare("SELECT version FROM user_stats WHERE user_id = ?")
+    .bind(user.userId)
+    .first<{ version: number }>();
+  return row?.version ?? 0;
+}
+
+type ErrorDocument = { errors: { status: string; title: string; meta?: Record<string, unknown> }[] };
+
+describe("an alias of an active subscription names it in every API", () => {
+  it("JSON:API: an add of an alias under another id is 409 Already Subscribed with the stored one, writing nothing", async () => {
+    const moved = await movedSubscription("aliases-409");
+    const unmoved = await unmovedSubscription("aliases-409-unmoved");
+    // The URL before the move, the stored one, and (not moved yet) the URL it moves to.
+    for (const { user, guid, stored, sent } of [
+      { ...moved, stored: moved.to, sent: moved.from },
+      { ...moved, stored: moved.to, sent: moved.to },
+      { ...unmoved, stored: unmoved.from, sent: unmoved.to },
+    ]) {
+      const version = await versionOf(user);
+      const response = await user.post("/v1/subscriptions", {
+        data: { type: "subscription", id: crypto.randomUUID(), attributes: { feedUrl: sent } },
+      });
+      expect(response.status).toBe(409);
+      const body = (await response.json()) as ErrorDocument;
+      expect(body.errors[0]).toMatchObject({
+        status: "409",
+        title: "Already Subscribed",
+        meta: { feedUrl: stored, guid },
+      });
+      // Bulk: inline, as the specification's conflict element.
+      const bulk = await user.operations({
+        "atomic:operations": [
+          { op: "add", data: { type: "subscription", id: crypto.randomUUID(), attributes: { feedUrl: sent } } },
+        ],
+      });
+      const results = (await bulk.json()) as { "atomic:results"?: unknown[]; errors?: ErrorDocument["errors"] };
+      expect(JSON.stringify(results)).toContain('"Already Subscribed"');
+      expect(JSON.stringify(results)).toContain(JSON.stringify({ feedUrl: stored, guid }));
+      expect(await versionOf(user)).toBe(version);
+      expect(await listAll(user)).toEqual(new Map([[guid, stored]]));
+    }
+    // The stored id itself: as before (idempotent).
+    const again = await moved.user.post("/v1/subscriptions", {
+      data: { type: "subscription", id: moved.guid, attributes: { feedUrl: moved.from } },
+    });
+    expect(again.status).toBe(200);
+  });
+
+  it("OPML import counts an alias as already subscribed", async () => {
+    const { user, guid, from, to } = await movedSubscription("aliases-opml");
+    const opml = `<?xml version="1.0"?><opml version="2.0"><body><outline type="rss" text="x" xmlUrl="${from.replaceAll("&", "&amp;")}"/></body></opml>`;
+    const response = await user.post("/v1/subscriptions.opml", opml, { "Content-Type": "text/x-opml" });
+    const body = (await response.json()) as { meta: { imported: number; alreadySubscribed: number } };
+    expect(body.meta).toMatchObject({ imported: 0, alreadySubscribed: 1 });
+    expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+  });
+
+  it("gpodder.net and Nextcloud: an add of an alias writes nothing, gpodder answers update_urls [sent, stored]; the simple PUT keeps it", async () => {
+    const { user, guid, from, to } = await movedSubscription("aliases-gpodder");
+    const app = await mint(user);
+    const gp = gpodder(app);
+    const version = await versionOf(user);
+    const answer = await json<{ update_urls: [string, string][] }>(
+      gp.post(`/api/2/subscriptions/${app.loginName}/phone.json`, { add: [from], remove: [] }),
+    );
+    expect(answer.update_urls).toEqual([[from, to]]);
+    expect(
+      await json<{ timestamp: number }>(nextcloud(app).post("subscription_change/create", { add: [from], remove: [] })),
+    ).toHaveProperty("timestamp");
+    expect(await versionOf(user)).toBe(version);
+    // The simple API's PUT naming the old URL keeps the subscription (its guid, under the stored URL).
+    const put = await send(
+      new Request(`${ORIGIN}/subscriptions/${app.loginName}/phone.json`, {
+        method: "PUT",
+        headers: { Authorization: basic(app.loginName, app.appPassword) },
+        body: JSON.stringify([from]),
+      }),
+    );
+    expect(put.status).toBe(200);
+    expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+    expect(await versionOf(user)).toBe(version);
+  });
+
+  it("gpodder.net and Nextcloud: a remove of any alias unsubscribes the podcast", async () => {
+    for (const api of ["gpodder", "nextcloud"] as const) {
+      const { user, from } = await movedSubscription(`aliases-remove-${api}`);
+      const app = await mint(user);
+      const removal = { add: [], remove: [from] };
+      if (api === "gpodder") await json(gpodder(app).post(`/api/2/subscriptions/${app.loginName}/phone.json`, removal));
+      else await json(nextcloud(app).post("subscription_change/create", removal));
+      expect(await listAll(user)).toEqual(new Map());
+    }
+    // And the URL it was moved to, while the move is not applied yet.
+    const { user, to } = await unmovedSubscription("aliases-remove-unmoved");
+    const app = await mint(user);
+    await json(gpodder(app).post(`/api/2/subscriptions/${app.loginName}/phone.json`, { add: [], remove: [to] }));
+    expect(await listAll(user)).toEqual(new Map());
+  });
+
+  it("episode actions under A and under B reach one state, read back under the stored URL, no round trip more", async () => {
+    const { user, guid, from, to } = await movedSubscription("aliases-plays");
+    const app = await mint(user);
+    const counter = await countedDatabaseOf(user.userId);
+    const gp = gpodder(app, counter.bindings);
+    const episode = `${to}-episode-1.mp3`;
+    const play = (podcast: string, position: number, timestamp: string) => ({
+      podcast,
+      episode,
+      guid: "item-1",
+      action: "play",
+      timestamp,
+      started: 0,
+      position,
+      total: 100,
+    });
+    const upload = async (actions: unknown[]) => {
+      counter.reset();
+      await json(gp.post(`/api/2/episodes/${app.loginName}.json`, actions));
+      return counter.calls();
+    };
+    // The first upload naming each URL may cost one more round trip (the isolate learns the guid); the next ones
+    // cost one, alias or stored URL alike.
+    await upload([play(from, 10, "2026-01-02T03:00:00")]);
+    await upload([play(to, 20, "2026-01-02T03:05:00")]);
+    expect(await upload([play(from, 30, "2026-01-02T03:10:00")])).toBe(1);
+    expect(await upload([play(to, 40, "2026-01-02T03:15:00")])).toBe(1);
+    await json(nextcloud(app).post("episode_action/create", [play(from, 50, "2026-01-02T03:20:00")]));
+    const states = await user.get("/v1/episodes");
+    const { data } = (await states.json()) as {
+      data: { attributes: { position: number }; relationships: { subscription: { data: { id: string } } } }[];
+    };
+    expect(data.map((state) => [state.relationships.subscription.data.id, state.attributes.position])).toEqual([
+      [guid, 50],
+    ]);
+    const read = await json<{ actions: { podcast: string; position: number }[] }>(
+      gpodder(app).get(`/api/2/episodes/${app.loginName}.json?since=0`),
+    );
+    expect(read.actions.map((action) => [action.podcast, action.position])).toEqual([[to, 50]]);
+    // `podcast=` naming either URL reads the podcast's states.
+    for (const podcast of [from, to]) {
+      const one = await json<{ actions: unknown[] }>(
+        gpodder(app).get(`/api/2/episodes/${app.loginName}.json?since=0&podcast=${encodeURIComponent(podcast)}`),
+      );
+      expect(one.actions).toHaveLength(1);
+    }
+  });
+});
+
+describe("after a learned move neither URL is a remove", () => {
+  it("not even A's tombstone of another guid, changed in the range of an incremental read", async () => {
+    const { user, gp, path } = await gpodderApp("aliases-tombstone");
+    const [from, to] = movingFeed();
+    const { timestamp } = await json<Changes>(gp.get(`${path}?since=0`));
+    // Unsubscribed and subscribed again under a new id: a tombstone of A beside the active A.
+    const first = await subscribe(user, from);
+    expect((await user.delete(`/v1/subscriptions/${first}`)).status).toBe(204);
+    const second = await subscribe(user, from);
+    expect(await json<Changes>(gp.get(`${path}?since=${timestamp}`))).toMatchObject({ add: [from], remove: [] });
+    await runCron(Date.now(), FETCHING);
+    expect(await listAll(user)).toEqual(new Map([[second, to]]));
+    expect(await json<Changes>(gp.get(`${path}?since=${timestamp}`))).toMatchObject({ add: [], remove: [] });
+  });
+});
