@@ -38,6 +38,13 @@ async function nextSecond(db: D1Database): Promise<void> {
   while ((await clock()) <= start) await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
+/** A new user with an app password: its gpodder.net client and the subscriptions path of its device `phone`. */
+async function gpodderApp(name: string) {
+  const user = await as(`${name}-${uniqueNumber()}`);
+  const app = await mint(user);
+  return { user, app, gp: gpodder(app), path: `/api/2/subscriptions/${app.loginName}/phone.json` };
+}
+
 /** The sync token of the user's change feed now. */
 async function tokenNow(user: Caller): Promise<string> {
   return (await syncFrom(user, "0")).token;
@@ -83,10 +90,7 @@ describe("a learned move applied to the subscriptions", () => {
   });
 
   it("lists B as an add to a client whose last read was over 10 minutes before the subscription, not to the one that sent A", async () => {
-    const user = await as(`aliases-new-${uniqueNumber()}`);
-    const app = await mint(user);
-    const gp = gpodder(app);
-    const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
+    const { user, gp, path } = await gpodderApp("aliases-new");
     const [from, to] = movingFeed();
     // The app subscribes: its next `since` is the upload's timestamp (10 minutes back).
     const upload = await json<{ timestamp: number }>(gp.post(path, { add: [from], remove: [] }));
@@ -358,10 +362,7 @@ describe("an alias of an active subscription names it in every API", () => {
 
 describe("after a learned move neither URL is a remove", () => {
   it("not even A's tombstone of another guid, changed in the range of an incremental read", async () => {
-    const user = await as(`aliases-tombstone-${uniqueNumber()}`);
-    const app = await mint(user);
-    const gp = gpodder(app);
-    const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
+    const { user, gp, path } = await gpodderApp("aliases-tombstone");
     const [from, to] = movingFeed();
     const { timestamp } = await json<Changes>(gp.get(`${path}?since=0`));
     // Unsubscribed and subscribed again under a new id: a tombstone of A beside the active A.

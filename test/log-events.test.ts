@@ -314,9 +314,10 @@ describe("log events", () => {
         "moved",
         "notModified",
         "subrequests",
+        "subscriptionsMoved",
       ].sort(),
     );
-    expect(rounds[0]).toMatchObject({ level: "info", fetched: 0, moved: 0, subrequests: 0 });
+    expect(rounds[0]).toMatchObject({ level: "info", fetched: 0, moved: 0, subscriptionsMoved: 0, subrequests: 0 });
     expect(lines.filter((line) => !["tombstone_retention", "cron_run", "feed_round"].includes(line.event))).toEqual([]);
   });
 
