@@ -59,6 +59,20 @@ def second_device(root, username, password, device, feed=None, episode=None):
     return out
 
 
+def sync_engine(cfg, root, username, password, device):
+    """gPodder's sync engine (my.MygPoClient) on config `cfg`, set as its gpodder.net preferences would be."""
+    from gpodder import my
+
+    cfg.mygpo.server = root
+    cfg.mygpo.username = username
+    cfg.mygpo.password = password
+    cfg.mygpo.enabled = True
+    cfg.mygpo.device.uid = device
+    cfg.mygpo.device.caption = device
+    cfg.mygpo.device.type = "desktop"
+    return my.MygPoClient(cfg)
+
+
 def gpodder_sync(root, username, password, device, feed=None, episode=None):
     import os
 
@@ -67,15 +81,7 @@ def gpodder_sync(root, username, password, device, feed=None, episode=None):
     gpodder.set_home(os.environ["GPODDER_HOME"])
     from gpodder import config, my
 
-    cfg = config.Config(gpodder.config_file)
-    cfg.mygpo.server = root
-    cfg.mygpo.username = username
-    cfg.mygpo.password = password
-    cfg.mygpo.enabled = True
-    cfg.mygpo.device.uid = device
-    cfg.mygpo.device.caption = device
-    cfg.mygpo.device.type = "desktop"
-    client = my.MygPoClient(cfg)
+    client = sync_engine(config.Config(gpodder.config_file), root, username, password, device)
     client.create_device()
     if feed is not None:
         client._store.save(my.SubscribeAction.add(feed))
@@ -85,7 +91,7 @@ def gpodder_sync(root, username, password, device, feed=None, episode=None):
     received = client.get_received_actions()
     episodes = client._store.load(my.ReceivedEpisodeAction)
     return {
-        "enabled": cfg.mygpo.enabled,
+        "enabled": client._config.mygpo.enabled,
         "received_subscriptions": [["add" if a.action_type == my.SubscribeAction.ADD else "remove", a.url] for a in received],
         "received_episodes": [
             {"podcast": a.podcast_url, "episode": a.episode_url, "action": a.action,
@@ -155,15 +161,7 @@ def gpodder_device(root, username, password, device, *steps):
     from gpodder import core, my
 
     app = core.Core()
-    cfg = app.config
-    cfg.mygpo.server = root
-    cfg.mygpo.username = username
-    cfg.mygpo.password = password
-    cfg.mygpo.enabled = True
-    cfg.mygpo.device.uid = device
-    cfg.mygpo.device.caption = device
-    cfg.mygpo.device.type = "desktop"
-    client = my.MygPoClient(cfg)
+    client = sync_engine(app.config, root, username, password, device)
     # Its quit-time sync (atexit) would pull after this run has reported: the runs sync only where a step says.
     atexit.unregister(client._at_exit)
     client.create_device()
