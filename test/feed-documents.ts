@@ -101,6 +101,8 @@ export interface NamedFeed {
   /** Answered instead of a feed: a redirect to `location` (301 when no status is given), or an error. */
   status?: number;
   location?: string;
+  /** An item with an `<enclosure>` for each (apps such as gPodder keep only items with one); else one item without. */
+  enclosures?: string[];
 }
 
 /** A small podcast feed that may say where it moved and which podcast it is. */
@@ -109,11 +111,22 @@ export const namedFeed = ({
   guid,
   newFeedUrl,
   padding = 0,
+  enclosures,
 }: NamedFeed) => `<?xml version="1.0"?>
 <rss version="2.0" xmlns:itunes="${ITUNES}" xmlns:podcast="${PODCAST}"><channel>
   <title>${title}</title>${guid ? `\n  <podcast:guid>${guid}</podcast:guid>` : ""}${
     newFeedUrl ? `\n  <itunes:new-feed-url>${newFeedUrl.replaceAll("&", "&amp;")}</itunes:new-feed-url>` : ""
   }
   <description>${"Notes. ".repeat(Math.ceil(padding / 7))}</description>
-  <item><title>One</title><guid>one</guid></item>
+  ${
+    enclosures?.length
+      ? enclosures
+          .map(
+            (url, n) =>
+              `<item><title>Episode ${n + 1}</title><guid>episode-${n + 1}</guid>` +
+              `<enclosure url="${url.replaceAll("&", "&amp;")}" length="1000" type="audio/mpeg"/></item>`,
+          )
+          .join("\n  ")
+      : "<item><title>One</title><guid>one</guid></item>"
+  }
 </channel></rss>`;

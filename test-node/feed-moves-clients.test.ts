@@ -1,0 +1,204 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sign } from "hono/jwt";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { NamedFeed } from "../test/feed-documents";
+import { startFeedServer } from "../test/feed-server";
+import { ciRequires, gpodderClients, gpodderInstalled } from "./debian-clients";
+import { type ServedWorker, serveWorker } from "./served-worker";
+
+/**
+ * A feed move as the real apps live it (issue 37 point 4; docs/decisions.md "Feed moves and the real clients"):
+ * Debian's gPodder engine (its Core, Model, PodcastChannel.update and MygPoClient sync engine) and mygpoclient,
+ * against `wrangler dev` with FEED_FETCH_ALLOW_PRIVATE and the local feed server. Feed A answers a 301 to B once
+ * both devices hold A; device 1's own feed update moves it to B and it plays the episode there; device 2 stays on
+ * A. Then the service's Cron learns the move. One worker and one feed server for the file; the tests run in order.
+ * What a device receives is asserted with expect.soft: a rule that fails is reported and the steps after it still
+ * run, so one run tells every rule's outcome (docs/decisions.md says which failed when this file was written).
+ */
+const SECRET = "feed-moves-clients-secret-0123456789abcdef0123";
+const JSONAPI = "application/vnd.api+json";
+const TEN_MINUTES = 10 * 60 * 1000;
+if (!gpodderInstalled && !ciRequires) {
+  console.warn("Skipping the feed-move tests of the real gpodder clients: Debian's gpodder is not installed.");
+}
+
+let feeds: Awaited<ReturnType<typeof startFeedServer>>;
+let worker: ServedWorker;
+/** The two gPodder devices' GPODDER_HOME. */
+let homes: string[] = [];
+
+async function call(token: string, path: string, init: RequestInit = {}) {
+  const response = await fetch(`${worker.origin}${path}`, {
+    ...init,
+    headers: { Authorization: `Bearer ${token}`, Accept: JSONAPI, "Content-Type": JSONAPI, ...init.headers },
+  });
+  return {
+    status: response.status,
+    body: (await response.json()) as {
+      data: {
+        id: string;
+        attributes: Record<string, unknown>;
+        relationships?: { subscription?: { data?: { id: string } } };
+      }[];
+    },
+  };
+}
+
+const define = async (name: string, feed: NamedFeed) => {
+  const response = await fetch(`${feeds.origin}/_define/${name}`, { method: "POST", body: JSON.stringify(feed) });
+  expect(response.status).toBe(204);
+};
+
+interface Device {
+  /** What the pulls since the last `accept` brought, and which of it gPodder's dialog asks the person about. */
+  received_subscriptions: [string, string][];
+  offered: [string, string][];
+  /** Each subscription pull of the engine's syncs in this run: its `since` and what it brought. */
+  pulls: { since: number; add: string[]; remove: string[] }[];
+  received_episodes: { podcast: string; episode: string; action: string; position: number }[];
+  podcasts: { url: string; episodes: { url: string; played: boolean; position: number; total: number }[] }[];
+  pending_uploads: number;
+}
+
+/** The episode of `media`, as gPodder device `out` holds it. */
+const held = (out: Device, media: string) => out.podcasts.flatMap((p) => p.episodes).find((e) => e.url === media);
+
+describe.skipIf(!gpodderInstalled && !ciRequires)("a feed move with the real gPodder and mygpoclient", () => {
+  const run = Date.now();
+  const names = { a: `moves-a-${run}`, b: `moves-b-${run}` };
+  const episodes = [1, 2].map((n) => `https://media.example.com/moves/${run}/${n}.mp3`);
+  const [episode, later] = episodes;
+  let a: string;
+  let b: string;
+  let token: string;
+  let login: [string, string];
+  /** One run of gPodder device 1 or 2 (its home kept between runs), the steps of gpodder-clients.py's gpodder-device. */
+  const gpodder = async (device: 1 | 2, ...steps: string[]) => {
+    const out = (await gpodderClients(["gpodder-device", worker.origin, ...login, `gpodder-${device}`, ...steps], {
+      GPODDER_HOME: homes[device - 1],
+    })) as unknown as Device;
+    console.info(`gPodder device ${device} (${steps.join(", ")}):`, JSON.stringify(out));
+    return out;
+  };
+  const subscriptions = async () =>
+    (await call(token, "/v1/subscriptions")).body.data.map((s) => ({ id: s.id, url: s.attributes.feedUrl }));
+  const states = async () =>
+    (await call(token, "/v1/episodes?filter[since]=0")).body.data.map((s) => ({
+      ...s.attributes,
+      subscription: s.relationships?.subscription?.data?.id,
+    }));
+
+  beforeAll(async () => {
+    feeds = await startFeedServer();
+    worker = await serveWorker(SECRET, undefined, { FEED_FETCH_ALLOW_PRIVATE: "true" });
+    homes = [1, 2].map((n) => mkdtempSync(join(tmpdir(), `gpodder-move-${n}-`)));
+    a = `${feeds.origin}/named/${names.a}`;
+    b = `${feeds.origin}/named/${names.b}`;
+    // A and B serve the same podcast until both devices hold A; then A answers 301 -> B.
+    await define(names.a, { title: "Moving Podcast", enclosures: episodes });
+    await define(names.b, { title: "Moving Podcast", enclosures: episodes });
+    const now = Math.floor(Date.now() / 1000);
+    token = await sign({ sub: `feed-moves-${run}`, iat: now, exp: now + 3600 }, SECRET, "HS256");
+    const created = await fetch(`${worker.origin}/v1/app-passwords`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": JSONAPI },
+      body: JSON.stringify({ data: { type: "app-password", attributes: { label: "gPodder" } } }),
+    });
+    expect(created.status).toBe(201);
+    const { username, password } = ((await created.json()) as { data: { attributes: Record<string, string> } }).data
+      .attributes;
+    login = [username, password];
+  });
+
+  afterAll(async () => {
+    await worker?.close();
+    await feeds?.close();
+    for (const home of homes) rmSync(home, { recursive: true, force: true });
+  });
+
+  it("device 1 follows the 301 itself and plays under B; device 2, still on A, gets that play on its episode", async () => {
+    // Each run is what the device's UI does: a manual update first confirms or asks about the received subscription
+    // changes ("accept"), then updates the feeds, then applies the received plays ("apply").
+    const first = await gpodder(1, `subscribe:${a}`, "sync");
+    expect(first.podcasts.map((p) => p.url)).toEqual([a]);
+    expect(first.pending_uploads).toBe(0);
+    const second = await gpodder(2, "sync", "accept", "sync");
+    expect(second.offered).toEqual([["add", a]]);
+    expect(second.podcasts.map((p) => p.url)).toEqual([a]);
+    // Device 1's next manual update, A still a feed: the echo of its own add (inside the upload timestamp's
+    // 10 minutes) is an add of a URL it holds, confirmed silently.
+    expect((await gpodder(1, "sync", "accept")).offered).toEqual([]);
+
+    await define(names.a, { location: b });
+    const moved = await gpodder(1, "accept", "update", `play:${episode}`, "sync");
+    expect(moved.podcasts.map((p) => p.url)).toEqual([b]);
+    expect(held(moved, episode)).toMatchObject({ played: true, position: 1800 });
+    expect(moved.pending_uploads).toBe(0);
+
+    // Device 2 does not update its feeds (its fetch fails, or the podcast is paused): it still holds A, and gPodder
+    // applies a received play only under the exact podcast URL it holds.
+    const received = await gpodder(2, "sync", "accept", "apply");
+    expect(received.offered).toEqual([]);
+    expect(received.podcasts.map((p) => p.url)).toEqual([a]);
+    expect.soft(held(received, episode), "the play reached device 2's episode").toMatchObject({
+      played: true,
+      position: 1800,
+      total: 1800,
+    });
+    // One podcast and one episode state to the service: the subscription of A, and the play's state in it.
+    const [subscription, ...others] = await subscriptions();
+    expect(others).toEqual([]);
+    expect(subscription.url).toBe(a);
+    expect
+      .soft(await states(), "one state, the subscription's")
+      .toEqual([expect.objectContaining({ mediaUrl: episode, played: true, subscription: subscription.id })]);
+  });
+
+  it("the learned move reaches a new device as B and tells no existing device to remove or add anything", async () => {
+    // The Cron's feed round fetches A (301 -> B) and moves the subscription: within two runs (a new feed is due).
+    for (const time of [Date.now(), Date.now() + TEN_MINUTES]) {
+      if ((await subscriptions()).some((s) => s.url === b)) break;
+      const cron = encodeURIComponent("*/10 * * * *");
+      const scheduled = await fetch(`${worker.origin}/cdn-cgi/local/scheduled?cron=${cron}&time=${time}`);
+      expect(scheduled.status).toBe(200);
+    }
+    expect((await subscriptions()).map((s) => s.url)).toEqual([b]);
+
+    const fresh = await gpodderClients(["pull", worker.origin, ...login, "new-device", "0"]);
+    console.info("mygpoclient, a new device (since=0):", JSON.stringify(fresh));
+    expect(fresh).toMatchObject({ add: [b], remove: [] });
+    expect
+      .soft(fresh.actions, "the first play, to a new device")
+      .toEqual([{ podcast: b, episode, action: "play", position: 1800 }]);
+
+    // The existing devices' incremental reads (gPodder's engine keeps its own `since`): no remove, no add B, and
+    // nothing for gPodder to ask its user about. Device 1 plays a second episode (under B, now the stored URL).
+    const one = await gpodder(1, "sync", "accept", `play:${later}`, "sync");
+    const two = await gpodder(2, "sync", "accept", "apply");
+    for (const [device, name] of [
+      [one, "device 1 (on B)"],
+      [two, "device 2 (on A)"],
+    ] as const) {
+      const pulled = device.pulls.flatMap((pull) => [
+        ...pull.add.map((url) => ["add", url]),
+        ...pull.remove.map((url) => ["remove", url]),
+      ]);
+      expect(pulled, name).toEqual([]);
+      expect(device.offered, name).toEqual([]);
+    }
+    expect(one.podcasts.map((p) => p.url)).toEqual([b]);
+    expect(two.podcasts.map((p) => p.url)).toEqual([a]);
+    expect.soft(held(two, later), "the second play reached device 2's episode").toMatchObject({ played: true });
+    expect.soft(held(two, episode), "the first play reached device 2's episode").toMatchObject({ played: true });
+    const [subscription] = await subscriptions();
+    expect
+      .soft(await states(), "two states, the subscription's")
+      .toEqual(
+        episodes.map((media) =>
+          expect.objectContaining({ mediaUrl: media, played: true, subscription: subscription.id }),
+        ),
+      );
+  });
+});
