@@ -89,6 +89,24 @@ describe("a learned move applied to the subscriptions", () => {
     expect(await json<string[]>(gp.get(`/subscriptions/${app.loginName}.json`))).toEqual([to]);
   });
 
+  it("keeps the podcast's name through the move: B shows what A's fetch read until B's own first fetch", async () => {
+    const user = await as(`aliases-name-${uniqueNumber()}`);
+    const [from, to] = movingFeed();
+    const guid = await subscribe(user, from);
+    await runCron(Date.now(), FETCHING);
+    expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+    // Without the carry, B's row (made by the move) read `pending` until a later round fetched B itself.
+    const podcast = (await (await user.get(`/v1/subscriptions/${guid}/podcast`)).json()) as {
+      data: { attributes: { status: string; title: string | null; fetchedAt: string | null } };
+    };
+    expect(podcast.data.attributes).toMatchObject({ status: "ok", title: "Tech Talk Weekly" });
+    expect(podcast.data.attributes.fetchedAt).not.toBeNull();
+    // B is still due for its own fetch: the next round fetches it, once.
+    const db = await databaseFor(user.userId);
+    const row = await db.prepare("SELECT next_fetch_at AS due FROM feeds WHERE url_key = ?").bind(urlKey(to)).first();
+    expect(row).toMatchObject({ due: 0 });
+  });
+
   it("lists B as an add to a client whose last read was over 10 minutes before the subscription, not to the one that sent A", async () => {
     const { user, gp, path } = await gpodderApp("aliases-new");
     const [from, to] = movingFeed();
