@@ -128,6 +128,11 @@ describe("a learned move applied to the subscriptions", () => {
     expect(await listAll(user)).toEqual(new Map([[guid, from]]));
     await runCron(Date.now() + 10 * 60 * 1000, FETCHING);
     expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+    // The run that applied the move (not the one that learned it) carried A's facts to B's new row as well.
+    const podcast = (await (await user.get(`/v1/subscriptions/${guid}/podcast`)).json()) as {
+      data: { attributes: { status: string; title: string | null } };
+    };
+    expect(podcast.data.attributes).toMatchObject({ status: "ok", title: "Tech Talk Weekly" });
   });
 
   it("leaves A as it is for a user already subscribed to B (their merge is a later point)", async () => {

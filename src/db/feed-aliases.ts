@@ -1,7 +1,7 @@
 import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { rowNextChange } from "./change-numbers";
 import { call, type Database } from "./database";
-import { feedAliases as a, subscriptions as s } from "./schema";
+import { feedAliases as a, feeds as f, subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
 import { urlKey } from "./url-key";
 import { FEED_URL, storedUrl } from "./url-pieces";
@@ -202,6 +202,23 @@ const applyMovesStatement = statement(sql`
   WHERE ${s.userId} = moved.user_id AND ${s.guid} = moved.guid
   RETURNING 1 AS moved`);
 
+/**
+ * A moving alias's target that no fetch has recorded yet (its feed row made by the move's own subscription changes,
+ * `url` NULL) shows what the moved feed's last fetch said until its own first fetch (still due: `next_fetch_at`
+ * untouched): the podcast keeps its name through the move instead of reading `pending` for a round. Here, after the
+ * subscriptions are moved, so every run that applies a move carries (the run that learned it, a later one after a
+ * frozen bucket, each slice past the first): the same podcast by the rule that learned the move.
+ */
+const carryToTargetStatement = statement(sql`
+  UPDATE ${f} SET url = known.target_url, status = known.status, title = known.title, author = known.author,
+    description = known.description, image_url = known.image_url, site_url = known.site_url,
+    language = known.language, podcast_guid = known.podcast_guid, fetched_at = known.fetched_at
+  FROM (SELECT m.canonical_key AS target_key, m.canonical_url AS target_url, x.status, x.title, x.author,
+      x.description, x.image_url, x.site_url, x.language, x.podcast_guid, x.fetched_at
+    FROM ${a} AS m INDEXED BY feed_aliases_moving CROSS JOIN ${f} AS x ON x.url_key = m.url_key AND x.url = m.url
+    WHERE m.moving = 1 AND x.status = 'ok') AS known
+  WHERE ${f.urlKey} = known.target_key AND ${f.url} IS NULL`);
+
 /** The moving aliases with nothing left to change are done (the next runs read them no more). */
 const doneMovingStatement = statement(sql`
   UPDATE ${a} SET moving = 0 WHERE ${a.urlKey} IN (
@@ -210,11 +227,15 @@ const doneMovingStatement = statement(sql`
 
 /**
  * The statements that move up to `limit` subscriptions of the learned moves not yet applied in this database, then
- * clear the aliases done, for a batch the round sends anyway (no D1 call of its own). The first statement returns a
+ * carry the moved feeds' facts to their targets' new rows and clear the aliases done, for a batch the round sends anyway (no D1 call of its own). The first statement returns a
  * row per subscription it moved (D1's `meta.changes` counts the triggers' writes too).
  */
 export function applyMovesStatements(db: Database, limit = MOVED_SUBSCRIPTIONS_PER_STATEMENT): D1PreparedStatement[] {
-  return [applyMovesStatement.bind(db, { limit }), doneMovingStatement.bind(db, {})];
+  return [
+    applyMovesStatement.bind(db, { limit }),
+    carryToTargetStatement.bind(db, {}),
+    doneMovingStatement.bind(db, {}),
+  ];
 }
 
 /** Whether an active subscription of any user names the key (the feed round's index: a key shared errs to yes). */
@@ -246,5 +267,6 @@ export const allStatements: Record<string, Statement> = {
   forgetAliasesTo: forgetAliasesToStatement,
   forgetAliasOf: forgetAliasOfStatement,
   applyMoves: applyMovesStatement,
+  carryToTarget: carryToTargetStatement,
   doneMoving: doneMovingStatement,
 };

@@ -4,7 +4,6 @@ import { call, type Database } from "./database";
 import { applyMovesStatements, forgetAliasStatements, type LearnedMove, learnMoveStatements } from "./feed-aliases";
 import { feeds as f, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
-import { urlKey } from "./url-key";
 import { FEED_URL, storedUrl } from "./url-pieces";
 
 /**
@@ -203,21 +202,6 @@ const failedStatement = statement(sql`
 const deferredStatement = statement(
   sql`UPDATE ${f} SET next_fetch_at = ${sql.placeholder("nextFetchAt")} WHERE ${f.urlKey} = ${key}`,
 );
-/**
- * A move's target that no fetch has recorded yet (its row made by the move's own subscription changes, `url` NULL)
- * shows what the moved feed's last fetch said until its own first fetch (still due: `next_fetch_at` untouched): the
- * podcast keeps its name through the move instead of reading `pending` for a round. The same podcast by the rule
- * that learned the move (a permanent redirect's end, or a `new-feed-url` whose `podcast:guid` agreed).
- */
-const carryToTargetStatement = statement(sql`
-  UPDATE ${f} SET url = ${sql.placeholder("to")}, status = known.status, title = known.title, author = known.author,
-    description = known.description, image_url = known.image_url, site_url = known.site_url,
-    language = known.language, podcast_guid = known.podcast_guid, fetched_at = known.fetched_at
-  FROM (SELECT status, title, author, description, image_url, site_url, language, podcast_guid, fetched_at
-    FROM ${f} WHERE url_key = ${sql.placeholder("fromKey")} AND url = ${sql.placeholder("from")} AND status = 'ok')
-    AS known
-  WHERE ${f.urlKey} = ${sql.placeholder("toKey")} AND ${f.url} IS NULL`);
-
 /** Forgets a feed only while no active subscription names it (one may have come since the round read it). */
 const forgetStatement = statement(sql`
   DELETE FROM ${f} WHERE ${f.urlKey} = ${key} AND NOT EXISTS (
@@ -269,16 +253,7 @@ export async function recordFeeds(
     ...moves.flatMap((move) => learnMoveStatements(db, move, at)),
   ];
   const applying = moves.length > 0 ? applyMovesStatements(db, movesLimit) : [];
-  // After the moves are applied: their subscriptions' changes made the targets' rows.
-  const carried = moves.map((move) =>
-    carryToTargetStatement.bind(db, {
-      from: move.from,
-      fromKey: urlKey(move.from),
-      to: move.to,
-      toKey: urlKey(move.to),
-    }),
-  );
-  const results = await call(() => db.batch([...statements, ...applying, ...carried]));
+  const results = await call(() => db.batch([...statements, ...applying]));
   return applying.length > 0 ? results[statements.length].results.length : 0;
 }
 
@@ -292,5 +267,4 @@ export const allStatements: Record<string, Statement> = {
   notModified: notModifiedStatement,
   failed: failedStatement,
   forget: forgetStatement,
-  carryToTarget: carryToTargetStatement,
 };
