@@ -1,5 +1,14 @@
+import { sql } from "drizzle-orm";
 import { beforeEach, describe, expect, it } from "vitest";
-import { allStatements as aliasStatements, canonicalFeedOf, KEYS_PER_STATEMENT } from "../src/db/feed-aliases";
+import {
+  ALIASES_PER_PODCAST,
+  allStatements as aliasStatements,
+  canonicalFeedOf,
+  KEYS_PER_STATEMENT,
+  learnMoveStatements,
+  subscriptionsNamedBySql,
+} from "../src/db/feed-aliases";
+import { statement } from "../src/db/statements";
 import { urlKey } from "../src/db/url-key";
 import { MAX_HEAD_BYTES } from "../src/feeds/fetch";
 import { NEW_FEED_URL_HOPS } from "../src/feeds/moves";
@@ -445,6 +454,45 @@ describe("aliases are kept", () => {
     await dueNow(b);
     await runCron(time + 20 * 60 * 1000, FETCHING);
     expect(await aliasRows([a, b])).toEqual([]);
+  });
+});
+
+describe("the aliases of one podcast are bounded", () => {
+  let database: D1Database | undefined;
+  const db = () => database as D1Database;
+  const learn = (moves: [string, string][]) =>
+    db().batch(moves.flatMap(([from, to]) => learnMoveStatements(db(), { from, to, final: true }, Date.now())));
+  beforeEach(async () => {
+    user = await as(`bounded-${uniqueNumber()}`);
+    database = await databaseFor(user.userId);
+  });
+  let user: Caller;
+  const lookup = statement(
+    subscriptionsNamedBySql(sql.placeholder("userId"), sql.placeholder("url"), sql.placeholder("urlKey")),
+  );
+
+  it("learns no move past ALIASES_PER_PODCAST URLs, one by one or by a podcast's aliases moving on, and a lookup's rows stay bounded", async () => {
+    const base = `https://bounded-${uniqueNumber()}.example`;
+    const target = `${base}/b`;
+    const sources = Array.from({ length: ALIASES_PER_PODCAST + 1 }, (_, n) => `${base}/a${n}`);
+    // One batch of ALIASES_PER_PODCAST + 1 moves to the target: the last one is refused.
+    await learn(sources.map((from): [string, string] => [from, target]));
+    const answers = await canonicalFeedOf(db(), sources);
+    expect(answers.slice(0, ALIASES_PER_PODCAST)).toEqual(sources.slice(0, ALIASES_PER_PODCAST).map(() => target));
+    expect(answers[ALIASES_PER_PODCAST]).toBe(sources[ALIASES_PER_PODCAST]);
+    // A podcast with an alias of its own cannot move there either: neither it nor its alias moves.
+    const [other, otherAlias] = [`${base}/c`, `${base}/d`];
+    await learn([[otherAlias, other]]);
+    await learn([[other, target]]);
+    expect(await canonicalFeedOf(db(), [other, otherAlias])).toEqual([other, other]);
+    // Below the bound the same move is learned: the refusal is the bound's.
+    const freeTarget = `${base}/e`;
+    await learn([[other, freeTarget]]);
+    expect(await canonicalFeedOf(db(), [other, otherAlias])).toEqual([freeTarget, freeTarget]);
+
+    // Which subscription the target names reads its aliases and the user's rows under each: bounded by the aliases.
+    const { meta } = await lookup.bind(db(), { userId: user.userId, url: target, urlKey: urlKey(target) }).all();
+    expect(meta.rows_read).toBeLessThanOrEqual(2 * ALIASES_PER_PODCAST);
   });
 });
 

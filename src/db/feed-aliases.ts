@@ -125,14 +125,38 @@ const now = sql.placeholder("now");
 const target = canonicalUrlSql(sql`${to}`, sql`${toKey}`);
 const targetKey = canonicalKeySql(sql`${to}`, sql`${toKey}`);
 
-/** A move back: `to`, which had moved to `from`, answers as itself; it is canonical again (and has no row). */
+/**
+ * The URLs one podcast may have moved to it, at most. Every lookup of a URL reads its podcast's aliases
+ * (`namedSubscriptionsSql`: each URL that moved there, then the user's subscriptions under it), and a URL becomes an
+ * alias of B whenever its own answer redirects permanently to B: anyone can publish such URLs and subscribe to them.
+ * The bound keeps the rows a lookup reads at about twice this, whatever others publish; a move that would take a
+ * podcast past it is not learned (its subscriptions stay on their URL, fetched as a feed of their own: nothing is
+ * lost, the URLs are then two podcasts). Real feeds have a handful of URLs.
+ */
+export const ALIASES_PER_PODCAST = 100;
+
+/** The aliases whose canonical key is `key` (a key two URLs share counts both: the bound errs to refusing). */
+const aliasesOf = (key: SQL) =>
+  sql`(SELECT count(*) FROM ${a} AS counted INDEXED BY feed_aliases_canonical WHERE counted.canonical_key = ${key})`;
+/**
+ * Whether the move leaves the target within ALIASES_PER_PODCAST: its aliases, `from`'s (they move on with it) and
+ * `from` itself. The same sum before and after `moveAliasesOnStatement` moves `from`'s aliases to the target, so the
+ * two statements that write the move agree.
+ */
+const roomForMove = sql`${aliasesOf(targetKey)} + ${aliasesOf(sql`${fromKey}`)} < ${ALIASES_PER_PODCAST}`;
+
+/**
+ * A move back: `to`, which had moved to `from`, answers as itself; it is canonical again (and has no row). Within the
+ * bound as the statements after it see it (`from`'s aliases, one fewer, and none of `to`'s: the table is resolved).
+ */
 const dropTargetAliasStatement = statement(sql`
   DELETE FROM ${a} WHERE ${a.urlKey} = ${toKey} AND ${a.url} = ${to} AND ${sql.placeholder("final")}
-    AND ${a.canonicalKey} = ${fromKey} AND ${a.canonicalUrl} = ${from}`);
+    AND ${a.canonicalKey} = ${fromKey} AND ${a.canonicalUrl} = ${from}
+    AND ${aliasesOf(sql`${fromKey}`)} <= ${ALIASES_PER_PODCAST}`);
 /** The URLs that had moved to `from` move on with it (the table stays resolved). */
 const moveAliasesOnStatement = statement(sql`
   UPDATE ${a} SET canonical_url = ${target}, canonical_key = ${targetKey}, learned_at = ${now}, moving = 1
-  WHERE ${a.canonicalKey} = ${fromKey} AND ${a.canonicalUrl} = ${from} AND ${target} <> ${from}`);
+  WHERE ${a.canonicalKey} = ${fromKey} AND ${a.canonicalUrl} = ${from} AND ${target} <> ${from} AND ${roomForMove}`);
 /**
  * `from`'s alias, made or moved. A key another URL already holds keeps its row (the first URL keeps it): a URL
  * made to collide with a popular feed's key cannot take that feed's alias away.
@@ -141,7 +165,7 @@ const aliasStatement = statement(sql`
   INSERT INTO ${a} (url_key, url, canonical_url, canonical_key, learned_at)
   SELECT ${fromKey}, ${from}, target.url, target.url_key, ${now}
   FROM (SELECT ${target} AS url, ${targetKey} AS url_key) AS target
-  WHERE target.url <> ${from}
+  WHERE target.url <> ${from} AND ${roomForMove}
   ON CONFLICT (url_key) DO UPDATE SET canonical_url = excluded.canonical_url, canonical_key = excluded.canonical_key,
     learned_at = excluded.learned_at, moving = 1
   WHERE ${a.url} = excluded.url`);
