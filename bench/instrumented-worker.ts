@@ -14,11 +14,17 @@
 // bench/recording.ts): the app's status, headers and body plus every D1 call of the request with what it
 // returned, the tape that the isolate-only worker (bench/isolate-worker.ts) replays, and the counts above.
 // With X-Bench-D1-Delay: <ms>, every D1 call waits that long before it goes out (the far-edge scenario).
+// `POST /__bench/alias-lookup` ({userId, url}): the rows D1 reads for the lookup every API makes of a URL
+// (`subscriptionsNamedBySql`, src/db/feed-aliases.ts) in each database, as the bench's alias figures report them.
 //
 // Drizzle runs selects through `stmt.raw()`, whose result carries no meta: here raw() is served by
 // all() (which does) and each row object is turned back into an array with Object.values, which
 // keeps the column order of the SELECT (this assumes distinct, non-numeric column names, true of
 // every query the app issues). first() is served by all() too. batch() results carry meta as is.
+import { sql } from "drizzle-orm";
+import { ALIASES_PER_PODCAST, subscriptionsNamedBySql } from "../src/db/feed-aliases";
+import { statement } from "../src/db/statements";
+import { urlKey } from "../src/db/url-key";
 import app from "../src/index";
 import {
   D1_DELAY_HEADER,
@@ -268,6 +274,25 @@ async function recordScheduled(request: Request, env: Cloudflare.Env, ctx: Execu
   return Response.json(envelope);
 }
 
+/** The lookup of `namedSubscriptionsSql` alone, as one statement (the shape the feed-moves test measures). */
+const aliasLookup = statement(
+  subscriptionsNamedBySql(sql.placeholder("userId"), sql.placeholder("url"), sql.placeholder("urlKey")),
+);
+
+/** `POST ALIAS_LOOKUP_PATH`: the lookup of `url` for `userId` in every database, its rows read and found. */
+async function lookUpAlias(request: Request, env: Cloudflare.Env): Promise<Response> {
+  const { userId, url } = (await request.json()) as { userId: string; url: string };
+  const databases = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (!isD1Binding(value)) continue;
+    const { results, meta } = await aliasLookup.bind(value, { userId, url, urlKey: urlKey(url) }).all();
+    databases.push({ name, rowsRead: meta.rows_read, found: results.length });
+  }
+  return Response.json({ aliasesPerPodcast: ALIASES_PER_PODCAST, databases });
+}
+
+const ALIAS_LOOKUP_PATH = "/__bench/alias-lookup";
+
 const USE_HEADERS: Record<keyof D1Use, string> = {
   rowsRead: "X-Bench-Rows-Read",
   rowsWritten: "X-Bench-Rows-Written",
@@ -283,6 +308,9 @@ export default {
     const recording = request.headers.has(RECORD_HEADER);
     if (recording && request.method === "POST" && new URL(request.url).pathname === SCHEDULED_PATH) {
       return recordScheduled(request, env, ctx);
+    }
+    if (request.method === "POST" && new URL(request.url).pathname === ALIAS_LOOKUP_PATH) {
+      return lookUpAlias(request, env);
     }
     const counter = newCounter(Number(request.headers.get(D1_DELAY_HEADER) ?? 0) || 0, recording);
     const response = await app.fetch(request, countingEnv(env, counter), ctx);

@@ -940,6 +940,7 @@ async function main() {
     ? await feeds.measureFeeds({
         urls,
         runs: feedRounds.runs,
+        move: feedRounds.move,
         settings,
         workerdPid,
         ceilingTarget: targets.ceiling,
@@ -1062,14 +1063,29 @@ async function recordFeeds(urls, databases, tokens, recordings) {
     send: (base, request, status) => sendExpecting(base, request, status),
     log,
   });
+  // The move of a feed with 10 000 subscribers, after the rounds (it pushes their feeds out of the round too).
+  const move = await feeds.recordFeedMove({
+    urls,
+    databases,
+    user: FEED_USER.id,
+    token: tokens[FEED_USER.id],
+    send: (base, request, status) => sendExpecting(base, request, status),
+    log,
+  });
   const load = await fetch(new URL("/__bench/recordings", urls.isolate), {
     method: "POST",
-    body: JSON.stringify({ ...recordings, ...recorded.recordings }),
+    body: JSON.stringify({ ...recordings, ...recorded.recordings, ...move.recordings }),
   });
   if (load.status !== 204) throw new Error(`loading the feed recordings answered ${load.status}`);
-  await feeds.checkFeedReplays({ urls, fetches: recorded.fetches, runs: recorded.runs });
-  log(`bench: feed rounds recorded and replayed identically: ${Object.keys(recorded.runs).join(", ")}`);
-  return recorded;
+  await feeds.checkFeedReplays({
+    urls,
+    fetches: { ...recorded.fetches, ...move.fetches },
+    runs: { ...recorded.runs, ...move.runs },
+  });
+  log(
+    `bench: feed rounds recorded and replayed identically: ${Object.keys(recorded.runs).join(", ")}, and the ${Object.keys(move.runs).length} runs of the move`,
+  );
+  return { ...recorded, move };
 }
 
 /** Prints the feed figures (bench/README.md, "The feed round"). */
@@ -1085,6 +1101,23 @@ function logFeeds(figures) {
       `${p.pass ? "PASS" : "MISS"}  parse of ${name} (${p.bytes} bytes): ${p.isolate_cpu_us} µs (rounds ${p.rounds_us.join(", ")}; target ${feeds.PARSE_TARGET_US}; saxes alone ${p.saxes_only_us} µs)`,
     );
   }
+  const { move } = figures;
+  if (!move) return;
+  log(
+    `${move.pass.runs ? "PASS" : "MISS"}  move of a feed with ${move.subscribers} subscribers: ${move.runs} runs (moved ${move.moved_per_run.join(", ")}); isolate CPU µs per run ${move.isolate_cpu_us_per_run.join(", ")}; subrequests per run ${move.subrequests_per_run.join(", ")}`,
+  );
+  for (const [label, u] of [
+    ["1 alias", move.uploads.one_alias],
+    [`${move.lookups.aliases} aliases`, move.uploads.many_aliases],
+  ]) {
+    log(
+      `${u.alias.d1_calls <= u.stored.d1_calls ? "PASS" : "MISS"}  upload of ${move.uploads.actions} actions, B with ${label}: naming A ${u.alias.d1_calls} D1 calls (first ${u.alias.first_d1_calls}), ${u.alias.rows_read} rows read; naming B ${u.stored.d1_calls} (first ${u.stored.first_d1_calls}), ${u.stored.rows_read} rows read`,
+    );
+  }
+  const l = move.lookups;
+  log(
+    `${move.pass.lookup ? "PASS" : "MISS"}  lookup of a URL with ${l.aliases} aliases: ${l.alias_rows_read} rows read naming A, ${l.stored_rows_read} naming B (one alias: ${l.one_alias_rows_read}; target 2 × ${l.aliases} + ${feeds.LOOKUP_CONSTANT_ROWS})`,
+  );
 }
 
 /** `--feeds-only`: the schema, the feed user, the feed rounds recorded, replayed and measured; nothing written. */
@@ -1095,6 +1128,7 @@ async function feedsOnly(urls, databases, secret, workerdPid, started) {
   const figures = await feeds.measureFeeds({
     urls,
     runs: recorded.runs,
+    move: recorded.move,
     settings,
     workerdPid,
     ceilingTarget: {
@@ -1109,6 +1143,11 @@ async function feedsOnly(urls, databases, secret, workerdPid, started) {
     log,
   });
   logFeeds(figures);
+  for (const [name, target] of Object.entries(feeds.feedTargetsOf(figures))) {
+    log(
+      `${target.pass ? "PASS" : "MISS"}  ${name}: ${target.value} (${feeds.FEED_TARGET_DIRECTIONS[name]} ${target.limit})`,
+    );
+  }
   if (process.env.BENCH_FEEDS_JSON) writeFileSync(process.env.BENCH_FEEDS_JSON, JSON.stringify(figures, null, 2));
   log(`\nbench: feeds-only run, nothing written (${fmt((Date.now() - started.getTime()) / 1000, 0)} s)`);
 }

@@ -4,9 +4,10 @@
 // the isolate-only worker (D1 answers and the feed hosts' answers from the recording) to measure its isolate CPU;
 // and the parse of a 64 KiB channel head alone. The feed server is a bench copy of test/feed-server.ts's shapes
 // (that file is TypeScript for the test suites): realistic podcast feeds, and element-dense heads.
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { cpuMs, median, runSample } from "./load.mjs";
+import { appPasswordRequest, GPODDER_DEVICE, gpodderJson, gpodderWarmUp } from "./scenario.mjs";
 
 /** src/feeds/round.ts: the round's limits, as the harness checks the run it recorded. */
 export const FEEDS_PER_ROUND = 8;
@@ -402,8 +403,8 @@ const cpuPerResponse = (sample) =>
  * Rounds of samples: the ceiling, each scenario's replay, and each head parsed PARSES_PER_REQUEST times beside a
  * request that parses nothing. Returns the figures: each a median over the rounds.
  */
-export async function measureFeeds({ urls, runs, settings, workerdPid, ceilingTarget, log }) {
-  const targets = { ceiling: ceilingTarget, ...feedTargets({ urls, runs }) };
+export async function measureFeeds({ urls, runs, move, settings, workerdPid, ceilingTarget, log }) {
+  const targets = { ceiling: ceilingTarget, ...feedTargets({ urls, runs: { ...runs, ...move?.runs } }) };
   const sample = (target, seconds) =>
     target.sequential
       ? sequentialSample(target, seconds, workerdPid)
@@ -440,36 +441,71 @@ export async function measureFeeds({ urls, runs, settings, workerdPid, ceilingTa
     }),
   );
   const ceiling = median(perRound.ceiling);
-  const scenarios = Object.fromEntries(
-    Object.entries(runs).map(([name, run]) => {
-      const cpu = median(perRound[`isolate:${name}`]);
-      const subrequests = run.fetches + run.d1Calls;
-      return [
-        name,
-        {
-          isolate_cpu_us: Math.round(cpu),
-          isolate_cpu_us_rounds: perRound[`isolate:${name}`].map(Math.round),
-          // What the run costs without the HTTP request that starts it here (a Cron Trigger has none).
-          isolate_cpu_us_above_ceiling: Math.round(cpu - ceiling),
-          fetches: run.fetches,
-          fetched_bytes: run.fetchedBytes,
-          d1_calls: run.d1Calls,
-          d1_statements: run.d1Statements,
-          d1_sequential: run.d1Sequential,
-          rows_read: run.rowsRead,
-          rows_written: run.rowsWritten,
-          subrequests,
-          round: run.round,
-          pass: cpu <= FREE_CPU_MS * 1000 && subrequests <= FREE_SUBREQUESTS,
-        },
-      ];
-    }),
-  );
-  return { ceiling_cpu_us: Math.round(ceiling), feeds_per_round: FEEDS_PER_ROUND, scenarios, parse };
+  const figuresOf = (list) =>
+    Object.fromEntries(
+      Object.entries(list).map(([name, run]) => {
+        const cpu = median(perRound[`isolate:${name}`]);
+        const subrequests = run.fetches + run.d1Calls;
+        return [
+          name,
+          {
+            isolate_cpu_us: Math.round(cpu),
+            isolate_cpu_us_rounds: perRound[`isolate:${name}`].map(Math.round),
+            // What the run costs without the HTTP request that starts it here (a Cron Trigger has none).
+            isolate_cpu_us_above_ceiling: Math.round(cpu - ceiling),
+            fetches: run.fetches,
+            fetched_bytes: run.fetchedBytes,
+            d1_calls: run.d1Calls,
+            d1_statements: run.d1Statements,
+            d1_sequential: run.d1Sequential,
+            rows_read: run.rowsRead,
+            rows_written: run.rowsWritten,
+            subrequests,
+            round: run.round,
+            pass: cpu <= FREE_CPU_MS * 1000 && subrequests <= FREE_SUBREQUESTS,
+          },
+        ];
+      }),
+    );
+  const scenarios = figuresOf(runs);
+  return {
+    ceiling_cpu_us: Math.round(ceiling),
+    feeds_per_round: FEEDS_PER_ROUND,
+    scenarios,
+    parse,
+    ...(move ? { move: moveFigures(move, figuresOf(move.runs)) } : {}),
+  };
+}
+
+/** The move's figures: its runs (as the scenarios'), the uploads naming A and B, the lookups. */
+function moveFigures(move, runs) {
+  const list = Object.values(runs);
+  const { one_alias: one, many_aliases: many } = move.uploads;
+  return {
+    subscribers: MOVE_SUBSCRIBERS,
+    runs: list.length,
+    moved_per_run: list.map((run) => run.round.subscriptionsMoved),
+    isolate_cpu_us_per_run: list.map((run) => run.isolate_cpu_us),
+    subrequests_per_run: list.map((run) => run.subrequests),
+    max_isolate_cpu_us: Math.max(...list.map((run) => run.isolate_cpu_us)),
+    max_subrequests: Math.max(...list.map((run) => run.subrequests)),
+    per_run: runs,
+    uploads: move.uploads,
+    lookups: move.lookups,
+    pass: {
+      runs: list.every((run) => run.pass),
+      uploads: one.alias.d1_calls <= one.stored.d1_calls && many.alias.d1_calls <= many.stored.d1_calls,
+      lookup: move.lookups.alias_rows_read <= 2 * move.lookups.aliases + LOOKUP_CONSTANT_ROWS,
+    },
+  };
 }
 
 /** The feed targets of results.json (`targets.<name>: {value, limit, pass}`), and how each compares. */
 export const FEED_TARGET_DIRECTIONS = {
+  feed_move_isolate_cpu_us: "<=",
+  feed_move_subrequests: "<=",
+  feed_move_alias_upload_d1_calls: "<=",
+  feed_alias_lookup_rows_read: "<=",
   feed_round_isolate_cpu_us: "<=",
   feed_round_subrequests: "<=",
   feed_round_hostile_isolate_cpu_us: "<=",
@@ -482,7 +518,25 @@ export function feedTargetsOf(figures) {
   const hostile = Object.entries(figures.scenarios)
     .filter(([name]) => name !== "feed-round")
     .map(([, s]) => s.isolate_cpu_us);
+  const { move } = figures;
+  const many = move?.uploads.many_aliases;
   return {
+    ...(move
+      ? {
+          // Every run of the move within the Free plan: the worst run's CPU and subrequests.
+          feed_move_isolate_cpu_us: target(move.max_isolate_cpu_us, FREE_CPU_MS * 1000),
+          feed_move_subrequests: target(move.max_subrequests, FREE_SUBREQUESTS),
+          // An upload naming A after the move, against the same upload naming B (ALIASES_PER_PODCAST aliases).
+          feed_move_alias_upload_d1_calls: target(
+            Math.max(move.uploads.one_alias.alias.d1_calls, many.alias.d1_calls),
+            Math.min(move.uploads.one_alias.stored.d1_calls, many.stored.d1_calls),
+          ),
+          feed_alias_lookup_rows_read: target(
+            Math.max(move.lookups.alias_rows_read, move.lookups.stored_rows_read),
+            2 * move.lookups.aliases + LOOKUP_CONSTANT_ROWS,
+          ),
+        }
+      : {}),
     feed_round_isolate_cpu_us: target(figures.scenarios["feed-round"]?.isolate_cpu_us ?? null, FREE_CPU_MS * 1000),
     feed_round_subrequests: target(Math.max(...scenarios.map((s) => s.subrequests)), FREE_SUBREQUESTS),
     feed_round_hostile_isolate_cpu_us: target(hostile.length > 0 ? Math.max(...hostile) : null, FREE_CPU_MS * 1000),
@@ -515,6 +569,279 @@ export function renderFeeds(figures) {
         `| ${name} | ${p.bytes} | ${p.isolate_cpu_us} | ${p.rounds_us.join(", ")} | ${p.pass ? "yes" : "**no**"} |`,
     ),
     "",
+    ...(figures.move ? renderMove(figures.move) : []),
   ];
   return lines.join("\n");
+}
+
+/** The move's part of the feed section (bench/README.md, "The move of a feed with 10 000 subscribers"). */
+function renderMove(move) {
+  const { one_alias: one, many_aliases: many, actions } = move.uploads;
+  const { lookups } = move;
+  const upload = (label, u) =>
+    `| ${label} | ${u.alias.d1_calls} (first ${u.alias.first_d1_calls}) | ${u.stored.d1_calls} (first ${u.stored.first_d1_calls}) | ${u.alias.rows_read} | ${u.stored.rows_read} | ${u.alias.d1_calls <= u.stored.d1_calls ? "yes" : "**no**"} |`;
+  return [
+    `### The move of a feed with ${move.subscribers} subscribers`,
+    "",
+    `The round learns A -> B from A's 301, then moves A's subscriptions a bounded number a run: ${move.runs} scheduled runs (moved per run: ${move.moved_per_run.join(", ")}). Each run replayed as the scenarios above; every run within 10 ms of CPU and 50 subrequests: ${move.pass.runs ? "yes" : "**no**"}.`,
+    "",
+    "| run | isolate CPU µs | rounds | fetches | D1 calls (statements) | subrequests | moved | rows read | rows written | pass |",
+    "|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ...Object.entries(move.per_run).map(
+      ([name, s]) =>
+        `| ${name} | ${s.isolate_cpu_us} | ${s.isolate_cpu_us_rounds.join(", ")} | ${s.fetches} | ${s.d1_calls} (${s.d1_statements}) | ${s.subrequests} | ${s.round.subscriptionsMoved} | ${s.rows_read} | ${s.rows_written} | ${s.pass ? "yes" : "**no**"} |`,
+    ),
+    "",
+    `A gpodder upload of ${actions} \`play\` actions naming A after the move, against the same upload naming B (the stored URL): D1 round trips (the median of ${move.uploads.uploads}, and the first) and rows read.`,
+    "",
+    "| B's aliases | D1 calls naming A | D1 calls naming B | rows read naming A | rows read naming B | A ≤ B calls |",
+    "|---|---:|---:|---:|---:|---|",
+    upload("1 (A)", one),
+    upload(`${lookups.aliases} (ALIASES_PER_PODCAST)`, many),
+    "",
+    `The lookup every API makes of a URL (\`subscriptionsNamedBySql\`, one statement) for a podcast with ${lookups.aliases} aliases: ${lookups.alias_rows_read} rows read naming A, ${lookups.stored_rows_read} naming B (one alias: ${lookups.one_alias_rows_read}); target at most 2 × ${lookups.aliases} + ${LOOKUP_CONSTANT_ROWS}: ${move.pass.lookup ? "yes" : "**no**"}.`,
+    "",
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// A feed's move (issue 37, point 5; bench/README.md, "The move of a feed with 10 000 subscribers"): the round
+// learns A -> B from A's 301 and moves A's subscriptions a bounded number a run (src/db/feed-aliases.ts,
+// MOVED_SUBSCRIPTIONS_PER_STATEMENT, at most two statements a run and database); each run is recorded and replayed
+// as the scenarios above are. Then what a lookup of an alias costs: a gpodder episode upload naming A against one
+// naming B (the stored URL), and the rows one lookup reads for a podcast with ALIASES_PER_PODCAST aliases.
+
+/** Subscribers of the moved feed: the bench user's one (subscribed through the API) and the rest seeded in D1. */
+export const MOVE_SUBSCRIBERS = 10_000;
+/** Subscriptions seeded per statement (the slices the workerd test spreads over the databases). */
+const SEEDED_PER_STATEMENT = 500;
+/** The scheduled runs the move may take before the harness calls it broken. */
+const MOVE_RUNS_AT_MOST = 100;
+/** A Cron Trigger's interval: each recorded run is scheduled this much after the one before. */
+const CRON_MS = 10 * 60 * 1000;
+/** Episode actions per upload (as the gpodder-episodes-upload row) and uploads per URL (the median reported). */
+export const MOVE_UPLOAD_ACTIONS = 100;
+const MOVE_UPLOADS = 5;
+/**
+ * The lookup's rows beyond two per alias (each alias's index entry, the user's subscription probe under it): its
+ * fixed part, the sent URL, its alias probe and the canonical URL's own probes, which with one alias read 8 rows
+ * here (the bound is the feed-moves test's 2 × ALIASES_PER_PODCAST with that fixed part added).
+ */
+export const LOOKUP_CONSTANT_ROWS = 8;
+const ALIAS_LOOKUP_PATH = "/__bench/alias-lookup";
+const MOVE_SCENARIO = "feed-move-10k";
+const moveRunName = (n) => `${MOVE_SCENARIO}:${n}`;
+
+const urlKeyOf = (url) => Number.parseInt(createHash("sha256").update(url).digest("hex").slice(0, 12), 16);
+
+/** Active subscriptions with exactly `url`, in all databases. */
+async function activeAt(databases, url) {
+  let n = 0;
+  for (const db of Object.values(databases)) {
+    const row = await db
+      .prepare("SELECT count(*) AS n FROM subscriptions WHERE url_key = ? AND feed_url = ? AND unsubscribed_at IS NULL")
+      .bind(urlKeyOf(url), url)
+      .first();
+    n += row?.n ?? 0;
+  }
+  return n;
+}
+
+/** A gpodder upload of MOVE_UPLOAD_ACTIONS `play` actions of new episodes of the podcast `podcast`. */
+function episodeUpload(credential, podcast) {
+  const batch = randomUUID();
+  const actions = Array.from({ length: MOVE_UPLOAD_ACTIONS }, (_, i) => ({
+    podcast,
+    episode: `https://media.example.com/moved/${batch}/${i}.mp3`,
+    guid: `urn:uuid:${batch}:${i}`,
+    action: "play",
+    timestamp: "2026-11-30T10:00:00",
+    started: 0,
+    position: 60 + i,
+    total: 3600,
+    device: GPODDER_DEVICE,
+  }));
+  return gpodderJson(credential, "POST", `/api/2/episodes/${credential.username}.json`, actions);
+}
+
+/** One upload through the instrumented worker: its D1 round trips and rows read. */
+async function probedUpload(urls, request) {
+  const response = await fetch(new URL(request.path, urls.probe), {
+    method: request.method,
+    headers: request.headers,
+    body: request.body,
+  });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`episode upload answered ${response.status}: ${text.slice(0, 300)}`);
+  const header = (name) => Number(response.headers.get(name));
+  return { d1Calls: header("x-bench-d1-calls"), rowsRead: header("x-bench-rows-read") };
+}
+
+/** Uploads naming `a` and `b` in turn, MOVE_UPLOADS each: the first of each, and the medians. */
+async function uploadsNaming(urls, credential, a, b) {
+  const of = { a: [], b: [] };
+  for (let n = 0; n < MOVE_UPLOADS; n++) {
+    of.a.push(await probedUpload(urls, episodeUpload(credential, a)));
+    of.b.push(await probedUpload(urls, episodeUpload(credential, b)));
+  }
+  const figures = (list) => ({
+    d1_calls: median(list.map((u) => u.d1Calls)),
+    rows_read: median(list.map((u) => u.rowsRead)),
+    first_d1_calls: list[0].d1Calls,
+    first_rows_read: list[0].rowsRead,
+  });
+  return { alias: figures(of.a), stored: figures(of.b) };
+}
+
+/** The lookup of `url` for the user in every database (bench/instrumented-worker.ts): the rows of the largest. */
+async function lookup(urls, userId, url) {
+  const response = await fetch(new URL(ALIAS_LOOKUP_PATH, urls.probe), {
+    method: "POST",
+    body: JSON.stringify({ userId, url }),
+  });
+  if (response.status !== 200) throw new Error(`alias lookup answered ${response.status}: ${await response.text()}`);
+  const answer = await response.json();
+  const worst = answer.databases.reduce((a, b) => (b.rowsRead > a.rowsRead ? b : a));
+  return { aliasesPerPodcast: answer.aliasesPerPodcast, rowsRead: worst.rowsRead, found: worst.found };
+}
+
+/**
+ * Records the move of a feed with MOVE_SUBSCRIBERS subscribers, run by run until none is left on A (each run a
+ * replay scenario of its own), then the uploads naming A and B, then the same with ALIASES_PER_PODCAST aliases.
+ * `user`: the bench user (its id and bearer token); `send(base, request, status)` answers the response text.
+ */
+export async function recordFeedMove({ urls, databases, user, token, send, log }) {
+  const feedServer = await startFeedServer();
+  const list = Object.values(databases);
+  try {
+    const b = `${feedServer.origin}/feeds/realistic/200.rss`;
+    const a = `${feedServer.origin}/redirect/301/1/feeds/realistic/200.rss`;
+    for (const db of list) {
+      await db.prepare("UPDATE feeds SET next_fetch_at = ?").bind(Number.MAX_SAFE_INTEGER).run();
+    }
+    // The bench user through the API (its gpodder app password too), the others straight into D1, spread over
+    // the databases in slices as the workerd test seeds them (a JSON:API subscribe each would take minutes).
+    await send(
+      urls.app,
+      {
+        method: "POST",
+        path: "/v1/subscriptions",
+        headers: { authorization: `Bearer ${token}`, accept: JSONAPI, "content-type": JSONAPI },
+        body: JSON.stringify({ data: { type: "subscription", id: randomUUID(), attributes: { feedUrl: a } } }),
+      },
+      201,
+    );
+    const minted = JSON.parse(
+      await send(urls.app, appPasswordRequest({ [user]: token }, { id: user }, "bench move"), 201),
+    ).data.attributes;
+    const credential = { username: minted.username, password: minted.password };
+    const seededStarted = Date.now();
+    for (let n = 1, slice = 0; n < MOVE_SUBSCRIBERS; n += SEEDED_PER_STATEMENT, slice++) {
+      const count = Math.min(SEEDED_PER_STATEMENT, MOVE_SUBSCRIBERS - n);
+      await list[slice % list.length]
+        .prepare(
+          `WITH RECURSIVE c(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM c WHERE value < ?5)
+           INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, change_seq, subscribed_seq, received_at, url_key)
+           SELECT 'bench-moving-' || (?1 + value), lower(hex(randomblob(16))), ?2, ?3, 1, 1, unixepoch(), ?4 FROM c`,
+        )
+        .bind(n, a, Date.now(), urlKeyOf(a), count)
+        .run();
+    }
+    if ((await activeAt(databases, a)) !== MOVE_SUBSCRIBERS) {
+      throw new Error(`the move's seed went wrong: ${await activeAt(databases, a)} active at A`);
+    }
+    log(`bench: ${MOVE_SUBSCRIBERS} subscriptions to one feed seeded in ${Date.now() - seededStarted} ms`);
+
+    const recordings = {};
+    const fetches = {};
+    const runs = {};
+    const start = Date.now();
+    for (let n = 1; (await activeAt(databases, a)) > 0; n++) {
+      if (n > MOVE_RUNS_AT_MOST) throw new Error(`the move of ${MOVE_SUBSCRIBERS} subscribers never ends`);
+      const at = start + (n - 1) * CRON_MS;
+      const response = await fetch(new URL(`${SCHEDULED_PATH}?at=${at}`, urls.probe), {
+        method: "POST",
+        headers: { [RECORD_HEADER]: "1" },
+      });
+      if (response.status !== 200) throw new Error(`move run ${n}: ${response.status} ${await response.text()}`);
+      const envelope = await response.json();
+      if (!envelope.ok) throw new Error(`move run ${n}: the scheduled run failed: ${envelope.error}`);
+      const round = roundLine(envelope.lines);
+      if (round === undefined || round.failed !== 0 || (n === 1 && round.moved !== 1)) {
+        throw new Error(`move run ${n}: the round did not do what it should: ${JSON.stringify(round)}`);
+      }
+      const name = moveRunName(n);
+      recordings[name] = envelope.calls;
+      fetches[name] = envelope.fetches;
+      runs[name] = {
+        at,
+        lines: envelope.lines,
+        round,
+        d1Calls: envelope.use.calls,
+        d1Statements: envelope.use.queries,
+        d1Sequential: envelope.use.sequential,
+        fetches: envelope.fetches.length,
+        fetchedBytes: envelope.fetches.reduce(
+          (sum, f) => sum + f.chunks.reduce((k, chunk) => k + Buffer.from(chunk, "base64").length, 0),
+          0,
+        ),
+        chunks: envelope.fetches.reduce((sum, f) => sum + f.chunks.length, 0),
+        rowsRead: envelope.use.rowsRead,
+        rowsWritten: envelope.use.rowsWritten,
+      };
+    }
+    const moved = Object.values(runs).reduce((sum, run) => sum + run.round.subscriptionsMoved, 0);
+    if (moved !== MOVE_SUBSCRIBERS || (await activeAt(databases, b)) !== MOVE_SUBSCRIBERS) {
+      throw new Error(`the move changed ${moved} subscriptions; ${await activeAt(databases, b)} active at B`);
+    }
+    log(
+      `bench: ${MOVE_SCENARIO} recorded: ${Object.keys(runs).length} runs moved ${moved} subscriptions (${Object.values(
+        runs,
+      )
+        .map((run) => run.round.subscriptionsMoved)
+        .join(", ")})`,
+    );
+
+    // An upload naming the alias against one naming the stored URL, the app's caches warm (sign-in, device).
+    for (const request of gpodderWarmUp(credential)) await send(urls.probe, request, 200);
+    const oneAlias = await uploadsNaming(urls, credential, a, b);
+    const oneAliasLookup = await lookup(urls, user, a);
+    // ALIASES_PER_PODCAST aliases of B in every database (A one of them), as the round leaves them (resolved, done).
+    const { aliasesPerPodcast } = oneAliasLookup;
+    const others = Array.from({ length: aliasesPerPodcast - 1 }, (_, n) => `${a}?alias=${n + 1}`);
+    for (const db of list) {
+      await db
+        .prepare(
+          `INSERT OR IGNORE INTO feed_aliases (url_key, url, canonical_url, canonical_key, learned_at, moving)
+           SELECT value ->> 0, value ->> 1, ?2, ?3, ?4, 0 FROM json_each(?1)`,
+        )
+        .bind(JSON.stringify(others.map((url) => [urlKeyOf(url), url])), b, urlKeyOf(b), start)
+        .run();
+    }
+    const aliasCount = await list[0]
+      .prepare("SELECT count(*) AS n FROM feed_aliases WHERE canonical_key = ?")
+      .bind(urlKeyOf(b))
+      .first();
+    if (aliasCount?.n !== aliasesPerPodcast) throw new Error(`B has ${aliasCount?.n} aliases`);
+    const manyAliases = await uploadsNaming(urls, credential, a, b);
+    const lookups = {
+      alias: await lookup(urls, user, a),
+      stored: await lookup(urls, user, b),
+    };
+    return {
+      recordings,
+      fetches,
+      runs,
+      uploads: { actions: MOVE_UPLOAD_ACTIONS, uploads: MOVE_UPLOADS, one_alias: oneAlias, many_aliases: manyAliases },
+      lookups: {
+        aliases: aliasesPerPodcast,
+        one_alias_rows_read: oneAliasLookup.rowsRead,
+        alias_rows_read: lookups.alias.rowsRead,
+        stored_rows_read: lookups.stored.rowsRead,
+        found: lookups.alias.found,
+      },
+    };
+  } finally {
+    await feedServer.close();
+  }
 }
