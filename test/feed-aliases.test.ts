@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { database } from "../src/db/database";
-import { MOVED_SUBSCRIPTIONS_PER_STATEMENT } from "../src/db/feed-aliases";
-import { readEpisodeActions } from "../src/db/gpodder";
+import { ANSWERED_ALIASES, MOVED_SUBSCRIPTIONS_PER_STATEMENT } from "../src/db/feed-aliases";
+import { gpodderStatements, readEpisodeActions } from "../src/db/gpodder";
 import { urlKey } from "../src/db/url-key";
 import { runFeedRound } from "../src/feeds/round";
 import { bucketOf } from "../src/shards";
@@ -12,6 +12,7 @@ import {
   countedDatabaseOf,
   databaseFor,
   listAll,
+  meteredDatabaseOf,
   ORIGIN,
   runCron,
   send,
@@ -480,6 +481,19 @@ describe("episode reads under every alias (gpodder.net: gPodder matches a play b
     const plays = [1, 2, 3].map((n) => playOf(to, `${to}-episode-${n}.mp3`, 10 * n));
     await json(gp.post(path, plays));
     const before = await storedState(user.userId);
+    // What the read costs: the copies' rows at most ANSWERED_ALIASES a state, in the walk and again for the text.
+    const meter = await meteredDatabaseOf(user.userId);
+    const rowsRead = async (response: Promise<Response>) => {
+      meter.reset();
+      await json(response);
+      const page = meter.totals.statements.findIndex(
+        (statement) => statement.sql === gpodderStatements.episodeChangesPage.sql,
+      );
+      return meter.totals.rowsReadPerStatement[page];
+    };
+    const withCopies = await rowsRead(gpodder(app, meter.bindings).get(`${path}?since=0`));
+    const without = await rowsRead(nextcloud(app, meter.bindings).get("episode_action?since=0"));
+    expect(withCopies - without).toBeLessThanOrEqual(plays.length * 2 * ANSWERED_ALIASES);
     const { actions } = await json<Actions>(gp.get(`${path}?since=0`));
     expect(actions).toEqual(plays.flatMap((play) => [play, { ...play, podcast: from }]));
     expect(await storedState(user.userId)).toEqual(before);

@@ -667,15 +667,16 @@ function actionsPageStatement(from: SQL, where: SQL): Statement {
   const own = sql`${quotedBytesAtMost(MEDIA_URL, "t", MAX_QUOTED_URL)} + ${quotedBytesAtMost(ITEM_GUID, "t", MAX_QUOTED_GUID)}
     + ${sql.raw(String(ACTION_REST_BYTES))}`;
   const copies = (row: string) => sql`${sql.placeholder("aliases")} AND ${sql.raw(row)}.learned_move_seq IS NOT NULL`;
-  const aliasBytes = sql`(SELECT coalesce(sum(${own} + 2 + length(CAST(y.url AS BLOB))
-      + length(y.url) - length(replace(replace(y.url, '"', ''), '\\', ''))), 0)
-    FROM (${movedFromSql("f")}) AS y)`;
+  // `moved_from`: the aliases' rows (at most ANSWERED_ALIASES), which the plan reads as a co-routine of their own.
+  const aliasBytes = sql`(SELECT coalesce(sum(${own} + 2 + length(CAST(moved_from.url AS BLOB)) + length(moved_from.url)
+      - length(replace(replace(moved_from.url, '"', ''), '\\', ''))), 0)
+    FROM (${movedFromSql("f")}) AS moved_from)`;
   const size = sql`(SELECT ${own} + ${quotedBytesAtMost(FEED_URL, "f", MAX_QUOTED_URL)}
       + CASE WHEN ${copies("f")} THEN ${aliasBytes} ELSE 0 END
     FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = t.feed_guid)`;
   const action = (podcast: SQL) => actionText(podcast, "carried");
-  const aliasActions = sql`coalesce((SELECT group_concat(', ' || ${action(sql`json_quote(y.url)`)}, '')
-      FROM (${movedFromSql("carried")}) AS y WHERE y.canonical_url = carried.stored_url), '')`;
+  const aliasActions = sql`coalesce((SELECT group_concat(', ' || ${action(sql`json_quote(moved_from.url)`)}, '')
+      FROM (${movedFromSql("carried")}) AS moved_from WHERE moved_from.canonical_url = carried.stored_url), '')`;
   // The kept row's columns, with its feed's: its URL's whole text, and what `movedFromSql` reads.
   const carried = sql`SELECT ${columns("cut")}, f.learned_move_seq AS learned_move_seq, f.url_key AS url_key,
       ${urlOf("f")} AS stored_url
