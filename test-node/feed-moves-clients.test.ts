@@ -14,9 +14,9 @@ import { type ServedWorker, serveWorker } from "./served-worker";
  * against `wrangler dev` with FEED_FETCH_ALLOW_PRIVATE and the local feed server. Feed A answers a 301 to B once
  * both devices hold A; device 1's own feed update moves it to B and it plays the episode there; device 2 stays on
  * A. Then the service's Cron learns the move. One worker and one feed server for the file; the tests run in order.
- * Two rules of issue 37 are not met yet (docs/decisions.md, "Feed moves and the real clients"): what the devices
- * received of them is kept in `seen`, and the last two tests assert those rules as `it.fails`, so the suite stays
- * green while they fail and turns red the day they hold (then make them plain tests).
+ * One rule of issue 37 is not met yet (docs/decisions.md, "Feed moves and the real clients"): what the devices
+ * received of it is kept in `seen`, and the test of it asserts it as `it.fails`, so the suite stays green while it
+ * fails and turns red the day it holds (then make it a plain test).
  */
 const SECRET = "feed-moves-clients-secret-0123456789abcdef0123";
 const JSONAPI = "application/vnd.api+json";
@@ -217,9 +217,10 @@ describe.skipIf(!gpodderInstalled && !ciRequires)("a feed move with the real gPo
     expect(held(seen.device2 as Device, episode)).toMatchObject({ played: true, position: 1800, total: 1800 });
   });
 
-  // Known gap (issue 37): the episode reads answer a state under the stored URL only; gPodder matches a received
-  // play by the exact podcast URL it holds, so device 2, still on A, skips the plays answered under B.
-  it.fails("known gap: device 2, still on A, receives the plays of device 1 under B on its own episodes", () => {
+  // gPodder matches a received play by the exact podcast URL it holds: the gpodder.net read answers a moved
+  // subscription's states under B and again under A (docs/decisions.md, "Episode reads under every alias"), so device
+  // 2, still on A, applies the plays answered under B.
+  it("device 2, still on A, receives the plays of device 1 under B on its own episodes", () => {
     expect(held(seen.device2Later as Device, later)).toMatchObject({ played: true });
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { database } from "../src/db/database";
-import { MOVED_SUBSCRIPTIONS_PER_STATEMENT } from "../src/db/feed-aliases";
+import { ANSWERED_ALIASES, MOVED_SUBSCRIPTIONS_PER_STATEMENT } from "../src/db/feed-aliases";
+import { gpodderStatements, readEpisodeActions } from "../src/db/gpodder";
 import { urlKey } from "../src/db/url-key";
 import { runFeedRound } from "../src/feeds/round";
 import { bucketOf } from "../src/shards";
@@ -11,6 +12,7 @@ import {
   countedDatabaseOf,
   databaseFor,
   listAll,
+  meteredDatabaseOf,
   ORIGIN,
   runCron,
   send,
@@ -372,13 +374,17 @@ describe("an alias of an active subscription names it in every API", () => {
     const read = await json<{ actions: { podcast: string; position: number }[] }>(
       gpodder(app).get(`/api/2/episodes/${app.loginName}.json?since=0`),
     );
-    expect(read.actions.map((action) => [action.podcast, action.position])).toEqual([[to, 50]]);
+    // Under the stored URL, then again under A, which the subscription moved from (the next describe).
+    expect(read.actions.map((action) => [action.podcast, action.position])).toEqual([
+      [to, 50],
+      [from, 50],
+    ]);
     // `podcast=` naming either URL reads the podcast's states.
     for (const podcast of [from, to]) {
       const one = await json<{ actions: unknown[] }>(
         gpodder(app).get(`/api/2/episodes/${app.loginName}.json?since=0&podcast=${encodeURIComponent(podcast)}`),
       );
-      expect(one.actions).toHaveLength(1);
+      expect(one.actions).toHaveLength(2);
     }
   });
 });
@@ -396,5 +402,114 @@ describe("after a learned move neither URL is a remove", () => {
     await runCron(Date.now(), FETCHING);
     expect(await listAll(user)).toEqual(new Map([[second, to]]));
     expect(await json<Changes>(gp.get(`${path}?since=${timestamp}`))).toMatchObject({ add: [], remove: [] });
+  });
+});
+
+type Actions = { actions: Record<string, unknown>[]; timestamp: number };
+
+/** A play of `episode` as gpodder.net takes it, and as its reads answer it under `podcast`. */
+function playOf(podcast: string, episode: string, position: number, timestamp = "2026-01-02T03:00:00") {
+  return {
+    podcast,
+    episode,
+    guid: `${episode}#guid`,
+    timestamp,
+    action: "play",
+    started: 0,
+    position,
+    total: 100,
+  };
+}
+
+/** What a read must leave as it was: the user's counters (storage budget, versions) and stored rows. */
+async function storedState(userId: string) {
+  const d1 = await databaseFor(userId);
+  const rows = async (table: string) =>
+    (await d1.prepare(`SELECT * FROM ${table} WHERE user_id = ? ORDER BY 1, 2`).bind(userId).all()).results;
+  return {
+    stats: await rows("user_stats"),
+    subscriptions: await rows("subscriptions"),
+    episodes: await rows("episodes"),
+    pieces: await rows("url_pieces"),
+  };
+}
+
+describe("episode reads under every alias (gpodder.net: gPodder matches a play by the podcast URL it holds)", () => {
+  it("a state of a subscription moved from A is answered under B, then again under A, since=0 and incrementally; Nextcloud's read under B alone", async () => {
+    const { user, from, to } = await movedSubscription("alias-reads");
+    const app = await mint(user, "gPodder");
+    const gp = gpodder(app);
+    const path = `/api/2/episodes/${app.loginName}.json`;
+    const { timestamp } = await json<Actions>(gp.get(`${path}?since=0`));
+    const episode = `${to}-episode-1.mp3`;
+    // One device, already on B, plays.
+    await json(gp.post(path, [playOf(to, episode, 30)]));
+    const both = [playOf(to, episode, 30), playOf(from, episode, 30)];
+    expect((await json<Actions>(gp.get(`${path}?since=0`))).actions).toEqual(both);
+    expect((await json<Actions>(gp.get(`${path}?since=${timestamp}`))).actions).toEqual(both);
+    for (const podcast of [from, to]) {
+      const named = await json<Actions>(gp.get(`${path}?since=0&podcast=${encodeURIComponent(podcast)}`));
+      expect(named.actions).toEqual(both);
+    }
+    // The Nextcloud API's clients (AntennaPod, Kasts) match by guid and get no copy.
+    const { actions } = await json<{ actions: Record<string, unknown>[] }>(
+      nextcloud(app).get("episode_action?since=0"),
+    );
+    expect(actions.map((action) => action.podcast)).toEqual([to]);
+    // A play uploaded under A itself is the same state, answered the same way.
+    const later = "2026-01-02T04:00:00";
+    await json(gp.post(path, [playOf(from, episode, 40, later)]));
+    expect((await json<Actions>(gp.get(`${path}?since=${timestamp}`))).actions).toEqual([
+      playOf(to, episode, 40, later),
+      playOf(from, episode, 40, later),
+    ]);
+  });
+
+  it("a user who never had A gets no A copy, though A -> B is learned", async () => {
+    const { to } = await movedSubscription("alias-reads-mover");
+    const user = await as(`alias-reads-b-${uniqueNumber()}`);
+    await subscribe(user, to);
+    await runCron(Date.now(), FETCHING);
+    const app = await mint(user, "gPodder");
+    const gp = gpodder(app);
+    const path = `/api/2/episodes/${app.loginName}.json`;
+    const episode = `${to}-episode-2.mp3`;
+    await json(gp.post(path, [playOf(to, episode, 30)]));
+    expect((await json<Actions>(gp.get(`${path}?since=0`))).actions).toEqual([playOf(to, episode, 30)]);
+  });
+
+  it("the copies are only read: no storage budget, row or change counted; pages cut at any row give the same actions", async () => {
+    const { user, from, to } = await movedSubscription("alias-reads-pages");
+    const app = await mint(user, "gPodder");
+    const gp = gpodder(app);
+    const path = `/api/2/episodes/${app.loginName}.json`;
+    const plays = [1, 2, 3].map((n) => playOf(to, `${to}-episode-${n}.mp3`, 10 * n));
+    await json(gp.post(path, plays));
+    const before = await storedState(user.userId);
+    // What the read costs: the copies' rows at most ANSWERED_ALIASES a state, in the walk and again for the text.
+    const meter = await meteredDatabaseOf(user.userId);
+    const rowsRead = async (response: Promise<Response>) => {
+      meter.reset();
+      await json(response);
+      const page = meter.totals.statements.findIndex(
+        (statement) => statement.sql === gpodderStatements.episodeChangesPage.sql,
+      );
+      return meter.totals.rowsReadPerStatement[page];
+    };
+    const withCopies = await rowsRead(gpodder(app, meter.bindings).get(`${path}?since=0`));
+    const without = await rowsRead(nextcloud(app, meter.bindings).get("episode_action?since=0"));
+    expect(withCopies - without).toBeLessThanOrEqual(plays.length * 2 * ANSWERED_ALIASES);
+    const { actions } = await json<Actions>(gp.get(`${path}?since=0`));
+    expect(actions).toEqual(plays.flatMap((play) => [play, { ...play, podcast: from }]));
+    expect(await storedState(user.userId)).toEqual(before);
+    // A page of one row holds both of its actions; the pages join into the same text.
+    const db = database(await databaseFor(user.userId));
+    const pages = [];
+    const read = await readEpisodeActions(db, user.userId, 0, { size: { rows: 1, min: 1, bytes: 1 }, aliases: true });
+    for await (const page of read.pages) pages.push(page.text);
+    const filled = pages.filter((page) => page !== "");
+    expect(filled.map((page) => JSON.parse(`[${page}]`))).toEqual(
+      [0, 1, 2].map((i) => actions.slice(2 * i, 2 * i + 2)),
+    );
   });
 });

@@ -299,6 +299,8 @@ describe("gpodder GETs written page by page", () => {
       { podcast: "https://b.example/", episode: '",{"podcast":' },
       { podcast: "https://c.example/", episode: "e3" },
     ].map((item) => JSON.stringify(item));
+    // A state answered under its old URLs too is one item of actions joined by `, ` (db/gpodder.ts), never split.
+    items[2] = `${items[2]}, ${JSON.stringify({ podcast: "https://old.example/", episode: "e3" })}`;
     const page = (order: number[]) => `${order.map((i) => i + 10).join(",")} ${order.map((i) => items[i]).join(",")}`;
     for (const order of [
       [0, 1, 2],

@@ -1136,7 +1136,15 @@ describe("gpodder statements", () => {
       const { params } = distinct.get(statement.sql) as { params: unknown[] };
       const details = await queryPlan(await databaseFor(userId), statement.sql, params);
       // A table scan, or a walk of all of a user's subscriptions or episodes by the primary key's user prefix.
-      const tables = ["subscriptions", "episodes", "user_stats", "app_passwords", "devices", "gpodder_sessions"];
+      const tables = [
+        "subscriptions",
+        "episodes",
+        "user_stats",
+        "app_passwords",
+        "devices",
+        "gpodder_sessions",
+        "feed_aliases",
+      ];
       const scans = walksOf(details, tables, ["subscriptions", "episodes"]);
       expect(scans, `${statement.sql}\n${details.join("\n")}`).toEqual([]);
       // The lists of 50 app passwords and 100 devices sort; so do the uploads' set statements, over the URLs a

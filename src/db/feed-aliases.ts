@@ -67,6 +67,33 @@ export function subscriptionsNamedBySql(userId: SQLWrapper, url: SQLWrapper, key
     SELECT guid, unsubscribed_at, change_seq FROM named_subscriptions`;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The URLs a moved subscription was stored under (docs/decisions.md, "Episode reads under every alias").
+
+/**
+ * The aliases a subscription's episode states are answered under beside its stored URL, at most: a podcast moves
+ * rarely (a URL a user held, then one more move of it), and each alias answered is an action more in every
+ * episode read of that podcast's states, so the read's cost per state stays bounded whatever a feed host makes
+ * move to one feed.
+ */
+export const ANSWERED_ALIASES = 4;
+
+/**
+ * The URLs the learned moves may have moved subscription row `row` (of the subscriptions) from, as rows `(url,
+ * canonical_url)`: nothing unless the row's URL was changed by a learned move (`learned_move_seq`; no other write
+ * clears it: a row moved once keeps it), else the first ANSWERED_ALIASES aliases of its URL's key, in key order
+ * (an index walk of that many rows, no sort). The table keeps no user's old URL, only each URL's move: the row
+ * was stored under one of these, and which one is not recorded. By key alone: the caller compares
+ * `canonical_url` with the row's URL where it needs this row's own aliases, not an estimate.
+ */
+export function movedFromSql(row: string): SQL {
+  const at = (column: string) => sql.raw(`"${row}"."${column}"`);
+  return sql`SELECT y.url AS url, y.canonical_url AS canonical_url
+    FROM ${a} AS y INDEXED BY feed_aliases_canonical
+    WHERE ${at("learned_move_seq")} IS NOT NULL AND y.canonical_key = ${at("url_key")}
+    ORDER BY y.canonical_key, y.url_key LIMIT ${sql.raw(String(ANSWERED_ALIASES))}`;
+}
+
 /**
  * Keys per statement: one JSON text parameter each (D1 binds at most 100 parameters, strings of at most 2 MB; a key
  * takes at most 16 characters), so the 10 000 URLs of a gpodder upload are one statement.

@@ -10,7 +10,7 @@ import {
   episodeWriter,
   type StoredEpisode,
 } from "./episodes";
-import { namedSubscriptionsSql, subscriptionsNamedBySql } from "./feed-aliases";
+import { movedFromSql, namedSubscriptionsSql, subscriptionsNamedBySql } from "./feed-aliases";
 import { episodes as e, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import { MAX_URL_BYTES, roomsStatement, statOf, subscriptionTombstones } from "./storage";
@@ -653,23 +653,44 @@ const ACTION_COLUMNS = [
  * carried (`ACTION_COLUMNS`, the URLs' heads of at most 800 bytes: a walk of 12 500 holds ~10 MB of them in SQLite),
  * with its feed looked up again (carrying its head too did not help: SQLite copies the lookup into each use):
  * reading each kept row again by its key cost a row read per action. With the database's clock.
+ *
+ * With `aliases` (the gpodder.net read), a state of a subscription a learned move changed is told again under each
+ * URL it may have moved from (`movedFromSql`, at most ANSWERED_ALIASES: an index walk of that many rows more per
+ * such state, in the walk and again for its text), right after its action under the stored URL, as further actions
+ * of the same values: gPodder matches an action by the exact podcast URL it holds, and a device still on A skipped
+ * every play answered under B alone (docs/decisions.md, "Episode reads under every alias"). The walk's size
+ * counts the aliases by key (an upper bound), the text those whose canonical URL is the stored one. A row's
+ * actions are joined by `, ` (JSON allows it), which `itemsText` never splits at: its items stay one per row.
  */
 function actionsPageStatement(from: SQL, where: SQL): Statement {
   const columns = (row: string) => sql.raw(ACTION_COLUMNS.map((column) => `${row}.${column} AS ${column}`).join(", "));
-  const feedUrlOf = (value: SQL, row = "t") =>
-    sql`(SELECT ${value} FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = ${sql.raw(row)}.feed_guid)`;
   const own = sql`${quotedBytesAtMost(MEDIA_URL, "t", MAX_QUOTED_URL)} + ${quotedBytesAtMost(ITEM_GUID, "t", MAX_QUOTED_GUID)}
     + ${sql.raw(String(ACTION_REST_BYTES))}`;
+  const copies = (row: string) => sql`${sql.placeholder("aliases")} AND ${sql.raw(row)}.learned_move_seq IS NOT NULL`;
+  // `moved_from`: the aliases' rows (at most ANSWERED_ALIASES), which the plan reads as a co-routine of their own.
+  const aliasBytes = sql`(SELECT coalesce(sum(${own} + 2 + length(CAST(moved_from.url AS BLOB)) + length(moved_from.url)
+      - length(replace(replace(moved_from.url, '"', ''), '\\', ''))), 0)
+    FROM (${movedFromSql("f")}) AS moved_from)`;
+  const size = sql`(SELECT ${own} + ${quotedBytesAtMost(FEED_URL, "f", MAX_QUOTED_URL)}
+      + CASE WHEN ${copies("f")} THEN ${aliasBytes} ELSE 0 END
+    FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = t.feed_guid)`;
+  const action = (podcast: SQL) => actionText(podcast, "carried");
+  const aliasActions = sql`coalesce((SELECT group_concat(', ' || ${action(sql`json_quote(moved_from.url)`)}, '')
+      FROM (${movedFromSql("carried")}) AS moved_from WHERE moved_from.canonical_url = carried.stored_url), '')`;
+  // The kept row's columns, with its feed's: its URL's whole text, and what `movedFromSql` reads.
+  const carried = sql`SELECT ${columns("cut")}, f.learned_move_seq AS learned_move_seq, f.url_key AS url_key,
+      ${urlOf("f")} AS stored_url
+    FROM ${s} AS f WHERE f.user_id = ${userId} AND f.guid = cut.feed_guid`;
   return statement(
     textPageSelect(
       sql`unixepoch() AS now`,
       sql`SELECT t.change_seq AS seq, ${columns("t")},
-      CASE WHEN t.deleted_at IS NULL AND ${tellsSomething}
-        THEN coalesce(${own} + ${feedUrlOf(quotedBytesAtMost(FEED_URL, "f", MAX_QUOTED_URL))}, 0) ELSE 0 END AS size
+      CASE WHEN t.deleted_at IS NULL AND ${tellsSomething} THEN coalesce(${size}, 0) ELSE 0 END AS size
     FROM ${from} WHERE ${where}
     ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}`,
-      sql`(SELECT ${actionText(feedUrlOf(sql`json_quote(${urlOf("f")})`, "carried"), "carried")}
-        FROM (SELECT ${columns("cut")}) AS carried)`,
+      sql`(SELECT ${action(sql`json_quote(carried.stored_url)`)}
+          || CASE WHEN ${copies("carried")} THEN ${aliasActions} ELSE '' END
+        FROM (${carried}) AS carried)`,
     ),
   );
 }
@@ -724,21 +745,25 @@ export interface EpisodeActions {
  * as they are asked for. `now`: the database's clock at the first page. Taken before any state is read, it is a
  * `since` that misses nothing received while the pages are: such a change is received at or after it, and a state
  * changed during the read moves past the pages read. `size`: other pages than the API's (tests of the pages' seams).
+ * `aliases`: each state of a subscription a learned move changed is told under the URLs it moved from as well
+ * (`actionsPageStatement`; the gpodder.net API's read, for gPodder: the Nextcloud API's clients match by guid).
  */
 export async function readEpisodeActions(
   db: Database,
   user: string,
   since: number,
-  options: { podcast?: string; size?: TextPageSize } = {},
+  options: { podcast?: string; size?: TextPageSize; aliases?: boolean } = {},
 ): Promise<EpisodeActions> {
-  const { podcast, size = GPODDER_EPISODE_PAGES } = options;
+  const { podcast, size = GPODDER_EPISODE_PAGES, aliases = false } = options;
   const [pageStatement, feed] =
     podcast === undefined
       ? [episodeChangesPageStatement, {}]
       : [feedChangesPageStatement, { feedUrl: podcast, urlKey: urlKey(podcast) }];
   const read = async (after: number | null, limit: number) =>
     (await call(() =>
-      pageStatement.bind(db, { userId: user, since, after, limit, bytes: size.bytes, ...feed }).first(),
+      pageStatement
+        .bind(db, { userId: user, since, after, limit, bytes: size.bytes, aliases: aliases ? 1 : 0, ...feed })
+        .first(),
     )) as unknown as TextPageRow & { now: number };
   const first = await read(null, size.rows);
   return { now: first.now, pages: textPages(first, size.rows, read, size, ACTION_START) };

@@ -324,14 +324,16 @@ export async function subscriptionChangesSince(
  * `{"actions":[...],"timestamp":<n>}`: the latest state of each episode changed since a Unix second
  * (inclusive), streamed page by page (50 000 states at the quota, each naming its feed's URL: ~100 MB of JSON
  * with 2 KB URLs); with `podcast`, only that feed URL's. SQLite writes each action's text (db/gpodder.ts); the
- * isolate splices the pages. The timestamp is the clock at the first page, written last.
+ * isolate splices the pages. The timestamp is the clock at the first page, written last. `aliases`: moved
+ * subscriptions' states under their old URLs too (the gpodder.net API's, for gPodder: `readEpisodeActions`).
  */
 export async function episodeActionsSince(
   c: Context<AppEnv>,
   since: number,
   podcast: string | undefined,
+  aliases: boolean,
 ): Promise<Response> {
-  const read = await readEpisodeActions(c.get("db"), c.get("userId"), since, { podcast });
+  const read = await readEpisodeActions(c.get("db"), c.get("userId"), since, { podcast, aliases });
   const pages = charged(c, read.pages, (page) => page.walked);
   const actions = itemsJoined();
   const body = pagedTextStream(

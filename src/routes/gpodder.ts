@@ -202,5 +202,5 @@ export const gpodderRoutes = new Hono<AppEnv>()
   .get("/api/2/episodes/:file", signedIn, async (c) => {
     checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
     const since = sinceParameter(c);
-    return episodeActionsSince(c, since, c.req.query("podcast"));
+    return episodeActionsSince(c, since, c.req.query("podcast"), true);
   });

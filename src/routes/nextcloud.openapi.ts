@@ -193,7 +193,7 @@ export const nextcloudPaths: Record<string, Json> = {
     get: operation(
       "nextcloudEpisodeActions",
       "Episode actions since a time",
-      "One action per episode state changed at or after `since` less the margin: the latest state, as the gpodder.net API tells it.",
+      "One action per episode state changed at or after `since` less the margin: the latest state, as the gpodder.net API tells it, under the stored URL only.",
       {
         description: "The actions.",
         content: jsonContent({

@@ -97,7 +97,9 @@ export const nextcloudRoutes = new Hono<AppEnv>()
     return json(c, { timestamp });
   })
 
-  .get(`${GPODDERSYNC_PATH}/episode_action`, signedIn, (c) => episodeActionsSince(c, sinceWithMargin(c), undefined))
+  .get(`${GPODDERSYNC_PATH}/episode_action`, signedIn, (c) =>
+    episodeActionsSince(c, sinceWithMargin(c), undefined, false),
+  )
 
   .post(`${GPODDERSYNC_PATH}/episode_action/create`, signedIn, async (c) =>
     json(c, { timestamp: await uploadEpisodeActions(c) }),
