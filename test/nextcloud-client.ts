@@ -124,13 +124,21 @@ export function nextcloud(credentials: { loginName: string; appPassword: string 
   };
 }
 
-/** A gpodder.net client (Basic on every request). */
-export function gpodder(credentials: { loginName: string; appPassword: string }, bindings: Partial<Bindings> = {}) {
+/** What Debian's gPodder 3.11.1 sends as its User-Agent through mygpoclient 1.9 (gpodder/my.py). */
+export const GPODDER_USER_AGENT =
+  "mygpoclient/1.9 (+http://gpodder.org/mygpoclient/) gPodder/3.11.1 (+http://gpodder.org/) Linux";
+
+/** A gpodder.net client (Basic on every request; `headers` on each too, a User-Agent for one). */
+export function gpodder(
+  credentials: { loginName: string; appPassword: string },
+  bindings: Partial<Bindings> = {},
+  headers: Record<string, string> = {},
+) {
   const request = (method: string, path: string, body?: unknown) =>
     send(
       new Request(`${ORIGIN}${path}`, {
         method,
-        headers: { Authorization: basic(credentials.loginName, credentials.appPassword) },
+        headers: { Authorization: basic(credentials.loginName, credentials.appPassword), ...headers },
         body: body === undefined ? undefined : JSON.stringify(body),
       }),
       bindings,

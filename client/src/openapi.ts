@@ -205,7 +205,7 @@ export interface paths {
   "/api/2/episodes/{file}": {
     /**
      * Episode actions since a time
-     * @description One action per episode state changed at or after `since`: the latest state, under its feed's stored URL, and again right after under each URL a learned move moved that feed from (at most 4), for apps that match by the URL they hold (`device` and `aggregated` change nothing; `podcast` keeps one feed's).
+     * @description One action per episode state changed at or after `since`: the latest state, under its feed's stored URL, and, to gPodder and other mygpoclient apps (by `User-Agent`), again right after under each URL a learned move moved that feed from (at most 4): they match by the URL they hold (`device` and `aggregated` change nothing; `podcast` keeps one feed's).
      */
     get: operations["gpodderEpisodeActions"];
     /**
@@ -2869,7 +2869,7 @@ export interface operations {
   };
   /**
    * Episode actions since a time
-   * @description One action per episode state changed at or after `since`: the latest state, under its feed's stored URL, and again right after under each URL a learned move moved that feed from (at most 4), for apps that match by the URL they hold (`device` and `aggregated` change nothing; `podcast` keeps one feed's).
+   * @description One action per episode state changed at or after `since`: the latest state, under its feed's stored URL, and, to gPodder and other mygpoclient apps (by `User-Agent`), again right after under each URL a learned move moved that feed from (at most 4): they match by the URL they hold (`device` and `aggregated` change nothing; `podcast` keeps one feed's).
    */
   gpodderEpisodeActions: {
     parameters: {

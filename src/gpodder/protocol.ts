@@ -102,3 +102,15 @@ export function urlList(value: unknown, name: string): string[] {
   }
   return value as string[];
 }
+
+/**
+ * Whether the caller matches a received episode action by the exact podcast URL it holds, so it needs a moved
+ * feed's states under the URLs it may still hold (docs/decisions.md, "Episode reads under every alias"): gPodder
+ * (`find_episode`), which sends mygpoclient's User-Agent followed by its own (`mygpoclient/1.9 (+…) gPodder/3.11.1
+ * (+…) Linux`), and any other mygpoclient-based app. No other app gets the copies: AntennaPod keys its "a newer
+ * local play wins" check on the podcast URL and the episode (`EpisodeActionFilter`), so a copy under a URL it does
+ * not hold would escape that check and overwrite a play it has not uploaded yet; Kasts matches by guid or media URL.
+ */
+export function matchesByPodcastUrl(c: Context<AppEnv>): boolean {
+  return /\b(?:gPodder|mygpoclient)\//.test(c.req.header("User-Agent") ?? "");
+}

@@ -206,7 +206,7 @@ export const gpodderPaths: Record<string, Json> = {
     get: operation(
       "gpodderEpisodeActions",
       "Episode actions since a time",
-      "One action per episode state changed at or after `since`: the latest state, under its feed's stored URL, and again right after under each URL a learned move moved that feed from (at most 4), for apps that match by the URL they hold (`device` and `aggregated` change nothing; `podcast` keeps one feed's).",
+      "One action per episode state changed at or after `since`: the latest state, under its feed's stored URL, and, to gPodder and other mygpoclient apps (by `User-Agent`), again right after under each URL a learned move moved that feed from (at most 4): they match by the URL they hold (`device` and `aggregated` change nothing; `podcast` keeps one feed's).",
       {
         description: "The actions.",
         content: jsonContent({

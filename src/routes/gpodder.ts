@@ -14,6 +14,7 @@ import {
   fileSegment,
   jsonRequestBody,
   MAX_SUBSCRIPTION_BODY_BYTES,
+  matchesByPodcastUrl,
   sinceParameter,
   textRequestBody,
   urlList,
@@ -202,5 +203,7 @@ export const gpodderRoutes = new Hono<AppEnv>()
   .get("/api/2/episodes/:file", signedIn, async (c) => {
     checkPathUsername(c, fileSegment(c.req.param("file"), ["json"]).name);
     const since = sinceParameter(c);
-    return episodeActionsSince(c, since, c.req.query("podcast"), true);
+    // The answer differs by client (the copies under moved feeds' old URLs): no cache may give one app another's.
+    c.header("Vary", "User-Agent", { append: true });
+    return episodeActionsSince(c, since, c.req.query("podcast"), matchesByPodcastUrl(c));
   });
