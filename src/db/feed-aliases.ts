@@ -218,20 +218,20 @@ const pairsSql = sql`pairs(user_id, away, kept) AS MATERIALIZED (
  */
 const matchedSql = sql`${pairsSql},
   kept_states(user_id, id, item, media) AS MATERIALIZED (
-    SELECT p.user_id, k.id, ${storedUrl(ITEM_GUID, "k")}, ${storedUrl(MEDIA_URL, "k")}
-    FROM pairs AS p CROSS JOIN ${e} AS k INDEXED BY episodes_feed
-    WHERE k.user_id = p.user_id AND k.feed_guid = p.kept AND k.deleted_at IS NULL),
+    SELECT pairs.user_id, k.id, ${storedUrl(ITEM_GUID, "k")}, ${storedUrl(MEDIA_URL, "k")}
+    FROM pairs CROSS JOIN ${e} AS k INDEXED BY episodes_feed
+    WHERE k.user_id = pairs.user_id AND k.feed_guid = pairs.kept AND k.deleted_at IS NULL),
   away_states(user_id, kept, id, kid, position, pct, played, plct, duration) AS MATERIALIZED (
     SELECT x.user_id, x.kept, x.id, coalesce(
         (SELECT min(k.id) FROM kept_states AS k WHERE k.user_id = x.user_id AND k.item = x.item),
         (SELECT min(k.id) FROM kept_states AS k WHERE k.user_id = x.user_id AND k.media = x.media
           AND (k.item IS NULL OR x.item IS NULL))),
       x.position, x.pct, x.played, x.plct, x.duration
-    FROM (SELECT p.user_id AS user_id, p.kept AS kept, y.id AS id, ${storedUrl(ITEM_GUID, "y")} AS item,
+    FROM (SELECT pairs.user_id AS user_id, pairs.kept AS kept, y.id AS id, ${storedUrl(ITEM_GUID, "y")} AS item,
         ${storedUrl(MEDIA_URL, "y")} AS media, y.position AS position, y.position_changed_at AS pct, y.played AS played,
         y.played_changed_at AS plct, y.duration AS duration
-      FROM pairs AS p CROSS JOIN ${e} AS y INDEXED BY episodes_feed
-      WHERE y.user_id = p.user_id AND y.feed_guid = p.away AND y.deleted_at IS NULL) AS x)`;
+      FROM pairs CROSS JOIN ${e} AS y INDEXED BY episodes_feed
+      WHERE y.user_id = pairs.user_id AND y.feed_guid = pairs.away AND y.deleted_at IS NULL) AS x)`;
 
 /** The user's next episode change number, read again for each row written (as `rowNextChange`). */
 const episodeNextChange = sql`(SELECT coalesce(max(${stats.episodeVersion}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${e.userId})`;
@@ -248,11 +248,11 @@ const mergeEpisodesStatement = statement(sql`
   WITH ${matchedSql},
   best(user_id, kid, position, pct, played, plct, duration) AS MATERIALIZED (
     SELECT user_id, kid,
-      (SELECT z.position FROM away_states AS z WHERE z.user_id = w.user_id AND z.kid = w.kid AND z.pct IS NOT NULL
-        ORDER BY z.pct DESC LIMIT 1), max(pct),
-      (SELECT z.played FROM away_states AS z WHERE z.user_id = w.user_id AND z.kid = w.kid AND z.plct IS NOT NULL
-        ORDER BY z.plct DESC LIMIT 1), max(plct), max(duration)
-    FROM away_states AS w WHERE kid IS NOT NULL GROUP BY user_id, kid)
+      (SELECT other.position FROM away_states AS other WHERE other.user_id = away.user_id AND other.kid = away.kid
+        AND other.pct IS NOT NULL ORDER BY other.pct DESC LIMIT 1), max(pct),
+      (SELECT other.played FROM away_states AS other WHERE other.user_id = away.user_id AND other.kid = away.kid
+        AND other.plct IS NOT NULL ORDER BY other.plct DESC LIMIT 1), max(plct), max(duration)
+    FROM away_states AS away WHERE kid IS NOT NULL GROUP BY user_id, kid)
   UPDATE ${e} SET
     position = CASE WHEN ${best("pct")} > coalesce(${e.positionChangedAt}, -1) THEN ${best("position")} ELSE ${e.position} END,
     position_changed_at = CASE WHEN ${best("pct")} > coalesce(${e.positionChangedAt}, -1) THEN ${best("pct")}
@@ -272,7 +272,7 @@ const mergeEpisodesStatement = statement(sql`
 const rehomeEpisodesStatement = statement(sql`
   WITH ${matchedSql}
   UPDATE ${e} SET change_seq = ${episodeNextChange}, received_at = unixepoch(),
-    feed_guid = (SELECT w.kept FROM away_states AS w WHERE w.user_id = ${e.userId} AND w.id = ${e.id})
+    feed_guid = (SELECT away.kept FROM away_states AS away WHERE away.user_id = ${e.userId} AND away.id = ${e.id})
   WHERE (${e.userId}, ${e.id}) IN (SELECT user_id, id FROM away_states WHERE kid IS NULL)`);
 
 /** The merged-away states left (each joined a kept one) are forgotten as a DELETE forgets: a tombstone each. */
