@@ -137,22 +137,81 @@ describe("a learned move applied to the subscriptions", () => {
     expect(podcast.data.attributes).toMatchObject({ status: "ok", title: "Tech Talk Weekly" });
   });
 
-  it("leaves A as it is for a user already subscribed to B (their merge is a later point)", async () => {
-    const user = await as(`aliases-both-${uniqueNumber()}`);
-    const [from, to] = movingFeed();
-    const old = await subscribe(user, from);
-    const kept = await subscribe(user, to);
-    await runCron(Date.now(), FETCHING);
-    expect(await listAll(user)).toEqual(
-      new Map([
-        [old, from],
-        [kept, to],
-      ]),
-    );
-    // Nothing is left moving: the next runs read it no more.
-    const db = await databaseFor(user.userId);
-    const row = await db.prepare("SELECT moving FROM feed_aliases WHERE url = ?").bind(from).first();
-    expect(row).toEqual({ moving: 0 });
+  it("merges a user's subscriptions of A and B: the older kept (moved to B), the other a tombstone, episode states merged per episode by section 13", async () => {
+    for (const olderIsA of [true, false]) {
+      const user = await as(`aliases-both-${uniqueNumber()}`);
+      const [from, to] = movingFeed();
+      const first = await subscribe(user, olderIsA ? from : to);
+      const second = await subscribe(user, olderIsA ? to : from);
+      const [onA, onB] = olderIsA ? [first, second] : [second, first];
+      const state = async (feed: string, item: string | null, media: string, attributes: Record<string, unknown>) => {
+        const response = await user.post("/v1/episodes", {
+          data: {
+            type: "episode",
+            id: crypto.randomUUID(),
+            attributes: { mediaUrl: media, itemGuid: item, ...attributes },
+            relationships: { subscription: { data: { type: "subscription", id: feed } } },
+          },
+        });
+        expect(response.status).toBe(201);
+        return ((await response.json()) as { data: { id: string } }).data.id;
+      };
+      // Episode 1 under both (same item guid): the later position is A's, the later played mark B's.
+      await state(onA, "item-1", `${to}-1.mp3`, { position: 50, changedAt: "2026-01-02T03:00:00Z" });
+      await state(onB, "item-1", `${to}-1.mp3`, { position: 10, changedAt: "2026-01-02T02:00:00Z" });
+      await state(onB, "item-1-other", `${to}-other.mp3`, { played: true, changedAt: "2026-01-01T00:00:00Z" });
+      // Episode 2 by media URL alone; episode 3 only under one of them.
+      await state(onA, null, `${to}-2.mp3`, { played: true, changedAt: "2026-01-03T00:00:00Z" });
+      await state(onB, null, `${to}-2.mp3`, { played: false, position: 7, changedAt: "2026-01-02T00:00:00Z" });
+      await state(onA, "item-3", `${to}-3.mp3`, { position: 3, changedAt: "2026-01-02T00:00:00Z" });
+      const app = await mint(user);
+      const gp = gpodder(app);
+      const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
+      const db = await databaseFor(user.userId);
+      await nextSecond(db);
+      const known = await json<Changes>(gp.get(`${path}?since=0`));
+      const token = await tokenNow(user);
+      await runCron(Date.now(), FETCHING);
+
+      const [kept, away] = [first, second];
+      expect(await listAll(user)).toEqual(new Map([[kept, to]]));
+      const { items } = await syncFrom(user, token);
+      const deleted = items.filter((item) => item.attributes.userUnsubscribedAt !== null).map((item) => item.id);
+      expect(deleted).toEqual([away]);
+      // Each episode once, under the kept podcast, merged field by field.
+      const listed = (await (await user.get("/v1/episodes")).json()) as {
+        data: {
+          attributes: { mediaUrl: string; position: number; played: boolean; deletedAt: string | null };
+          relationships: { subscription: { data: { id: string } } };
+        }[];
+      };
+      const live = listed.data.filter((item) => item.attributes.deletedAt === null);
+      const byMedia = new Map(live.map((item) => [item.attributes.mediaUrl, item]));
+      expect(live).toHaveLength(4);
+      expect(new Set(live.map((item) => item.relationships.subscription.data.id))).toEqual(new Set([kept]));
+      expect(byMedia.get(`${to}-1.mp3`)?.attributes).toMatchObject({ position: 50 });
+      expect(byMedia.get(`${to}-2.mp3`)?.attributes).toMatchObject({ played: true, position: 7 });
+      expect(byMedia.get(`${to}-3.mp3`)?.attributes).toMatchObject({ position: 3 });
+      // Change numbers stay distinct.
+      const seqs = await db
+        .prepare("SELECT count(DISTINCT change_seq) AS d, count(*) AS n FROM episodes WHERE user_id = ?")
+        .bind(user.userId)
+        .first<{ d: number; n: number }>();
+      expect(seqs?.d).toBe(seqs?.n);
+      // gpodder: each episode once, under B; the incremental subscription read has no remove.
+      const actions = await json<{ actions: { podcast: string; episode: string }[] }>(
+        gp.get(`/api/2/episodes/${app.loginName}.json?since=0`),
+      );
+      expect(actions.actions.map((action) => action.podcast)).toEqual(actions.actions.map(() => to));
+      expect(new Set(actions.actions.map((action) => action.episode)).size).toBe(actions.actions.length);
+      expect(await json<Changes>(gp.get(`${path}?since=${known.timestamp}`))).toMatchObject({ remove: [] });
+      expect(await json<Changes>(nextcloud(app).get(`subscriptions?since=${known.timestamp}`))).toMatchObject({
+        remove: [],
+      });
+      // Nothing is left moving: the next runs read it no more.
+      const row = await db.prepare("SELECT moving FROM feed_aliases WHERE url = ?").bind(from).first();
+      expect(row).toEqual({ moving: 0 });
+    }
   });
 
   it("moves a feed with 10 000 subscribers over several runs, each moving a bounded number per database", async () => {

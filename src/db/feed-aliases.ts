@@ -1,10 +1,10 @@
 import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { rowNextChange } from "./change-numbers";
 import { call, type Database } from "./database";
-import { feedAliases as a, feeds as f, subscriptions as s } from "./schema";
+import { feedAliases as a, episodes as e, feeds as f, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import { urlKey } from "./url-key";
-import { FEED_URL, storedUrl } from "./url-pieces";
+import { FEED_URL, ITEM_GUID, MEDIA_URL, storedUrl } from "./url-pieces";
 
 /**
  * The learned moves of feeds (docs/API.md §18, "One podcast across its URLs"): which URL a feed is stored under
@@ -216,8 +216,8 @@ export function learnMoveStatements(db: Database, move: LearnedMove, at: number)
 
 /**
  * The active subscriptions the move of alias row `m` still has to change: those whose URL is exactly `m.url`,
- * except a user's who is already actively subscribed to the new URL itself (two subscriptions would become one
- * podcast: their merge is issue 37's point 3; until then the old one stays as it is, an alias of the podcast).
+ * except a user's who is already actively subscribed to the new URL itself (two subscriptions become one podcast:
+ * `mergeStatements` merges them first, and the kept one, when it is A's, moves here).
  * Found through the active subscriptions' key index, each URL compared as stored.
  */
 function movableOf(m: string): SQL {
@@ -235,6 +235,129 @@ function movableOf(m: string): SQL {
  * The round runs it at most twice a run and database (`applyMovesStatements`).
  */
 export const MOVED_SUBSCRIPTIONS_PER_STATEMENT = 500;
+
+// ---------------------------------------------------------------------------------------------
+// Merging a user's two subscriptions a learned move makes one podcast (docs/API.md §18, "they become one").
+
+/**
+ * Users whose subscriptions one merge statement merges (per statement, each a whole user: the merge of one user is
+ * one batch). With its episode states a merge writes more than a move (every state of the merged-away feed is merged,
+ * forgotten or re-homed), so fewer per statement than MOVED_SUBSCRIPTIONS_PER_STATEMENT.
+ */
+export const MERGED_SUBSCRIPTIONS_PER_STATEMENT = 100;
+
+/**
+ * The pairs to merge: a moving alias's active subscription of A whose user is actively subscribed to B too, the older
+ * kept (`kept`), the other merged away (`away`). Every merge statement of a batch starts with this same CTE over the
+ * same walk (aliases, subscriptions, neither changed before the last one tombstones `away`), so each finds the same
+ * pairs. Older: subscribed earlier, then by subscription change number, then guid.
+ */
+const pairsSql = sql`pairs(user_id, away, kept) AS MATERIALIZED (
+  SELECT t.user_id, CASE WHEN t.older THEN t.b_guid ELSE t.guid END, CASE WHEN t.older THEN t.guid ELSE t.b_guid END
+  FROM (SELECT t.user_id AS user_id, t.guid AS guid, b.guid AS b_guid,
+      (t.subscribed_at, t.subscribed_seq, t.guid) < (b.subscribed_at, b.subscribed_seq, b.guid) AS older
+    FROM ${a} AS m INDEXED BY feed_aliases_moving CROSS JOIN ${s} AS t INDEXED BY subscriptions_feed_active
+      CROSS JOIN ${s} AS b INDEXED BY subscriptions_url
+    WHERE m.moving = 1 AND t.url_key = m.url_key AND t.unsubscribed_at IS NULL AND ${storedUrl(FEED_URL, "t")} = m.url
+      AND b.user_id = t.user_id AND b.url_key = m.canonical_key AND b.unsubscribed_at IS NULL
+      AND ${storedUrl(FEED_URL, "b")} = m.canonical_url
+    LIMIT ${sql.placeholder("limit")}) AS t)`;
+
+/**
+ * The live states of the merged-away feeds (`away_states`) and the kept episode each joins (`kid`, null when none):
+ * the same item guid, else (either has none) the same media URL, by the stored text.
+ */
+const matchedSql = sql`${pairsSql},
+  kept_states(user_id, id, item, media) AS MATERIALIZED (
+    SELECT pairs.user_id, k.id, ${storedUrl(ITEM_GUID, "k")}, ${storedUrl(MEDIA_URL, "k")}
+    FROM pairs CROSS JOIN ${e} AS k INDEXED BY episodes_feed
+    WHERE k.user_id = pairs.user_id AND k.feed_guid = pairs.kept AND k.deleted_at IS NULL),
+  away_states(user_id, kept, id, kid, position, pct, played, plct, duration) AS MATERIALIZED (
+    SELECT x.user_id, x.kept, x.id, coalesce(
+        (SELECT min(k.id) FROM kept_states AS k WHERE k.user_id = x.user_id AND k.item = x.item),
+        (SELECT min(k.id) FROM kept_states AS k WHERE k.user_id = x.user_id AND k.media = x.media
+          AND (k.item IS NULL OR x.item IS NULL))),
+      x.position, x.pct, x.played, x.plct, x.duration
+    FROM (SELECT pairs.user_id AS user_id, pairs.kept AS kept, y.id AS id, ${storedUrl(ITEM_GUID, "y")} AS item,
+        ${storedUrl(MEDIA_URL, "y")} AS media, y.position AS position, y.position_changed_at AS pct, y.played AS played,
+        y.played_changed_at AS plct, y.duration AS duration
+      FROM pairs CROSS JOIN ${e} AS y INDEXED BY episodes_feed
+      WHERE y.user_id = pairs.user_id AND y.feed_guid = pairs.away AND y.deleted_at IS NULL) AS x)`;
+
+/** The user's next episode change number, read again for each row written (as `rowNextChange`). */
+const episodeNextChange = sql`(SELECT coalesce(max(${stats.episodeVersion}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${e.userId})`;
+
+/**
+ * Each kept episode takes what the merged-away states it joins say, by section 13's rules: `position` and `played`
+ * each from the latest change on a device, only when strictly later than the kept one's (equal keeps it); of the
+ * facts, a `duration` the kept state lacks (its media URL and item guid stay: they name it). A state that changes
+ * nothing takes no change number.
+ */
+const best = (column: string) =>
+  sql`(SELECT ${sql.raw(`best.${column}`)} FROM best WHERE best.user_id = ${e.userId} AND best.kid = ${e.id})`;
+const mergeEpisodesStatement = statement(sql`
+  WITH ${matchedSql},
+  best(user_id, kid, position, pct, played, plct, duration) AS MATERIALIZED (
+    SELECT user_id, kid,
+      (SELECT other.position FROM away_states AS other WHERE other.user_id = away.user_id AND other.kid = away.kid
+        AND other.pct IS NOT NULL ORDER BY other.pct DESC LIMIT 1), max(pct),
+      (SELECT other.played FROM away_states AS other WHERE other.user_id = away.user_id AND other.kid = away.kid
+        AND other.plct IS NOT NULL ORDER BY other.plct DESC LIMIT 1), max(plct), max(duration)
+    FROM away_states AS away WHERE kid IS NOT NULL GROUP BY user_id, kid)
+  UPDATE ${e} SET
+    position = CASE WHEN ${best("pct")} > coalesce(${e.positionChangedAt}, -1) THEN ${best("position")} ELSE ${e.position} END,
+    position_changed_at = CASE WHEN ${best("pct")} > coalesce(${e.positionChangedAt}, -1) THEN ${best("pct")}
+      ELSE ${e.positionChangedAt} END,
+    played = CASE WHEN ${best("plct")} > coalesce(${e.playedChangedAt}, -1) THEN ${best("played")} ELSE ${e.played} END,
+    played_changed_at = CASE WHEN ${best("plct")} > coalesce(${e.playedChangedAt}, -1) THEN ${best("plct")}
+      ELSE ${e.playedChangedAt} END,
+    duration = coalesce(${e.duration}, ${best("duration")}),
+    change_seq = ${episodeNextChange}, received_at = unixepoch()
+  WHERE (${e.userId}, ${e.id}) IN (SELECT user_id, kid FROM best) AND (${best("pct")} > coalesce(${e.positionChangedAt}, -1)
+    OR ${best("plct")} > coalesce(${e.playedChangedAt}, -1) OR (${e.duration} IS NULL AND ${best("duration")} IS NOT NULL))`);
+
+/**
+ * A merged-away state no kept episode matches joins the kept podcast as it is: its feed is the kept guid (a change);
+ * its id stays (§13: an id is never recomputed).
+ */
+const rehomeEpisodesStatement = statement(sql`
+  WITH ${matchedSql}
+  UPDATE ${e} SET change_seq = ${episodeNextChange}, received_at = unixepoch(),
+    feed_guid = (SELECT away.kept FROM away_states AS away WHERE away.user_id = ${e.userId} AND away.id = ${e.id})
+  WHERE (${e.userId}, ${e.id}) IN (SELECT user_id, id FROM away_states WHERE kid IS NULL)`);
+
+/** The merged-away states left (each joined a kept one) are forgotten as a DELETE forgets: a tombstone each. */
+const forgetMergedStatement = statement(sql`
+  WITH ${pairsSql}
+  UPDATE ${e} SET media_url = NULL, item_guid = NULL, position = 0, duration = NULL, played = 0,
+    position_changed_at = NULL, played_changed_at = NULL, deleted_at = ${now},
+    change_seq = ${episodeNextChange}, received_at = unixepoch()
+  WHERE (${e.userId}, ${e.feedGuid}) IN (SELECT user_id, away FROM pairs) AND ${e.deletedAt} IS NULL`);
+
+/**
+ * The merged-away subscription becomes a tombstone (a change). Its URL stays what it was: A's names the kept B (an
+ * alias), and B's is the kept A's once A moves (the move statement after it in the batch), so neither is a gpodder or
+ * Nextcloud `remove` (db/gpodder.ts: a tombstone whose URL an active subscription has or names).
+ */
+const mergeSubscriptionsStatement = statement(sql`
+  WITH ${pairsSql}
+  UPDATE ${s} SET unsubscribed_at = ${now}, change_seq = ${rowNextChange}, received_at = unixepoch()
+  WHERE (${s.userId}, ${s.guid}) IN (SELECT user_id, away FROM pairs) AND ${s.unsubscribedAt} IS NULL
+  RETURNING 1 AS merged`);
+
+/**
+ * The statements that merge up to `limit` users' duplicate subscriptions (in this order, in one batch, before the
+ * moves: a kept A then moves to B in the same batch). The last returns a row per subscription merged away.
+ */
+export function mergeStatements(
+  db: Database,
+  at: number,
+  limit = MERGED_SUBSCRIPTIONS_PER_STATEMENT,
+): D1PreparedStatement[] {
+  return [mergeEpisodesStatement, rehomeEpisodesStatement, forgetMergedStatement, mergeSubscriptionsStatement].map(
+    (each) => each.bind(db, { limit, now: at }),
+  );
+}
 
 /**
  * Up to `limit` of the subscriptions the moving aliases still have to change, changed as a PATCH of feedUrl changes
@@ -270,11 +393,15 @@ const carryToTargetStatement = statement(sql`
     WHERE m.moving = 1 AND x.status = 'ok') AS known
   WHERE ${f.urlKey} = known.target_key AND ${f.url} IS NULL`);
 
-/** The moving aliases with nothing left to change are done (the next runs read them no more). */
+/**
+ * The moving aliases with nothing left to change are done (the next runs read them no more): no active subscription
+ * of their URL is left, to move or to merge.
+ */
 const doneMovingStatement = statement(sql`
   UPDATE ${a} SET moving = 0 WHERE ${a.urlKey} IN (
     SELECT m.url_key FROM ${a} AS m INDEXED BY feed_aliases_moving
-    WHERE m.moving = 1 AND NOT EXISTS (SELECT 1 FROM ${s} AS t INDEXED BY subscriptions_feed_active WHERE ${movableOf("m")}))`);
+    WHERE m.moving = 1 AND NOT EXISTS (SELECT 1 FROM ${s} AS t INDEXED BY subscriptions_feed_active
+      WHERE t.url_key = m.url_key AND t.unsubscribed_at IS NULL AND ${storedUrl(FEED_URL, "t")} = m.url))`);
 
 /**
  * The statements that move up to `limit` subscriptions of the learned moves not yet applied in this database, then
@@ -320,4 +447,8 @@ export const allStatements: Record<string, Statement> = {
   applyMoves: applyMovesStatement,
   carryToTarget: carryToTargetStatement,
   doneMoving: doneMovingStatement,
+  mergeEpisodes: mergeEpisodesStatement,
+  rehomeEpisodes: rehomeEpisodesStatement,
+  forgetMerged: forgetMergedStatement,
+  mergeSubscriptions: mergeSubscriptionsStatement,
 };

@@ -1,7 +1,13 @@
 import { type SQL, sql } from "drizzle-orm";
 import { rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
-import { applyMovesStatements, forgetAliasStatements, type LearnedMove, learnMoveStatements } from "./feed-aliases";
+import {
+  applyMovesStatements,
+  forgetAliasStatements,
+  type LearnedMove,
+  learnMoveStatements,
+  mergeStatements,
+} from "./feed-aliases";
 import { feeds as f, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import { FEED_URL, storedUrl } from "./url-pieces";
@@ -147,10 +153,16 @@ export interface DueFeeds {
  */
 export async function dueFeeds(db: Database, at: number, limit: number, movesLimit?: number): Promise<DueFeeds> {
   const values = { now: at, limit, claimedUntil: at + CLAIM_MS };
-  const [due, , moved] = await call(() =>
-    db.batch([dueStatement.bind(db, values), claimStatement.bind(db, values), ...applyMovesStatements(db, movesLimit)]),
+  const merging = mergeStatements(db, at, movesLimit);
+  const results = await call(() =>
+    db.batch([
+      dueStatement.bind(db, values),
+      claimStatement.bind(db, values),
+      ...merging,
+      ...applyMovesStatements(db, movesLimit),
+    ]),
   );
-  return { feeds: due.results as unknown as DueFeed[], moved: moved.results.length };
+  return { feeds: results[0].results as unknown as DueFeed[], moved: results[2 + merging.length].results.length };
 }
 
 /** What one fetch leaves in a feed's row. */
@@ -252,9 +264,11 @@ export async function recordFeeds(
     ]),
     ...moves.flatMap((move) => learnMoveStatements(db, move, at)),
   ];
-  const applying = moves.length > 0 ? applyMovesStatements(db, movesLimit) : [];
+  // Duplicates merged first: a kept A then moves to B in the same batch.
+  const merging = moves.length > 0 ? mergeStatements(db, at, movesLimit) : [];
+  const applying = moves.length > 0 ? [...merging, ...applyMovesStatements(db, movesLimit)] : [];
   const results = await call(() => db.batch([...statements, ...applying]));
-  return applying.length > 0 ? results[statements.length].results.length : 0;
+  return applying.length > 0 ? results[statements.length + merging.length].results.length : 0;
 }
 
 /** Every statement this module runs, for the test that proves none scans a table. */
