@@ -58,7 +58,7 @@
 //
 // Settings (environment): SOAK_SECONDS (60), SOAK_CONCURRENCY (auto), SOAK_RATE (requests/s cap, none),
 // SOAK_USERS (200), SOAK_SEED (random), SOAK_SAMPLE_SECONDS (30), SOAK_WORKER (app | ceiling | d1-floor),
-// SOAK_ROUND_SECONDS (5: a feed round every so often), SOAK_WEIGHTS (kind=weight,... for some kinds),
+// SOAK_ROUND_SECONDS (5: a feed round every so often), SOAK_RAMP_SECONDS (4 at each level), SOAK_WEIGHTS (kind=weight,... for some kinds),
 // SOAK_REPORT (bench/SOAK.md; a path ending in .json writes the JSON summary instead), SOAK_KEEP=1 keeps the
 // temporary directory (database and wrangler log), SOAK_SELF_TEST=lose-write loses a subscription and an
 // episode state on purpose before the verification, takes a fetched feed for pending in the model and signs a
@@ -130,7 +130,9 @@ const HEAP_GROWTH_LIMIT = 0.05;
 const PROGRESS_MS = 10_000;
 const KEEP = process.env.SOAK_KEEP === "1";
 const RAMP = [2, 4, 8, 16, 32, 64];
-const RAMP_SECONDS = 4;
+// Seconds at each ramp level (SOAK_RAMP_SECONDS, 4): CI's short soak takes 2 (scripts/ci-soak), every level
+// still run, its knee only coarser.
+const RAMP_SECONDS = positiveNumber("SOAK_RAMP_SECONDS", 4);
 const REQUEST_TIMEOUT_MS = 30_000;
 // A feed round (the Cron Trigger, through wrangler's local scheduled route) every this many seconds of the soak.
 const ROUND_SECONDS = positiveNumber("SOAK_ROUND_SECONDS", 5);

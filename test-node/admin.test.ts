@@ -211,8 +211,9 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
   }
 
   beforeAll(async () => {
-    // The two shards' databases migrated (npm run db:migrate:local -- --env shards, run once by global setup).
-    shardState = migratedState("shards");
+    // The two shards' databases migrated (npm run db:migrate:local -- --env shards, run once per suite run: the
+    // first file that needs them).
+    shardState = await migratedState("shards");
     const worker = await unstable_startWorker({
       config: join(ROOT, "wrangler.toml"),
       env: "shards",

@@ -1,6 +1,8 @@
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { type Environment, migrateState, serveSignInWorker } from "./served-worker";
+import { serveSignInWorker, suiteMigration } from "./served-worker";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -8,8 +10,8 @@ declare module "vitest" {
     workerOrigin: string;
     /** A .dev.vars-style file holding the worker's secret, for `DEV_VARS_FILE=... npm run token`. */
     devVarsFile: string;
-    /** Local state directories migrated once for the suite, per environment: copy them (served-worker.ts, migratedState). */
-    migratedStates: Record<Environment, string>;
+    /** Where the suite run's migrated states are, one per environment, each migrated once on first use (served-worker.ts, suiteMigration). */
+    migrationRoot: string;
   }
 }
 
@@ -23,14 +25,19 @@ const TEST_SECRET = "node-suite-secret-0123456789abcdef0123456789";
  * the other files' requests while that process holds the SQLite lock.
  */
 export default async function setup(project: TestProject) {
-  // Both at once: each migration is a chain of workerd starts, one core's work.
-  const [single, shards] = await Promise.all([migrateState("single"), migrateState("shards")]);
-  const worker = await serveSignInWorker(TEST_SECRET, {}, single);
-  project.provide("workerOrigin", worker.origin);
-  project.provide("devVarsFile", worker.devVarsFile);
-  project.provide("migratedStates", { single, shards });
-  return async () => {
-    await worker.close();
-    for (const state of [single, shards]) rmSync(state, { recursive: true, force: true });
-  };
+  // The top level's now (the shared worker starts from it); `--env shards` by the first file that needs it.
+  const migrationRoot = mkdtempSync(join(tmpdir(), "podcast-subscriptions-migrated-"));
+  project.provide("migrationRoot", migrationRoot);
+  try {
+    const worker = await serveSignInWorker(TEST_SECRET, {}, await suiteMigration("single", migrationRoot));
+    project.provide("workerOrigin", worker.origin);
+    project.provide("devVarsFile", worker.devVarsFile);
+    return async () => {
+      await worker.close();
+      rmSync(migrationRoot, { recursive: true, force: true });
+    };
+  } catch (error) {
+    rmSync(migrationRoot, { recursive: true, force: true });
+    throw error;
+  }
 }

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,16 +15,65 @@ export type Environment = "single" | "shards";
 
 /**
  * Migrates a new local state directory for `environment` with `npm run db:migrate:local` (scripts/migrate.ts, every
- * database the environment declares), as an operator would. Global setup runs it once per environment and the files
- * copy the result (migratedState): `wrangler d1 migrations apply` starts a local D1 (a workerd) for every
- * migration file, about 10 s of CPU per database, which every served worker paid before.
+ * database the environment declares), as an operator would; `state`: where (a new temporary directory by default).
+ * The suite runs it once per environment (suiteMigration) and the files copy the result (migratedState):
+ * `wrangler d1 migrations apply` starts a local D1 (a workerd) for every migration file, about 10 s of CPU per
+ * database, which every served worker paid before.
  */
-export async function migrateState(environment: Environment): Promise<string> {
-  const state = mkdtempSync(join(tmpdir(), `podcast-subscriptions-migrated-${environment}-`));
-  const args = ["--local", "--persist-to", state, ...(environment === "shards" ? ["--env", "shards"] : [])];
+export async function migrateState(environment: Environment, state?: string): Promise<string> {
+  const into = state ?? mkdtempSync(join(tmpdir(), `podcast-subscriptions-migrated-${environment}-`));
+  const args = ["--local", "--persist-to", into, ...(environment === "shards" ? ["--env", "shards"] : [])];
   const { status, output } = await runScript("scripts/migrate.ts", args);
   if (status !== 0) throw new Error(`Local migrations (${environment}) failed:\n${output}`);
-  return state;
+  return into;
+}
+
+const migrations = new Map<Environment, Promise<string>>();
+
+/**
+ * The suite run's migrated state of `environment`, in `root` (global setup's directory, removed at its teardown),
+ * migrated by the first caller of the whole run: global setup for the top level (the shared worker's), the first
+ * file that needs it for `--env shards` (three databases, about 30 s of CPU that a run without those files does not
+ * pay). The files run in worker processes of their own, three at a time: the first to create `<environment>.lock`
+ * migrates into `<environment>.partial` and renames it (at once) to `<environment>`, or writes why it failed to
+ * `<environment>.failed`; the others wait for either.
+ */
+export function suiteMigration(environment: Environment, root = inject("migrationRoot")): Promise<string> {
+  let migration = migrations.get(environment);
+  if (!migration) {
+    migration = migrateOnce(environment, root);
+    migrations.set(environment, migration);
+  }
+  return migration;
+}
+
+async function migrateOnce(environment: Environment, root: string): Promise<string> {
+  const done = join(root, environment);
+  const failed = join(root, `${environment}.failed`);
+  let owner = true;
+  try {
+    mkdirSync(join(root, `${environment}.lock`));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    owner = false;
+  }
+  if (owner) {
+    const partial = join(root, `${environment}.partial`);
+    try {
+      await migrateState(environment, partial);
+    } catch (error) {
+      writeFileSync(failed, String(error));
+      throw error;
+    }
+    renameSync(partial, done);
+    return done;
+  }
+  // Another file's process is migrating: a hang there ends at the hook's timeout (vitest.node.config.ts).
+  for (;;) {
+    if (existsSync(done)) return done;
+    if (existsSync(failed)) throw new Error(`Another test file's migration failed: ${readFileSync(failed, "utf8")}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 /** Runs a tsx entry point of the repository (an npm script's) without blocking this process; answers its output. */
@@ -46,16 +95,17 @@ export function runScript(script: string, args: string[]): Promise<{ status: num
 }
 
 /**
- * A local state directory of `environment` whose databases are migrated: a copy of the one global setup migrated
- * (migrateState; `from` another), which nothing opens, so the copy is the migrated files exactly. Into `into`, or
- * a new temporary directory; the caller removes it.
+ * A local state directory of `environment` whose databases are migrated: a copy of the suite run's (suiteMigration;
+ * `from` another), which nothing opens, so the copy is the migrated files exactly. Into `into`, or a new temporary
+ * directory; the caller removes it.
  */
-export function migratedState(
+export async function migratedState(
   environment: Environment,
-  { from = inject("migratedStates")[environment], into }: { from?: string; into?: string } = {},
-): string {
+  { from, into }: { from?: string; into?: string } = {},
+): Promise<string> {
+  const source = from ?? (await suiteMigration(environment));
   const state = into ?? mkdtempSync(join(tmpdir(), `podcast-subscriptions-node-suite-${environment}-`));
-  cpSync(from, state, { recursive: true });
+  cpSync(source, state, { recursive: true });
   return state;
 }
 
@@ -90,7 +140,7 @@ export async function serveWorker(
   // Miniflare would otherwise try to download the Request.cf object from Cloudflare.
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
-  const state = migratedState("single", { from: template });
+  const state = await migratedState("single", { from: template });
   const devVarsFile = join(state, "test.dev.vars");
   writeFileSync(devVarsFile, `AUTH_JWT_SECRET="${secret}"\n`, { mode: 0o600 });
   const worker = await unstable_startWorker({

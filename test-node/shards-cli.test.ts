@@ -201,9 +201,9 @@ describe("npm run shards:move against a running wrangler dev --env shards", () =
       .replace('directory = "./public"', `directory = "${join(ROOT, "public")}"`);
     writeFileSync(config, toml);
     writeFileSync(join(dir, ".dev.vars"), `AUTH_JWT_SECRET=${SECRET}\n`);
-    // The three databases migrated by npm run db:migrate:local -- --env shards (global setup ran it once; the
+    // The three databases migrated by npm run db:migrate:local -- --env shards (once per suite run; the
     // describe above runs it itself): the databases are named by their ids, which this config keeps.
-    migratedState("shards", { into: state });
+    await migratedState("shards", { into: state });
     dev = spawn(
       process.execPath,
       [
