@@ -221,11 +221,22 @@ export function learnMoveStatements(db: Database, move: LearnedMove, at: number)
  * Found through the active subscriptions' key index, each URL compared as stored.
  */
 function movableOf(m: string): SQL {
-  const at = (column: string) => sql.raw(`${m}.${column}`);
-  return sql`t.url_key = ${at("url_key")} AND t.unsubscribed_at IS NULL AND ${storedUrl(FEED_URL, "t")} = ${at("url")}
-      AND NOT EXISTS (SELECT 1 FROM ${s} AS b INDEXED BY subscriptions_url
-        WHERE b.user_id = t.user_id AND b.url_key = ${at("canonical_key")} AND b.unsubscribed_at IS NULL
-          AND ${storedUrl(FEED_URL, "b")} = ${at("canonical_url")})`;
+  return sql`${activeAt(m, "t")}
+      AND NOT EXISTS (SELECT 1 FROM ${s} AS b INDEXED BY subscriptions_url WHERE ${sameUserActiveAtTarget(m, "t", "b")})`;
+}
+
+/** Subscription row `t` is active at alias row `m`'s URL (found by its key, the URL compared as stored). */
+function activeAt(m: string, t: string): SQL {
+  const raw = (row: string, column: string) => sql.raw(`${row}.${column}`);
+  return sql`${raw(t, "url_key")} = ${raw(m, "url_key")} AND ${raw(t, "unsubscribed_at")} IS NULL
+    AND ${storedUrl(FEED_URL, t)} = ${raw(m, "url")}`;
+}
+
+/** Subscription row `b` is row `t`'s user's, active at alias row `m`'s target (its canonical URL). */
+function sameUserActiveAtTarget(m: string, t: string, b: string): SQL {
+  const raw = (row: string, column: string) => sql.raw(`${row}.${column}`);
+  return sql`${raw(b, "user_id")} = ${raw(t, "user_id")} AND ${raw(b, "url_key")} = ${raw(m, "canonical_key")}
+    AND ${raw(b, "unsubscribed_at")} IS NULL AND ${storedUrl(FEED_URL, b)} = ${raw(m, "canonical_url")}`;
 }
 
 /**
@@ -258,9 +269,7 @@ const pairsSql = sql`pairs(user_id, away, kept) AS MATERIALIZED (
       (t.subscribed_at, t.subscribed_seq, t.guid) < (b.subscribed_at, b.subscribed_seq, b.guid) AS older
     FROM ${a} AS m INDEXED BY feed_aliases_moving CROSS JOIN ${s} AS t INDEXED BY subscriptions_feed_active
       CROSS JOIN ${s} AS b INDEXED BY subscriptions_url
-    WHERE m.moving = 1 AND t.url_key = m.url_key AND t.unsubscribed_at IS NULL AND ${storedUrl(FEED_URL, "t")} = m.url
-      AND b.user_id = t.user_id AND b.url_key = m.canonical_key AND b.unsubscribed_at IS NULL
-      AND ${storedUrl(FEED_URL, "b")} = m.canonical_url
+    WHERE m.moving = 1 AND ${activeAt("m", "t")} AND ${sameUserActiveAtTarget("m", "t", "b")}
     LIMIT ${sql.placeholder("limit")}) AS t)`;
 
 /**
@@ -401,7 +410,7 @@ const doneMovingStatement = statement(sql`
   UPDATE ${a} SET moving = 0 WHERE ${a.urlKey} IN (
     SELECT m.url_key FROM ${a} AS m INDEXED BY feed_aliases_moving
     WHERE m.moving = 1 AND NOT EXISTS (SELECT 1 FROM ${s} AS t INDEXED BY subscriptions_feed_active
-      WHERE t.url_key = m.url_key AND t.unsubscribed_at IS NULL AND ${storedUrl(FEED_URL, "t")} = m.url))`);
+      WHERE ${activeAt("m", "t")}))`);
 
 /**
  * The statements that move up to `limit` subscriptions of the learned moves not yet applied in this database, then
