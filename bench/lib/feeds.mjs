@@ -205,6 +205,26 @@ const steady = (line) => {
 /** The feed round's summary line of a run. */
 const roundLine = (lines) => lines.map((line) => JSON.parse(line)).find((line) => line.event === "feed_round");
 
+/** What the report keeps of a recorded scheduled run: its round, its D1 use and what its fetches read. */
+function runFigures(at, envelope, round) {
+  return {
+    at,
+    lines: envelope.lines,
+    round,
+    d1Calls: envelope.use.calls,
+    d1Statements: envelope.use.queries,
+    d1Sequential: envelope.use.sequential,
+    fetches: envelope.fetches.length,
+    fetchedBytes: envelope.fetches.reduce(
+      (sum, f) => sum + f.chunks.reduce((n, chunk) => n + Buffer.from(chunk, "base64").length, 0),
+      0,
+    ),
+    chunks: envelope.fetches.reduce((sum, f) => sum + f.chunks.length, 0),
+    rowsRead: envelope.use.rowsRead,
+    rowsWritten: envelope.use.rowsWritten,
+  };
+}
+
 /**
  * Records each feed scenario once (its own feeds subscribed, every other feed pushed out of the round), checks
  * the recorded round against the round's limits, loads the tapes into the isolate-only worker and checks each
@@ -270,22 +290,7 @@ export async function recordFeedRounds({ urls, databases, token, send, log }) {
       }
       recordings[name] = envelope.calls;
       fetches[name] = envelope.fetches;
-      runs[name] = {
-        at,
-        lines: envelope.lines,
-        round,
-        d1Calls: envelope.use.calls,
-        d1Statements: envelope.use.queries,
-        d1Sequential: envelope.use.sequential,
-        fetches: envelope.fetches.length,
-        fetchedBytes: envelope.fetches.reduce(
-          (sum, f) => sum + f.chunks.reduce((n, chunk) => n + Buffer.from(chunk, "base64").length, 0),
-          0,
-        ),
-        chunks: envelope.fetches.reduce((sum, f) => sum + f.chunks.length, 0),
-        rowsRead: envelope.use.rowsRead,
-        rowsWritten: envelope.use.rowsWritten,
-      };
+      runs[name] = runFigures(at, envelope, round);
       log(
         `bench: ${name} recorded: ${round.fetched} fetched, ${round.deferred} deferred, ${round.moved} moved; ${runs[name].chunks} body chunks of ${Math.round(runs[name].fetchedBytes / 1024)} KiB; ${envelope.fetches.length} fetches + ${envelope.use.calls} D1 calls`,
       );
@@ -773,22 +778,7 @@ export async function recordFeedMove({ urls, databases, user, token, send, log }
       const name = moveRunName(n);
       recordings[name] = envelope.calls;
       fetches[name] = envelope.fetches;
-      runs[name] = {
-        at,
-        lines: envelope.lines,
-        round,
-        d1Calls: envelope.use.calls,
-        d1Statements: envelope.use.queries,
-        d1Sequential: envelope.use.sequential,
-        fetches: envelope.fetches.length,
-        fetchedBytes: envelope.fetches.reduce(
-          (sum, f) => sum + f.chunks.reduce((k, chunk) => k + Buffer.from(chunk, "base64").length, 0),
-          0,
-        ),
-        chunks: envelope.fetches.reduce((sum, f) => sum + f.chunks.length, 0),
-        rowsRead: envelope.use.rowsRead,
-        rowsWritten: envelope.use.rowsWritten,
-      };
+      runs[name] = runFigures(at, envelope, round);
     }
     const moved = Object.values(runs).reduce((sum, run) => sum + run.round.subscriptionsMoved, 0);
     if (moved !== MOVE_SUBSCRIBERS || (await activeAt(databases, b)) !== MOVE_SUBSCRIBERS) {
