@@ -4,6 +4,7 @@ import { ANSWERED_ALIASES, MOVED_SUBSCRIPTIONS_PER_STATEMENT } from "../src/db/f
 import { gpodderStatements, readEpisodeActions } from "../src/db/gpodder";
 import { urlKey } from "../src/db/url-key";
 import { runFeedRound } from "../src/feeds/round";
+import { podcastGuidSync } from "../src/podcast-guid";
 import { bucketOf } from "../src/shards";
 import { at, FETCHING, subscribe, uniqueNumber } from "./feed-round-calls";
 import {
@@ -17,6 +18,7 @@ import {
   runCron,
   send,
   shardDatabases,
+  subscriptionDocument,
   syncFrom,
 } from "./helpers";
 import { basic, type Changes, GPODDER_USER_AGENT, gpodder, json, mint, nextcloud } from "./nextcloud-client";
@@ -663,5 +665,27 @@ describe("states sent under B before the move is learned (gPodder follows the 30
       .first<{ d: number; n: number }>();
     expect(seqs?.d).toBe(seqs?.n);
     expect(await db.prepare("SELECT moving FROM feed_aliases WHERE url = ?").bind(from).first()).toEqual({ moving: 0 });
+  });
+
+  it("stay with an active subscription of the user whose guid is B's podcast:guid: that podcast's own", async () => {
+    const { user, app, gp } = await gpodderApp("aliases-strays-owned");
+    const [from, to] = movingFeed();
+    const guid = await subscribe(user, from);
+    // Another subscription (another URL) under the guid an upload under B would compute.
+    const owner = podcastGuidSync(to);
+    const other = at("/feeds/other.rss");
+    expect((await user.post("/v1/subscriptions", subscriptionDocument(owner, other))).status).toBe(201);
+    await json(gp.post(`/api/2/episodes/${app.loginName}.json`, [playOf(to, `${to}-owned.mp3`, 30)]));
+    await runCron(Date.now(), FETCHING);
+    expect(await listAll(user)).toEqual(
+      new Map([
+        [guid, to],
+        [owner, other],
+      ]),
+    );
+    const { data } = (await (await user.get("/v1/episodes")).json()) as {
+      data: { relationships: { subscription: { data: { id: string } } } }[];
+    };
+    expect(data.map((state) => state.relationships.subscription.data.id)).toEqual([owner]);
   });
 });
