@@ -4,6 +4,7 @@ import { ANSWERED_ALIASES, MOVED_SUBSCRIPTIONS_PER_STATEMENT } from "../src/db/f
 import { gpodderStatements, readEpisodeActions } from "../src/db/gpodder";
 import { urlKey } from "../src/db/url-key";
 import { runFeedRound } from "../src/feeds/round";
+import { podcastGuidSync } from "../src/podcast-guid";
 import { bucketOf } from "../src/shards";
 import { at, FETCHING, subscribe, uniqueNumber } from "./feed-round-calls";
 import {
@@ -17,6 +18,7 @@ import {
   runCron,
   send,
   shardDatabases,
+  subscriptionDocument,
   syncFrom,
 } from "./helpers";
 import { basic, type Changes, GPODDER_USER_AGENT, gpodder, json, mint, nextcloud } from "./nextcloud-client";
@@ -576,5 +578,114 @@ describe("episode reads under every alias (gpodder.net: gPodder matches a play b
     expect(filled.map((page) => JSON.parse(`[${page}]`))).toEqual(
       [0, 1, 2].map((i) => actions.slice(2 * i, 2 * i + 2)),
     );
+  });
+});
+
+describe("states sent under B before the move is learned (gPodder follows the 301 itself)", () => {
+  it("join the moved subscription when the round learns A -> B: re-homed, or merged by section 13 with its own state; every device reads them as changes", async () => {
+    const { user, app, gp } = await gpodderApp("aliases-strays");
+    const [from, to] = movingFeed();
+    const guid = await subscribe(user, from);
+    const path = `/api/2/episodes/${app.loginName}.json`;
+    const media = (n: number) => `${to}-stray-${n}.mp3`;
+    // Under A (the subscription's): episode 2 played earlier than under B, episode 3 later (and by media URL alone).
+    await json(gp.post(path, [playOf(from, media(2), 10, "2026-01-02T02:00:00")]));
+    await json(gp.post(path, [{ ...playOf(from, media(3), 70, "2026-01-02T05:00:00"), guid: undefined }]));
+    // Device 1 moved to B itself: B names no subscription yet, so these are stored under B's own podcast:guid.
+    await json(
+      gp.post(path, [
+        playOf(to, media(1), 30, "2026-01-02T03:00:00"),
+        playOf(to, media(2), 40, "2026-01-02T03:00:00"),
+        { ...playOf(to, media(3), 20, "2026-01-02T03:00:00"), guid: undefined },
+      ]),
+    );
+    type Listed = {
+      data: {
+        id: string;
+        attributes: { mediaUrl: string; position: number; deletedAt: string | null };
+        relationships: { subscription: { data: { id: string } } };
+      }[];
+    };
+    const live = async () => {
+      const { data } = (await (await user.get("/v1/episodes")).json()) as Listed;
+      return data.filter((state) => state.attributes.deletedAt === null);
+    };
+    const strayId = (await live()).find((state) => state.attributes.mediaUrl === media(1))?.id;
+    expect((await live()).filter((state) => state.relationships.subscription.data.id !== guid)).toHaveLength(3);
+    // A device that read everything before the move: the plays under B were never its subscription's.
+    const db = await databaseFor(user.userId);
+    await nextSecond(db);
+    const known = await json<Actions>(gp.get(`${path}?since=0`));
+    expect(known.actions.map((action) => action.episode).sort()).toEqual([media(2), media(3)]);
+    const episodeChanges = async (since: string) => {
+      const response = await user.get(`/v1/episodes?filter[since]=${since}&page[size]=100`);
+      expect(response.status).toBe(200);
+      return (await response.json()) as Listed & { meta: { syncToken: string } };
+    };
+    const { syncToken } = (await episodeChanges("0")).meta;
+
+    await runCron(Date.now(), FETCHING);
+    expect(await listAll(user)).toEqual(new Map([[guid, to]]));
+
+    // One state per episode, all of the subscription: episode 1 re-homed (its id kept), 2 and 3 merged per field.
+    const states = await live();
+    expect(states.map((state) => [state.attributes.mediaUrl, state.relationships.subscription.data.id]).sort()).toEqual(
+      [
+        [media(1), guid],
+        [media(2), guid],
+        [media(3), guid],
+      ],
+    );
+    const byMedia = new Map(states.map((state) => [state.attributes.mediaUrl, state]));
+    expect(byMedia.get(media(1))?.id).toBe(strayId);
+    expect(byMedia.get(media(1))?.attributes.position).toBe(30);
+    expect(byMedia.get(media(2))?.attributes.position).toBe(40);
+    expect(byMedia.get(media(3))?.attributes.position).toBe(70);
+    // The device's next incremental read brings what changed, under the stored URL B.
+    const { actions } = await json<Actions>(gp.get(`${path}?since=${known.timestamp}`));
+    expect(actions.map((action) => [action.podcast, action.episode, action.position]).sort()).toEqual([
+      [to, media(1), 30],
+      [to, media(2), 40],
+    ]);
+    // JSON:API: the episode change feed since before the move has each change once: the re-homed and the merged
+    // states under the subscription, the merged-away ones of B's guid as tombstones.
+    const changed = (await episodeChanges(syncToken)).data;
+    const liveIds = new Set(states.map((state) => state.id));
+    expect(
+      changed
+        .filter((state) => state.attributes.deletedAt === null)
+        .map((state) => state.id)
+        .sort(),
+    ).toEqual([byMedia.get(media(1))?.id, byMedia.get(media(2))?.id].sort());
+    expect(changed.filter((state) => state.attributes.deletedAt !== null && !liveIds.has(state.id))).toHaveLength(2);
+    // Change numbers stay distinct; nothing is left moving.
+    const seqs = await db
+      .prepare("SELECT count(DISTINCT change_seq) AS d, count(*) AS n FROM episodes WHERE user_id = ?")
+      .bind(user.userId)
+      .first<{ d: number; n: number }>();
+    expect(seqs?.d).toBe(seqs?.n);
+    expect(await db.prepare("SELECT moving FROM feed_aliases WHERE url = ?").bind(from).first()).toEqual({ moving: 0 });
+  });
+
+  it("stay with an active subscription of the user whose guid is B's podcast:guid: that podcast's own", async () => {
+    const { user, app, gp } = await gpodderApp("aliases-strays-owned");
+    const [from, to] = movingFeed();
+    const guid = await subscribe(user, from);
+    // Another subscription (another URL) under the guid an upload under B would compute.
+    const owner = podcastGuidSync(to);
+    const other = at("/feeds/other.rss");
+    expect((await user.post("/v1/subscriptions", subscriptionDocument(owner, other))).status).toBe(201);
+    await json(gp.post(`/api/2/episodes/${app.loginName}.json`, [playOf(to, `${to}-owned.mp3`, 30)]));
+    await runCron(Date.now(), FETCHING);
+    expect(await listAll(user)).toEqual(
+      new Map([
+        [guid, to],
+        [owner, other],
+      ]),
+    );
+    const { data } = (await (await user.get("/v1/episodes")).json()) as {
+      data: { relationships: { subscription: { data: { id: string } } } }[];
+    };
+    expect(data.map((state) => state.relationships.subscription.data.id)).toEqual([owner]);
   });
 });

@@ -13,6 +13,7 @@ import { urlKey } from "../src/db/url-key";
 import { MAX_HEAD_BYTES } from "../src/feeds/fetch";
 import { NEW_FEED_URL_HOPS } from "../src/feeds/moves";
 import { FEEDS_PER_ROUND, FETCHES_PER_ROUND, READ_BYTES_PER_ROUND } from "../src/feeds/round";
+import { podcastGuidSync } from "../src/podcast-guid";
 import type { NamedFeed } from "./feed-documents";
 import { at, FETCHING, feedServer, requestsFor, subscribe, uniqueNumber } from "./feed-round-calls";
 import {
@@ -454,6 +455,40 @@ describe("aliases are kept", () => {
     await dueNow(b);
     await runCron(time + 20 * 60 * 1000, FETCHING);
     expect(await aliasRows([a, b])).toEqual([]);
+  });
+});
+
+describe("the podcast:guid of an alias's canonical URL (the guid its states were sent under before the move)", () => {
+  it("is the final URL's, when the target had moved on and when the URLs that moved to `from` move on with it", async () => {
+    const db = await databaseFor((await as(`alias-guid-${uniqueNumber()}`)).userId);
+    const base = `https://alias-guid-${uniqueNumber()}.example`;
+    const [a, b, c, d] = ["a", "b", "c", "d"].map((name) => `${base}/${name}`);
+    const learn = (from: string, to: string) =>
+      db.batch(learnMoveStatements(db, { from, to, final: true }, Date.now()));
+    const guids = async () => {
+      const { results } = await db
+        .prepare(
+          `SELECT url, canonical_url AS canonical, canonical_url_guid AS guid FROM feed_aliases
+           WHERE url_key IN (?, ?, ?) ORDER BY url`,
+        )
+        .bind(urlKey(a), urlKey(b), urlKey(c))
+        .all<{ url: string; canonical: string; guid: string }>();
+      return results.map((row) => [row.url, row.canonical, row.guid]);
+    };
+    // B moved to C first; then A -> B is learned: A's target is C, and so is its guid.
+    await learn(b, c);
+    await learn(a, b);
+    expect(await guids()).toEqual([
+      [a, c, podcastGuidSync(c)],
+      [b, c, podcastGuidSync(c)],
+    ]);
+    // C moves to D: A and B move on with it, guid and all.
+    await learn(c, d);
+    expect(await guids()).toEqual([
+      [a, d, podcastGuidSync(d)],
+      [b, d, podcastGuidSync(d)],
+      [c, d, podcastGuidSync(d)],
+    ]);
   });
 });
 

@@ -1,4 +1,5 @@
 import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
+import { podcastGuidSync } from "../podcast-guid";
 import { rowNextChange } from "./change-numbers";
 import { call, type Database } from "./database";
 import { feedAliases as a, episodes as e, feeds as f, subscriptions as s, userStats as stats } from "./schema";
@@ -151,6 +152,13 @@ const fromKey = sql.placeholder("fromKey");
 const now = sql.placeholder("now");
 const target = canonicalUrlSql(sql`${to}`, sql`${toKey}`);
 const targetKey = canonicalKeySql(sql`${to}`, sql`${toKey}`);
+/**
+ * The podcast:guid of the target's URL (`canonical_url_guid`). The isolate computes `to`'s (`toGuid`); when `to` had
+ * moved on, the target is `to`'s canonical URL, whose guid `to`'s own alias row holds (the table is resolved: that
+ * row names the final URL, and learning it wrote that URL's guid), null for a row from before migration 0014.
+ */
+const targetGuid = sql`CASE WHEN ${target} = ${to} THEN ${sql.placeholder("toGuid")} ELSE (
+  SELECT ${a.canonicalUrlGuid} FROM ${a} WHERE ${a.urlKey} = ${toKey} AND ${a.url} = ${to}) END`;
 
 /**
  * The URLs one podcast may have moved to it, at most. Every lookup of a URL reads its podcast's aliases
@@ -182,19 +190,20 @@ const dropTargetAliasStatement = statement(sql`
     AND ${aliasesOf(sql`${fromKey}`)} <= ${ALIASES_PER_PODCAST}`);
 /** The URLs that had moved to `from` move on with it (the table stays resolved). */
 const moveAliasesOnStatement = statement(sql`
-  UPDATE ${a} SET canonical_url = ${target}, canonical_key = ${targetKey}, learned_at = ${now}, moving = 1
+  UPDATE ${a} SET canonical_url = ${target}, canonical_key = ${targetKey}, canonical_url_guid = ${targetGuid},
+    learned_at = ${now}, moving = 1
   WHERE ${a.canonicalKey} = ${fromKey} AND ${a.canonicalUrl} = ${from} AND ${target} <> ${from} AND ${roomForMove}`);
 /**
  * `from`'s alias, made or moved. A key another URL already holds keeps its row (the first URL keeps it): a URL
  * made to collide with a popular feed's key cannot take that feed's alias away.
  */
 const aliasStatement = statement(sql`
-  INSERT INTO ${a} (url_key, url, canonical_url, canonical_key, learned_at)
-  SELECT ${fromKey}, ${from}, target.url, target.url_key, ${now}
-  FROM (SELECT ${target} AS url, ${targetKey} AS url_key) AS target
+  INSERT INTO ${a} (url_key, url, canonical_url, canonical_key, canonical_url_guid, learned_at)
+  SELECT ${fromKey}, ${from}, target.url, target.url_key, target.guid, ${now}
+  FROM (SELECT ${target} AS url, ${targetKey} AS url_key, ${targetGuid} AS guid) AS target
   WHERE target.url <> ${from} AND ${roomForMove}
   ON CONFLICT (url_key) DO UPDATE SET canonical_url = excluded.canonical_url, canonical_key = excluded.canonical_key,
-    learned_at = excluded.learned_at, moving = 1
+    canonical_url_guid = excluded.canonical_url_guid, learned_at = excluded.learned_at, moving = 1
   WHERE ${a.url} = excluded.url`);
 
 /** The statements that store `move` (in this order, in one batch: the table is resolved before and after). */
@@ -204,6 +213,7 @@ export function learnMoveStatements(db: Database, move: LearnedMove, at: number)
     fromKey: urlKey(move.from),
     to: move.to,
     toKey: urlKey(move.to),
+    toGuid: podcastGuidSync(move.to),
     final: move.final ? 1 : 0,
     now: at,
   };
@@ -247,6 +257,17 @@ function sameUserActiveAtTarget(m: string, t: string, b: string): SQL {
  */
 export const MOVED_SUBSCRIPTIONS_PER_STATEMENT = 500;
 
+/**
+ * Up to `limit` of the subscriptions the moving aliases still have to change, each with its target (`url`,
+ * `url_key`, `url_guid`: the alias's canonical URL, key and that URL's podcast:guid): one walk, the same text in
+ * `applyMovesStatement` and in `strayPairsSql` before it in the batch, so both find the same slice (the statements
+ * between them write episode states only).
+ */
+const movableSql = sql`SELECT t.user_id AS user_id, t.guid AS guid, m.canonical_url AS url, m.canonical_key AS url_key,
+      m.canonical_url_guid AS url_guid
+    FROM ${a} AS m INDEXED BY feed_aliases_moving CROSS JOIN ${s} AS t INDEXED BY subscriptions_feed_active
+    WHERE m.moving = 1 AND ${movableOf("m")} LIMIT ${sql.placeholder("limit")}`;
+
 // ---------------------------------------------------------------------------------------------
 // Merging a user's two subscriptions a learned move makes one podcast (docs/API.md §18, "they become one").
 
@@ -274,24 +295,32 @@ const pairsSql = sql`pairs(user_id, away, kept) AS MATERIALIZED (
 
 /**
  * The live states of the merged-away feeds (`away_states`) and the kept episode each joins (`kid`, null when none):
- * the same item guid, else (either has none) the same media URL, by the stored text.
+ * one of the same kept podcast with the same item guid, else (either has none) the same media URL, by the stored
+ * text. Over the CTE `pairs(user_id, away, kept)` that `pairs` defines: a user's duplicate subscriptions
+ * (`pairsSql`), or the states a user sent under a move's target (`strayPairsSql`). Only the pairs with live states
+ * to merge read their kept podcast's states.
  */
-const matchedSql = sql`${pairsSql},
-  kept_states(user_id, id, item, media) AS MATERIALIZED (
-    SELECT pairs.user_id, k.id, ${storedUrl(ITEM_GUID, "k")}, ${storedUrl(MEDIA_URL, "k")}
-    FROM pairs CROSS JOIN ${e} AS k INDEXED BY episodes_feed
-    WHERE k.user_id = pairs.user_id AND k.feed_guid = pairs.kept AND k.deleted_at IS NULL),
+function matchedSql(pairs: SQL): SQL {
+  return sql`${pairs},
+  away_rows(user_id, kept, id, item, media, position, pct, played, plct, duration) AS MATERIALIZED (
+    SELECT pairs.user_id, pairs.kept, y.id, ${storedUrl(ITEM_GUID, "y")}, ${storedUrl(MEDIA_URL, "y")}, y.position,
+      y.position_changed_at, y.played, y.played_changed_at, y.duration
+    FROM pairs CROSS JOIN ${e} AS y INDEXED BY episodes_feed
+    WHERE y.user_id = pairs.user_id AND y.feed_guid = pairs.away AND y.deleted_at IS NULL),
+  kept_states(user_id, kept, id, item, media) AS MATERIALIZED (
+    SELECT owners.user_id, owners.kept, k.id, ${storedUrl(ITEM_GUID, "k")}, ${storedUrl(MEDIA_URL, "k")}
+    FROM (SELECT DISTINCT user_id, kept FROM away_rows) AS owners CROSS JOIN ${e} AS k INDEXED BY episodes_feed
+    WHERE k.user_id = owners.user_id AND k.feed_guid = owners.kept AND k.deleted_at IS NULL),
   away_states(user_id, kept, id, kid, position, pct, played, plct, duration) AS MATERIALIZED (
-    SELECT x.user_id, x.kept, x.id, coalesce(
-        (SELECT min(k.id) FROM kept_states AS k WHERE k.user_id = x.user_id AND k.item = x.item),
-        (SELECT min(k.id) FROM kept_states AS k WHERE k.user_id = x.user_id AND k.media = x.media
-          AND (k.item IS NULL OR x.item IS NULL))),
-      x.position, x.pct, x.played, x.plct, x.duration
-    FROM (SELECT pairs.user_id AS user_id, pairs.kept AS kept, y.id AS id, ${storedUrl(ITEM_GUID, "y")} AS item,
-        ${storedUrl(MEDIA_URL, "y")} AS media, y.position AS position, y.position_changed_at AS pct, y.played AS played,
-        y.played_changed_at AS plct, y.duration AS duration
-      FROM pairs CROSS JOIN ${e} AS y INDEXED BY episodes_feed
-      WHERE y.user_id = pairs.user_id AND y.feed_guid = pairs.away AND y.deleted_at IS NULL) AS x)`;
+    SELECT away_row.user_id, away_row.kept, away_row.id, coalesce(
+        (SELECT min(k.id) FROM kept_states AS k
+          WHERE k.user_id = away_row.user_id AND k.kept = away_row.kept AND k.item = away_row.item),
+        (SELECT min(k.id) FROM kept_states AS k
+          WHERE k.user_id = away_row.user_id AND k.kept = away_row.kept AND k.media = away_row.media
+            AND (k.item IS NULL OR away_row.item IS NULL))),
+      away_row.position, away_row.pct, away_row.played, away_row.plct, away_row.duration
+    FROM away_rows AS away_row)`;
+}
 
 /** The user's next episode change number, read again for each row written (as `rowNextChange`). */
 const episodeNextChange = sql`(SELECT coalesce(max(${stats.episodeVersion}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${e.userId})`;
@@ -304,8 +333,9 @@ const episodeNextChange = sql`(SELECT coalesce(max(${stats.episodeVersion}), 0) 
  */
 const best = (column: string) =>
   sql`(SELECT ${sql.raw(`best.${column}`)} FROM best WHERE best.user_id = ${e.userId} AND best.kid = ${e.id})`;
-const mergeEpisodesStatement = statement(sql`
-  WITH ${matchedSql},
+function mergeEpisodesStatement(pairs: SQL): Statement {
+  return statement(sql`
+  WITH ${matchedSql(pairs)},
   best(user_id, kid, position, pct, played, plct, duration) AS MATERIALIZED (
     SELECT user_id, kid,
       (SELECT other.position FROM away_states AS other WHERE other.user_id = away.user_id AND other.kid = away.kid
@@ -324,24 +354,58 @@ const mergeEpisodesStatement = statement(sql`
     change_seq = ${episodeNextChange}, received_at = unixepoch()
   WHERE (${e.userId}, ${e.id}) IN (SELECT user_id, kid FROM best) AND (${best("pct")} > coalesce(${e.positionChangedAt}, -1)
     OR ${best("plct")} > coalesce(${e.playedChangedAt}, -1) OR (${e.duration} IS NULL AND ${best("duration")} IS NOT NULL))`);
+}
 
 /**
  * A merged-away state no kept episode matches joins the kept podcast as it is: its feed is the kept guid (a change);
  * its id stays (§13: an id is never recomputed).
  */
-const rehomeEpisodesStatement = statement(sql`
-  WITH ${matchedSql}
+function rehomeEpisodesStatement(pairs: SQL): Statement {
+  return statement(sql`
+  WITH ${matchedSql(pairs)}
   UPDATE ${e} SET change_seq = ${episodeNextChange}, received_at = unixepoch(),
     feed_guid = (SELECT away.kept FROM away_states AS away WHERE away.user_id = ${e.userId} AND away.id = ${e.id})
   WHERE (${e.userId}, ${e.id}) IN (SELECT user_id, id FROM away_states WHERE kid IS NULL)`);
+}
 
 /** The merged-away states left (each joined a kept one) are forgotten as a DELETE forgets: a tombstone each. */
-const forgetMergedStatement = statement(sql`
-  WITH ${pairsSql}
+function forgetMergedStatement(pairs: SQL): Statement {
+  return statement(sql`
+  WITH ${pairs}
   UPDATE ${e} SET media_url = NULL, item_guid = NULL, position = 0, duration = NULL, played = 0,
     position_changed_at = NULL, played_changed_at = NULL, deleted_at = ${now},
     change_seq = ${episodeNextChange}, received_at = unixepoch()
   WHERE (${e.userId}, ${e.feedGuid}) IN (SELECT user_id, away FROM pairs) AND ${e.deletedAt} IS NULL`);
+}
+
+/**
+ * The statements that merge the live states of each pair's `away` feed into its `kept` one (in this order, in one
+ * batch): matched episodes merged, the others re-homed, the matched ones left forgotten.
+ */
+function episodeMergeStatements(pairs: SQL): Statement[] {
+  return [mergeEpisodesStatement(pairs), rehomeEpisodesStatement(pairs), forgetMergedStatement(pairs)];
+}
+
+const mergedEpisodes = episodeMergeStatements(pairsSql);
+
+/**
+ * The states a user sent under a move's target before the round learned the move (docs/decisions.md, "States sent
+ * under B before the move is learned"): gPodder follows a permanent redirect itself and uploads its plays under B,
+ * which then names no subscription of the user's, so they are stored under B's podcast:guid (db/gpodder.ts,
+ * `feedGuidOf`) where no read of the subscription finds them. As pairs `(user_id, away, kept)`: each subscription
+ * the move changes now (`movableSql`, the slice `applyMovesStatement` moves after these in the batch) with its
+ * target URL's podcast:guid, unless an active subscription of the user's has that guid (those states are its own).
+ * Only that guid: an upload under B names B's guid when B names no subscription (the http/https and trailing-slash
+ * forms of B share it), and A's forms named the subscription itself. At most `limit` pairs (one per user and guid).
+ */
+const strayPairsSql = sql`pairs(user_id, away, kept) AS MATERIALIZED (
+  SELECT moved.user_id, moved.url_guid, min(moved.guid)
+  FROM (${movableSql}) AS moved
+  WHERE moved.url_guid <> moved.guid AND NOT EXISTS (SELECT 1 FROM ${s} AS g
+    WHERE g.user_id = moved.user_id AND g.guid = moved.url_guid AND g.unsubscribed_at IS NULL)
+  GROUP BY moved.user_id, moved.url_guid)`;
+
+const joinedStrays = episodeMergeStatements(strayPairsSql);
 
 /**
  * The merged-away subscription becomes a tombstone (a change). Its URL stays what it was: A's names the kept B (an
@@ -355,17 +419,19 @@ const mergeSubscriptionsStatement = statement(sql`
   RETURNING 1 AS merged`);
 
 /**
- * The statements that merge up to `limit` users' duplicate subscriptions (in this order, in one batch, before the
- * moves: a kept A then moves to B in the same batch). The last returns a row per subscription merged away.
+ * The statements that merge up to `limit` users' duplicate subscriptions (MERGED_SUBSCRIPTIONS_PER_STATEMENT unless
+ * set), then join the states sent under the targets to the subscriptions the moves change next (as many as
+ * `applyMovesStatements` moves: `limit`, MOVED_SUBSCRIPTIONS_PER_STATEMENT unless set). In this order, in one batch,
+ * just before `applyMovesStatements`: a kept A then moves to B in the same batch. The fourth returns a row per
+ * subscription merged away.
  */
-export function mergeStatements(
-  db: Database,
-  at: number,
-  limit = MERGED_SUBSCRIPTIONS_PER_STATEMENT,
-): D1PreparedStatement[] {
-  return [mergeEpisodesStatement, rehomeEpisodesStatement, forgetMergedStatement, mergeSubscriptionsStatement].map(
-    (each) => each.bind(db, { limit, now: at }),
-  );
+export function mergeStatements(db: Database, at: number, limit?: number): D1PreparedStatement[] {
+  const merging = { limit: limit ?? MERGED_SUBSCRIPTIONS_PER_STATEMENT, now: at };
+  const joining = { limit: limit ?? MOVED_SUBSCRIPTIONS_PER_STATEMENT, now: at };
+  return [
+    ...[...mergedEpisodes, mergeSubscriptionsStatement].map((each) => each.bind(db, merging)),
+    ...joinedStrays.map((each) => each.bind(db, joining)),
+  ];
 }
 
 /**
@@ -379,9 +445,7 @@ export function mergeStatements(
 const applyMovesStatement = statement(sql`
   UPDATE ${s} SET feed_url = moved.url, url_key = moved.url_key, change_seq = ${rowNextChange},
     learned_move_seq = ${rowNextChange}, received_at = unixepoch()
-  FROM (SELECT t.user_id AS user_id, t.guid AS guid, m.canonical_url AS url, m.canonical_key AS url_key
-    FROM ${a} AS m INDEXED BY feed_aliases_moving CROSS JOIN ${s} AS t INDEXED BY subscriptions_feed_active
-    WHERE m.moving = 1 AND ${movableOf("m")} LIMIT ${sql.placeholder("limit")}) AS moved
+  FROM (${movableSql}) AS moved
   WHERE ${s.userId} = moved.user_id AND ${s.guid} = moved.guid
   RETURNING 1 AS moved`);
 
@@ -456,8 +520,11 @@ export const allStatements: Record<string, Statement> = {
   applyMoves: applyMovesStatement,
   carryToTarget: carryToTargetStatement,
   doneMoving: doneMovingStatement,
-  mergeEpisodes: mergeEpisodesStatement,
-  rehomeEpisodes: rehomeEpisodesStatement,
-  forgetMerged: forgetMergedStatement,
+  mergeEpisodes: mergedEpisodes[0],
+  rehomeEpisodes: mergedEpisodes[1],
+  forgetMerged: mergedEpisodes[2],
   mergeSubscriptions: mergeSubscriptionsStatement,
+  joinStrayEpisodes: joinedStrays[0],
+  rehomeStrayEpisodes: joinedStrays[1],
+  forgetJoinedStrays: joinedStrays[2],
 };

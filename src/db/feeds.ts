@@ -264,7 +264,8 @@ export async function recordFeeds(
     ]),
     ...moves.flatMap((move) => learnMoveStatements(db, move, at)),
   ];
-  // Duplicates merged first: a kept A then moves to B in the same batch.
+  // Duplicates merged first (a kept A then moves to B in the same batch), and the states sent under B before the
+  // move was learned joined to the subscriptions the moves change.
   const merging = moves.length > 0 ? mergeStatements(db, at, movesLimit) : [];
   const applying = moves.length > 0 ? [...merging, ...applyMovesStatements(db, movesLimit)] : [];
   const results = await call(() => db.batch([...statements, ...applying]));

@@ -325,6 +325,13 @@ export const feedAliases = sqliteTable(
     url: text("url").notNull(),
     canonicalUrl: text("canonical_url").notNull(),
     canonicalKey: integer("canonical_key").notNull(),
+    /**
+     * The podcast:guid of `canonicalUrl` (src/podcast-guid.ts, computed from the URL in the isolate: SQLite has no
+     * SHA-1): the guid a gpodder upload under the canonical URL stored its states under while that URL named no
+     * subscription of the user's, which the move then joins to the moved subscription. Null for aliases learned
+     * before migration 0014.
+     */
+    canonicalUrlGuid: text("canonical_url_guid"),
     /** When the round last learned the move (ms since the epoch). */
     learnedAt: integer("learned_at").notNull(),
     /**
