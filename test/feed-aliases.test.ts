@@ -63,6 +63,21 @@ function episodeStateOf(user: Caller) {
   };
 }
 
+/**
+ * What a user's devices hold before a feed round: a gpodder.net app (device `phone`) with its full subscription list
+ * read a second after the user's last write (`known`: its timestamp is an incremental read's `since`), and the sync
+ * token of the change feed.
+ */
+async function readBeforeTheRound(user: Caller) {
+  const app = await mint(user);
+  const gp = gpodder(app);
+  const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
+  const db = await databaseFor(user.userId);
+  await nextSecond(db);
+  const known = await json<Changes>(gp.get(`${path}?since=0`));
+  return { app, gp, path, db, known, token: await tokenNow(user) };
+}
+
 /** The sync token of the user's change feed now. */
 async function tokenNow(user: Caller): Promise<string> {
   return (await syncFrom(user, "0")).token;
@@ -169,13 +184,7 @@ describe("a learned move applied to the subscriptions", () => {
       await state(onA, null, `${to}-2.mp3`, { played: true, changedAt: "2026-01-03T00:00:00Z" });
       await state(onB, null, `${to}-2.mp3`, { played: false, position: 7, changedAt: "2026-01-02T00:00:00Z" });
       await state(onA, "item-3", `${to}-3.mp3`, { position: 3, changedAt: "2026-01-02T00:00:00Z" });
-      const app = await mint(user);
-      const gp = gpodder(app);
-      const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
-      const db = await databaseFor(user.userId);
-      await nextSecond(db);
-      const known = await json<Changes>(gp.get(`${path}?since=0`));
-      const token = await tokenNow(user);
+      const { app, gp, path, db, known, token } = await readBeforeTheRound(user);
       await runCron(Date.now(), FETCHING);
 
       const [kept, away] = [first, second];
@@ -609,13 +618,7 @@ describe("two feeds declaring one podcast:guid are one podcast for a user subscr
     // Episode 2 only under the older feed, episode 3 only under the newer.
     await state(kept, "item-2", `${older}-2.mp3`, { position: 2, duration: 600, changedAt: "2026-01-02T00:00:00Z" });
     await state(away, "item-3", `${newer}-3.mp3`, { position: 3, duration: 600, changedAt: "2026-01-02T00:00:00Z" });
-    const app = await mint(user);
-    const gp = gpodder(app);
-    const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
-    const db = await databaseFor(user.userId);
-    await nextSecond(db);
-    const known = await json<Changes>(gp.get(`${path}?since=0`));
-    const token = await tokenNow(user);
+    const { app, gp, path, known, token } = await readBeforeTheRound(user);
     const otherToken = await tokenNow(other);
     await runCron(Date.now(), FETCHING);
 
