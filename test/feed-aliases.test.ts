@@ -6,7 +6,7 @@ import { urlKey } from "../src/db/url-key";
 import { runFeedRound } from "../src/feeds/round";
 import { podcastGuidSync } from "../src/podcast-guid";
 import { bucketOf } from "../src/shards";
-import { at, FETCHING, subscribe, uniqueNumber } from "./feed-round-calls";
+import { at, FETCHING, feed, subscribe, uniqueNumber } from "./feed-round-calls";
 import {
   as,
   type Caller,
@@ -47,6 +47,37 @@ async function gpodderApp(name: string) {
   const user = await as(`${name}-${uniqueNumber()}`);
   const app = await mint(user);
   return { user, app, gp: gpodder(app), path: `/api/2/subscriptions/${app.loginName}/phone.json` };
+}
+
+/** Writes an episode state of `user` (JSON:API, a new id) under subscription `feed`; its id. */
+function episodeStateOf(user: Caller) {
+  return async (feed: string, item: string | null, media: string, attributes: Record<string, unknown>) => {
+    const response = await user.post("/v1/episodes", {
+      data: {
+        type: "episode",
+        id: crypto.randomUUID(),
+        attributes: { mediaUrl: media, itemGuid: item, ...attributes },
+        relationships: { subscription: { data: { type: "subscription", id: feed } } },
+      },
+    });
+    expect(response.status).toBe(201);
+    return ((await response.json()) as { data: { id: string } }).data.id;
+  };
+}
+
+/**
+ * What a user's devices hold before a feed round: a gpodder.net app (device `phone`) with its full subscription list
+ * read a second after the user's last write (`known`: its timestamp is an incremental read's `since`), and the sync
+ * token of the change feed.
+ */
+async function readBeforeTheRound(user: Caller) {
+  const app = await mint(user);
+  const gp = gpodder(app);
+  const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
+  const db = await databaseFor(user.userId);
+  await nextSecond(db);
+  const known = await json<Changes>(gp.get(`${path}?since=0`));
+  return { app, gp, path, db, known, token: await tokenNow(user) };
 }
 
 /** The sync token of the user's change feed now. */
@@ -146,18 +177,7 @@ describe("a learned move applied to the subscriptions", () => {
       const first = await subscribe(user, olderIsA ? from : to);
       const second = await subscribe(user, olderIsA ? to : from);
       const [onA, onB] = olderIsA ? [first, second] : [second, first];
-      const state = async (feed: string, item: string | null, media: string, attributes: Record<string, unknown>) => {
-        const response = await user.post("/v1/episodes", {
-          data: {
-            type: "episode",
-            id: crypto.randomUUID(),
-            attributes: { mediaUrl: media, itemGuid: item, ...attributes },
-            relationships: { subscription: { data: { type: "subscription", id: feed } } },
-          },
-        });
-        expect(response.status).toBe(201);
-        return ((await response.json()) as { data: { id: string } }).data.id;
-      };
+      const state = episodeStateOf(user);
       // Episode 1 under both (same item guid): the later position is A's, the later played mark B's.
       await state(onA, "item-1", `${to}-1.mp3`, { position: 50, changedAt: "2026-01-02T03:00:00Z" });
       await state(onB, "item-1", `${to}-1.mp3`, { position: 10, changedAt: "2026-01-02T02:00:00Z" });
@@ -166,13 +186,7 @@ describe("a learned move applied to the subscriptions", () => {
       await state(onA, null, `${to}-2.mp3`, { played: true, changedAt: "2026-01-03T00:00:00Z" });
       await state(onB, null, `${to}-2.mp3`, { played: false, position: 7, changedAt: "2026-01-02T00:00:00Z" });
       await state(onA, "item-3", `${to}-3.mp3`, { position: 3, changedAt: "2026-01-02T00:00:00Z" });
-      const app = await mint(user);
-      const gp = gpodder(app);
-      const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
-      const db = await databaseFor(user.userId);
-      await nextSecond(db);
-      const known = await json<Changes>(gp.get(`${path}?since=0`));
-      const token = await tokenNow(user);
+      const { app, gp, path, db, known, token } = await readBeforeTheRound(user);
       await runCron(Date.now(), FETCHING);
 
       const [kept, away] = [first, second];
@@ -687,5 +701,127 @@ describe("states sent under B before the move is learned (gPodder follows the 30
       data: { relationships: { subscription: { data: { id: string } } } }[];
     };
     expect(data.map((state) => state.relationships.subscription.data.id)).toEqual([owner]);
+  });
+});
+
+describe("two feeds declaring one podcast:guid are one podcast for a user subscribed to both", () => {
+  it("merges the user's two subscriptions (the older kept, episode states merged by section 13), answers the merged-away URL as a remove, and moves no one else", async () => {
+    const podcastGuid = crypto.randomUUID();
+    const [older, newer] = [
+      await feed({ title: "Shared", guid: podcastGuid }),
+      await feed({ title: "Shared, other host", guid: podcastGuid }),
+    ];
+    const user = await as(`guid-merge-${uniqueNumber()}`);
+    const kept = await subscribe(user, older);
+    const away = await subscribe(user, newer);
+    // Another user subscribed to one of the two only: one podcast of their own, untouched.
+    const other = await as(`guid-merge-other-${uniqueNumber()}`);
+    const others = await subscribe(other, newer);
+    const state = episodeStateOf(user);
+    // Episode 1 under both (the same item guid, each host its own media URL): the newer feed's state is the later.
+    await state(kept, "item-1", `${older}-1.mp3`, {
+      position: 10,
+      played: true,
+      duration: 600,
+      changedAt: "2026-01-02T02:00:00Z",
+    });
+    await state(away, "item-1", `${newer}-1.mp3`, { position: 40, played: false, changedAt: "2026-01-02T03:00:00Z" });
+    // Episode 2 only under the older feed, episode 3 only under the newer.
+    await state(kept, "item-2", `${older}-2.mp3`, { position: 2, duration: 600, changedAt: "2026-01-02T00:00:00Z" });
+    await state(away, "item-3", `${newer}-3.mp3`, { position: 3, duration: 600, changedAt: "2026-01-02T00:00:00Z" });
+    const { app, gp, path, known, token } = await readBeforeTheRound(user);
+    const otherToken = await tokenNow(other);
+    await runCron(Date.now(), FETCHING);
+
+    // One active subscription, the older; the other a tombstone in the change feed.
+    expect(await listAll(user)).toEqual(new Map([[kept, older]]));
+    const { items } = await syncFrom(user, token);
+    expect(items.filter((item) => item.attributes.userUnsubscribedAt !== null).map((item) => item.id)).toEqual([away]);
+    // Each episode once, under the kept podcast, merged field by field.
+    const listed = (await (await user.get("/v1/episodes")).json()) as {
+      data: {
+        attributes: { mediaUrl: string; itemGuid: string; position: number; played: boolean; deletedAt: string | null };
+        relationships: { subscription: { data: { id: string } } };
+      }[];
+    };
+    const live = listed.data.filter((item) => item.attributes.deletedAt === null);
+    expect(live.map((item) => item.attributes.itemGuid).sort()).toEqual(["item-1", "item-2", "item-3"]);
+    expect(new Set(live.map((item) => item.relationships.subscription.data.id))).toEqual(new Set([kept]));
+    const byItem = new Map(live.map((item) => [item.attributes.itemGuid, item.attributes]));
+    expect(byItem.get("item-1")).toMatchObject({ mediaUrl: `${older}-1.mp3`, position: 40, played: false });
+    expect(byItem.get("item-3")).toMatchObject({ mediaUrl: `${newer}-3.mp3`, position: 3 });
+    // gpodder: each episode once, under the kept URL.
+    const actions = await json<{ actions: { podcast: string; episode: string }[] }>(
+      gp.get(`/api/2/episodes/${app.loginName}.json?since=0`),
+    );
+    expect(actions.actions.map((action) => action.podcast)).toEqual(actions.actions.map(() => older));
+    expect(new Set(actions.actions.map((action) => action.episode)).size).toBe(actions.actions.length);
+    expect(actions.actions).toHaveLength(3);
+    // The merged-away URL is a remove for gpodder.net and Nextcloud, the kept one neither a remove nor an add
+    // (Nextcloud reads 10 minutes before `since`, which holds both subscribes: its add lists the kept one anyway).
+    expect(await json<Changes>(gp.get(`${path}?since=${known.timestamp}`))).toMatchObject({
+      add: [],
+      remove: [newer],
+    });
+    expect(await json<Changes>(nextcloud(app).get(`subscriptions?since=${known.timestamp}`))).toMatchObject({
+      remove: [newer],
+    });
+    // The other user's subscription stays as it was: no change at all.
+    expect(await listAll(other)).toEqual(new Map([[others, newer]]));
+    expect((await syncFrom(other, otherToken)).items).toEqual([]);
+
+    // Reviving the merged-away guid: 409 with the kept subscription (single and bulk), nothing written.
+    const version = await versionOf(user);
+    const revival = { data: { type: "subscription", id: away, attributes: { feedUrl: newer } } };
+    const response = await user.post("/v1/subscriptions", revival);
+    expect(response.status).toBe(409);
+    expect(((await response.json()) as ErrorDocument).errors[0]).toMatchObject({
+      status: "409",
+      title: "Already Subscribed",
+      meta: { feedUrl: older, guid: kept },
+    });
+    const bulk = await user.operations({ "atomic:operations": [{ op: "add", ...revival }] });
+    expect(await bulk.text()).toContain(JSON.stringify({ feedUrl: older, guid: kept }));
+    expect(await versionOf(user)).toBe(version);
+
+    // gPodder echoes the remove it received: it names the merged-away URL only, so the kept podcast stays.
+    await json(gp.post(path, { add: [], remove: [newer] }));
+    await json(nextcloud(app).post("subscription_change/create", { add: [], remove: [newer] }));
+    expect(await listAll(user)).toEqual(new Map([[kept, older]]));
+  });
+});
+
+describe("guid merges in slices", () => {
+  it("merge a bounded number of pairs per statement; a feed with pairs left is due again and the next runs go on", async () => {
+    const podcastGuid = crypto.randomUUID();
+    const first = await feed({ title: "Sliced", guid: podcastGuid });
+    const second = await feed({ title: "Sliced, again", guid: podcastGuid });
+    const users: { user: Caller; kept: string }[] = [];
+    for (let n = 0; n < 3; n++) {
+      const user = await as(`guid-slices-${n}-${uniqueNumber()}`);
+      users.push({ user, kept: await subscribe(user, first) });
+      await subscribe(user, second);
+    }
+    const perDatabase = new Map<D1Database, number>();
+    for (const { user } of users) {
+      const db = await databaseFor(user.userId);
+      perDatabase.set(db, (perDatabase.get(db) ?? 0) + 1);
+    }
+    const databases = new Map(shardDatabases().map(({ name, database: d1 }) => [name, database(d1)] as const));
+    const settings = { enabled: true, allowPrivate: true, userAgent: "test", movesPerStatement: 1 };
+    const merged = async () => {
+      let count = 0;
+      for (const { user } of users) count += (await listAll(user)).size === 1 ? 1 : 0;
+      return count;
+    };
+    const perRun: number[] = [];
+    for (let time = Date.now(); (await merged()) < users.length; time += 10 * 60 * 1000) {
+      await runFeedRound(databases, settings, time);
+      perRun.push(await merged());
+      if (perRun.length > 10) throw new Error("the merges never end");
+    }
+    // One pair per statement and database a run: as many runs as the fullest database has users.
+    expect(perRun).toHaveLength(Math.max(...perDatabase.values()));
+    for (const { user, kept } of users) expect(await listAll(user)).toEqual(new Map([[kept, first]]));
   });
 });

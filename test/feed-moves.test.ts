@@ -15,7 +15,7 @@ import { NEW_FEED_URL_HOPS } from "../src/feeds/moves";
 import { FEEDS_PER_ROUND, FETCHES_PER_ROUND, READ_BYTES_PER_ROUND } from "../src/feeds/round";
 import { podcastGuidSync } from "../src/podcast-guid";
 import type { NamedFeed } from "./feed-documents";
-import { at, FETCHING, feedServer, requestsFor, subscribe, uniqueNumber } from "./feed-round-calls";
+import { at, define, FETCHING, feed, named, requestsFor, subscribe, uniqueNumber } from "./feed-round-calls";
 import {
   as,
   type Caller,
@@ -34,20 +34,8 @@ import {
  * live feed of the same podcast) and stores the alias in every database (src/db/feed-aliases.ts), where
  * `canonicalFeedOf` answers it. Every feed is served by the local feed server (test/feed-server.ts).
  */
-const server = feedServer;
 const GUID = "5d2a1c3e-0000-5000-8000-00000000000a";
 const OTHER_GUID = "5d2a1c3e-0000-5000-8000-00000000000b";
-
-/** A URL of `/named/<name>` (what it answers is defined with `define`). */
-const named = () => `${server}/named/n${Date.now()}-${uniqueNumber()}`;
-/** Defines (or redefines) what the named URL answers. */
-async function define(url: string, feed: NamedFeed): Promise<string> {
-  const name = new URL(url).pathname.split("/").pop();
-  const response = await fetch(`${server}/_define/${name}`, { method: "POST", body: JSON.stringify(feed) });
-  expect(response.status).toBe(204);
-  return url;
-}
-const feed = async (definition: NamedFeed) => define(named(), definition);
 const hitsOf = async (url: string) => (await requestsFor(url)).length;
 
 /** What every database answers for `urls` (none learns a move that was not learned). */

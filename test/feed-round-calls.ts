@@ -1,4 +1,5 @@
 import { expect, inject } from "vitest";
+import type { NamedFeed } from "./feed-documents";
 import { type Caller, subscriptionDocument } from "./helpers";
 
 /**
@@ -16,6 +17,20 @@ export const uniqueNumber = () => ++unique;
 
 /** `path` on the feed server under a URL no other test uses (the server ignores the query). */
 export const at = (path: string) => `${feedServer}${path}?t=${Date.now()}-${uniqueNumber()}`;
+
+/** A URL of `/named/<name>` on the feed server (what it answers is defined with `define`). */
+export const named = () => `${feedServer}/named/n${Date.now()}-${uniqueNumber()}`;
+
+/** Defines (or redefines) what the named URL answers. */
+export async function define(url: string, feed: NamedFeed): Promise<string> {
+  const name = new URL(url).pathname.split("/").pop();
+  const response = await fetch(`${feedServer}/_define/${name}`, { method: "POST", body: JSON.stringify(feed) });
+  expect(response.status).toBe(204);
+  return url;
+}
+
+/** A new named URL answering `definition`. */
+export const feed = async (definition: NamedFeed) => define(named(), definition);
 
 /** The requests the feed server received for `url`, in order. */
 export async function requestsFor(url: string): Promise<{ headers: Record<string, string> }[]> {

@@ -1104,7 +1104,7 @@ export interface operations {
       };
       405: components["responses"]["MethodNotAllowed"];
       406: components["responses"]["NotAcceptable"];
-      /** @description `data.type` is not `subscription`; or `Already Subscribed`: `feedUrl` names another active subscription of the user (its URL, or an alias of it: docs/API.md §18), whose `guid` and stored `feedUrl` are in `meta`. Nothing is written. */
+      /** @description `data.type` is not `subscription`; or `Already Subscribed`: `feedUrl` names another active subscription of the user (its URL, or an alias of it: docs/API.md §18), or the id is a subscription the feed round merged into another active one, whose `guid` and stored `feedUrl` are in `meta`. Nothing is written. */
       409: {
         headers: {
           "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -297,7 +297,8 @@ const pairsSql = sql`pairs(user_id, away, kept) AS MATERIALIZED (
  * The live states of the merged-away feeds (`away_states`) and the kept episode each joins (`kid`, null when none):
  * one of the same kept podcast with the same item guid, else (either has none) the same media URL, by the stored
  * text. Over the CTE `pairs(user_id, away, kept)` that `pairs` defines: a user's duplicate subscriptions
- * (`pairsSql`), or the states a user sent under a move's target (`strayPairsSql`). Only the pairs with live states
+ * (`pairsSql`), a user's subscriptions of feeds declaring one podcast:guid (`guidPairsSql`), or the states a user
+ * sent under a move's target (`strayPairsSql`). Only the pairs with live states
  * to merge read their kept podcast's states.
  */
 function matchedSql(pairs: SQL): SQL {
@@ -386,8 +387,6 @@ function episodeMergeStatements(pairs: SQL): Statement[] {
   return [mergeEpisodesStatement(pairs), rehomeEpisodesStatement(pairs), forgetMergedStatement(pairs)];
 }
 
-const mergedEpisodes = episodeMergeStatements(pairsSql);
-
 /**
  * The states a user sent under a move's target before the round learned the move (docs/decisions.md, "States sent
  * under B before the move is learned"): gPodder follows a permanent redirect itself and uploads its plays under B,
@@ -408,15 +407,32 @@ const strayPairsSql = sql`pairs(user_id, away, kept) AS MATERIALIZED (
 const joinedStrays = episodeMergeStatements(strayPairsSql);
 
 /**
- * The merged-away subscription becomes a tombstone (a change). Its URL stays what it was: A's names the kept B (an
- * alias), and B's is the kept A's once A moves (the move statement after it in the batch), so neither is a gpodder or
- * Nextcloud `remove` (db/gpodder.ts: a tombstone whose URL an active subscription has or names).
+ * The merged-away subscription becomes a tombstone (a change) that records the guid it joined (`merged_into`: a
+ * JSON:API add reviving it is `409` while that one is active, db/subscriptions.ts). Its URL stays what it was. After
+ * a learned move, A's names the kept B (an alias), and B's is the kept A's once A moves (the move statement after it
+ * in the batch), so neither is a gpodder or Nextcloud `remove` (db/gpodder.ts: a tombstone whose URL an active
+ * subscription has or names). After a shared podcast:guid, the merged-away URL is no alias of the kept one (§18's
+ * aliases are moves, http/https and slash forms, renames), so the same rule answers it as a `remove` unless an active
+ * subscription has it, and a later `remove` of it names only this tombstone.
  */
-const mergeSubscriptionsStatement = statement(sql`
-  WITH ${pairsSql}
-  UPDATE ${s} SET unsubscribed_at = ${now}, change_seq = ${rowNextChange}, received_at = unixepoch()
+const mergeSubscriptionsSql = (pairs: SQL) => sql`
+  WITH ${pairs}
+  UPDATE ${s} SET unsubscribed_at = ${now}, change_seq = ${rowNextChange}, received_at = unixepoch(),
+    merged_into = (SELECT pairs.kept FROM pairs WHERE pairs.user_id = ${s.userId} AND pairs.away = ${s.guid})
   WHERE (${s.userId}, ${s.guid}) IN (SELECT user_id, away FROM pairs) AND ${s.unsubscribedAt} IS NULL
-  RETURNING 1 AS merged`);
+  RETURNING 1 AS merged`;
+
+/**
+ * The four statements of a merge (in this order, in one batch) over one way of finding the pairs: each opens with
+ * the same CTE over the same walk, and nothing it reads changes before the last tombstones the merged-away rows.
+ */
+const mergeSetOf = (pairs: SQL): Statement[] => [
+  ...episodeMergeStatements(pairs),
+  statement(mergeSubscriptionsSql(pairs)),
+];
+
+/** The merges of a learned move: a moving alias's subscription and its user's at the target. */
+const moveMerges = mergeSetOf(pairsSql);
 
 /**
  * The statements that merge up to `limit` users' duplicate subscriptions (MERGED_SUBSCRIPTIONS_PER_STATEMENT unless
@@ -428,10 +444,7 @@ const mergeSubscriptionsStatement = statement(sql`
 export function mergeStatements(db: Database, at: number, limit?: number): D1PreparedStatement[] {
   const merging = { limit: limit ?? MERGED_SUBSCRIPTIONS_PER_STATEMENT, now: at };
   const joining = { limit: limit ?? MOVED_SUBSCRIPTIONS_PER_STATEMENT, now: at };
-  return [
-    ...[...mergedEpisodes, mergeSubscriptionsStatement].map((each) => each.bind(db, merging)),
-    ...joinedStrays.map((each) => each.bind(db, joining)),
-  ];
+  return [...moveMerges.map((each) => each.bind(db, merging)), ...joinedStrays.map((each) => each.bind(db, joining))];
 }
 
 /**
@@ -509,6 +522,85 @@ export function forgetAliasStatements(db: Database, urlKey: number): D1PreparedS
   return [forgetAliasesToStatement, forgetAliasOfStatement].map((each) => each.bind(db, { urlKey }));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Merging a user's two subscriptions of feeds that declare one podcast:guid (docs/API.md §18: "Two feeds declaring
+// the same `podcast:guid` are one podcast for a user subscribed to both").
+
+/**
+ * The other feeds declaring a fetched feed's podcast:guid that a merge looks at, at most: anyone can publish feeds
+ * declaring a popular podcast's guid, and each one looked at walks its subscribers; a real podcast has a handful of
+ * URLs (old and new host, http and https).
+ */
+export const FEEDS_PER_PODCAST_GUID = 16;
+
+/**
+ * The round's fetched feeds (`keys`, a JSON array of their keys) whose podcast:guid is known, each with every user
+ * actively subscribed to it (`t`) and to another feed declaring the same guid (`b`), at most `limit` such pairs: from
+ * each fetched feed, the first FEEDS_PER_PODCAST_GUID other feeds of its guid (`feeds_podcast_guid`), their active
+ * subscribers (`subscriptions_feed_active`), and for each, that user's active subscription of the fetched feed (a
+ * probe of `subscriptions_url`), every URL compared as stored. A feed whose guid no other feed declares costs one
+ * index probe. Only the users subscribed to both: a feed declaring another's guid moves nobody else.
+ */
+const guidBothSql = sql`guid_both(feed_key, user_id, podcast_guid, t_guid, t_at, t_seq, b_guid, b_at, b_seq) AS MATERIALIZED (
+  SELECT r.url_key, b.user_id, r.podcast_guid, t.guid, t.subscribed_at, t.subscribed_seq, b.guid, b.subscribed_at,
+    b.subscribed_seq
+  FROM json_each(${sql.placeholder("keys")}) AS fetched CROSS JOIN ${f} AS r ON r.url_key = fetched.value
+    CROSS JOIN ${f} AS o ON o.url_key IN (SELECT x.url_key FROM ${f} AS x INDEXED BY feeds_podcast_guid
+      WHERE x.podcast_guid = r.podcast_guid AND x.url_key <> r.url_key LIMIT ${sql.raw(String(FEEDS_PER_PODCAST_GUID))})
+    CROSS JOIN ${s} AS b INDEXED BY subscriptions_feed_active
+    CROSS JOIN ${s} AS t INDEXED BY subscriptions_url
+  WHERE r.podcast_guid IS NOT NULL AND b.url_key = o.url_key AND b.unsubscribed_at IS NULL
+    AND ${storedUrl(FEED_URL, "b")} = o.url AND t.user_id = b.user_id AND t.url_key = r.url_key
+    AND t.unsubscribed_at IS NULL AND ${storedUrl(FEED_URL, "t")} = r.url AND t.guid <> b.guid
+  LIMIT ${sql.placeholder("limit")})`;
+
+/**
+ * The pairs to merge (as `pairsSql`, the same columns): of each user's subscriptions found together
+ * (`guid_members`, one podcast:guid), the older is kept (subscribed earlier, then by change number, then guid), every
+ * other merged away into it. A subscription is one feed's, so it is in one group: merged away at most once.
+ */
+const guidPairsSql = sql`${guidBothSql},
+  guid_members(user_id, podcast_guid, guid, subscribed_at, subscribed_seq) AS MATERIALIZED (
+    SELECT user_id, podcast_guid, t_guid, t_at, t_seq FROM guid_both
+    UNION SELECT user_id, podcast_guid, b_guid, b_at, b_seq FROM guid_both),
+  pairs(user_id, away, kept) AS MATERIALIZED (
+    SELECT user_id, guid, kept FROM (SELECT member.user_id AS user_id, member.guid AS guid,
+        (SELECT oldest.guid FROM guid_members AS oldest
+          WHERE oldest.user_id = member.user_id AND oldest.podcast_guid = member.podcast_guid
+          ORDER BY oldest.subscribed_at, oldest.subscribed_seq, oldest.guid LIMIT 1) AS kept
+      FROM guid_members AS member)
+    WHERE guid <> kept)`;
+
+/** The merges of a shared podcast:guid. */
+const guidMerges = mergeSetOf(guidPairsSql);
+
+/**
+ * A fetched feed with pairs left past the statements' bound is due again at once (the next run fetches it, a `304`
+ * as well, and merges the next ones): a guid merge has no marker of its own to go on from, as a move's `moving` has.
+ */
+const guidMergesLeftStatement = statement(sql`
+  WITH ${guidBothSql}
+  UPDATE ${f} SET next_fetch_at = ${now} WHERE ${f.urlKey} IN (SELECT feed_key FROM guid_both)`);
+
+/**
+ * The statements that merge, for up to `limit` pairs, the subscriptions of each user subscribed to one of the
+ * round's fetched feeds `urlKeys` (whose rows the statements before them in the batch wrote) and to another feed
+ * declaring its podcast:guid; then the feeds with pairs left are due again. For the outcomes' batch the round sends
+ * anyway (no D1 call of its own); nothing when no feed was fetched.
+ */
+export function guidMergeStatements(
+  db: Database,
+  urlKeys: readonly number[],
+  at: number,
+  limit = MERGED_SUBSCRIPTIONS_PER_STATEMENT,
+): D1PreparedStatement[] {
+  if (urlKeys.length === 0) return [];
+  const values = { keys: JSON.stringify(urlKeys), limit, now: at };
+  // The pairs left are looked for up to the usual bound even when none may be merged now (a frozen bucket: 0).
+  const left = { ...values, limit: MERGED_SUBSCRIPTIONS_PER_STATEMENT };
+  return [...guidMerges.map((each) => each.bind(db, values)), guidMergesLeftStatement.bind(db, left)];
+}
+
 /** Every statement this module runs, for the test that proves none scans a table. */
 export const allStatements: Record<string, Statement> = {
   aliases: aliasesStatement,
@@ -520,11 +612,16 @@ export const allStatements: Record<string, Statement> = {
   applyMoves: applyMovesStatement,
   carryToTarget: carryToTargetStatement,
   doneMoving: doneMovingStatement,
-  mergeEpisodes: mergedEpisodes[0],
-  rehomeEpisodes: mergedEpisodes[1],
-  forgetMerged: mergedEpisodes[2],
-  mergeSubscriptions: mergeSubscriptionsStatement,
+  mergeEpisodes: moveMerges[0],
+  rehomeEpisodes: moveMerges[1],
+  forgetMerged: moveMerges[2],
+  mergeSubscriptions: moveMerges[3],
   joinStrayEpisodes: joinedStrays[0],
   rehomeStrayEpisodes: joinedStrays[1],
   forgetJoinedStrays: joinedStrays[2],
+  guidMergeEpisodes: guidMerges[0],
+  guidRehomeEpisodes: guidMerges[1],
+  guidForgetMerged: guidMerges[2],
+  guidMergeSubscriptions: guidMerges[3],
+  guidMergesLeft: guidMergesLeftStatement,
 };

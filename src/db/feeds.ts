@@ -4,6 +4,7 @@ import { call, type Database } from "./database";
 import {
   applyMovesStatements,
   forgetAliasStatements,
+  guidMergeStatements,
   type LearnedMove,
   learnMoveStatements,
   mergeStatements,
@@ -246,8 +247,9 @@ function recordStatement(db: Database, record: FeedRecord, at: number): D1Prepar
 /**
  * Writes a round's outcomes for one database, and the moves it learned of the feeds it holds, in one batch (one
  * round trip, one transaction). A forgotten feed takes the aliases nothing names any more with it. When it learned
- * moves, the same batch applies them to up to `movesLimit` subscriptions (the rest in the next runs, `dueFeeds`);
- * the number of subscriptions moved.
+ * moves, the same batch applies them to up to `movesLimit` subscriptions (the rest in the next runs, `dueFeeds`).
+ * A feed that answered (a `200` or a `304`) merges the subscriptions of each user subscribed to it and to another
+ * feed declaring its podcast:guid, in the same batch (`guidMergeStatements`). The number of subscriptions moved.
  */
 export async function recordFeeds(
   db: Database,
@@ -263,6 +265,7 @@ export async function recordFeeds(
       ...(record.kind === "forgotten" ? forgetAliasStatements(db, record.urlKey) : []),
     ]),
     ...moves.flatMap((move) => learnMoveStatements(db, move, at)),
+    ...guidMergeStatements(db, answeredKeys(records), at, movesLimit),
   ];
   // Duplicates merged first (a kept A then moves to B in the same batch), and the states sent under B before the
   // move was learned joined to the subscriptions the moves change.
@@ -270,6 +273,13 @@ export async function recordFeeds(
   const applying = moves.length > 0 ? [...merging, ...applyMovesStatements(db, movesLimit)] : [];
   const results = await call(() => db.batch([...statements, ...applying]));
   return applying.length > 0 ? results[statements.length + merging.length].results.length : 0;
+}
+
+/** The feeds of `records` that answered a feed (a `200` or a `304`): their row holds the podcast:guid it declares. */
+function answeredKeys(records: readonly FeedRecord[]): number[] {
+  return records.flatMap((record) =>
+    record.kind === "fetched" || record.kind === "not-modified" ? [record.urlKey] : [],
+  );
 }
 
 /** Every statement this module runs, for the test that proves none scans a table. */

@@ -51,6 +51,12 @@ export const subscriptions = sqliteTable(
      * new change number, so no writer has to clear it.
      */
     learnedMoveSeq: integer("learned_move_seq"),
+    /**
+     * On a tombstone the feed round merged away (docs/API.md §18: two subscriptions of the user became one podcast),
+     * the guid of the subscription it joined: a JSON:API add reviving this guid while that one is active is `409
+     * Already Subscribed` with it. A revival clears it.
+     */
+    mergedInto: text("merged_into"),
   },
   (table) => [
     primaryKey({ columns: [table.userId, table.guid] }),
@@ -306,7 +312,11 @@ export const feeds = sqliteTable(
     etag: text("etag"),
     lastModified: text("last_modified"),
   },
-  (table) => [index("feeds_due").on(table.nextFetchAt)],
+  (table) => [
+    index("feeds_due").on(table.nextFetchAt),
+    // The feeds declaring one podcast:guid: the round merges a user's subscriptions of two of them (feed-aliases.ts).
+    index("feeds_podcast_guid").on(table.podcastGuid).where(sql`${table.podcastGuid} IS NOT NULL`),
+  ],
 );
 
 /**

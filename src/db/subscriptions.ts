@@ -53,6 +53,20 @@ const otherNamed = (target: SQL) =>
     WHERE n.unsubscribed_at IS NULL AND n.guid <> ${target} LIMIT 1)`;
 
 /**
+ * The active subscription the user's tombstone `target` (the SQL of a guid) was merged into by the feed round
+ * (`merged_into`, src/db/feed-aliases.ts): reviving it would make the two subscriptions of one podcast again, so a
+ * JSON:API add of it is `409 Already Subscribed` with that one (docs/API.md §18). Two primary-key reads.
+ */
+const mergedInto = (target: SQL) =>
+  sql`(SELECT joined.guid FROM ${s} AS away CROSS JOIN ${s} AS joined
+      ON joined.user_id = away.user_id AND joined.guid = away.merged_into
+    WHERE away.user_id = ${userId} AND away.guid = ${target} AND away.unsubscribed_at IS NOT NULL
+      AND joined.unsubscribed_at IS NULL)`;
+
+/** The other active subscription a JSON:API add of `target` names: by its URL, else the one its tombstone joined. */
+const storedOther = (target: SQL) => sql`coalesce(${otherNamed(target)}, ${mergedInto(target)})`;
+
+/**
  * What a subscribe of the feed `target` (the SQL of its guid) must free first (docs/API.md §15): a slot when the
  * feed is not stored (reviving one's own tombstone never counts as creating), and the bytes its URL adds over the
  * stored one's. An active subscription is left as it is: it needs nothing.
@@ -72,8 +86,11 @@ function subscribeNeedFor(target: SQL, writes = sql`1`): RoomNeed {
   };
 }
 
-/** Whether a subscribe of the request's guid and feedUrl may write: the URL names no other active subscription. */
-const writesSubscribe = sql`${otherNamed(sql`${guid}`)} IS NULL`;
+/**
+ * Whether a subscribe of the request's guid and feedUrl may write: the URL names no other active subscription, and
+ * the guid is no tombstone merged into one.
+ */
+const writesSubscribe = sql`${storedOther(sql`${guid}`)} IS NULL`;
 /**
  * The room statement's need: an alias of an active subscription writes nothing, so it needs nothing either (no
  * tombstone is purged for it). The subscribe statement checks `writesSubscribe` once, on its own.
@@ -116,7 +133,7 @@ function subscribeSql(source: { guid: SQL; onlyIf?: SQL }): SQL {
   ON CONFLICT (user_id, guid) DO UPDATE SET
     feed_url = excluded.feed_url, subscribed_at = excluded.subscribed_at, unsubscribed_at = NULL,
     change_seq = excluded.change_seq, subscribed_seq = excluded.subscribed_seq, received_at = excluded.received_at,
-    url_key = excluded.url_key
+    url_key = excluded.url_key, merged_into = NULL
   WHERE ${s.unsubscribedAt} IS NOT NULL
   RETURNING 1 AS written`;
 }
@@ -125,11 +142,12 @@ const subscribeStatement = statement(subscribeSql({ guid: sql`${guid}`, onlyIf: 
 
 /**
  * After a subscribe that wrote nothing, why: `own`, the guid is active itself; `alias`, the active subscription the
- * URL names under another guid (`[guid, feedUrl, subscribedAt]`), or null. Always one row.
+ * URL names under another guid, or the guid's tombstone was merged into (`[guid, feedUrl, subscribedAt]`), or null.
+ * Always one row.
  */
 const storedAliasStatement = statement(sql`
   SELECT (SELECT json_array(x.guid, ${storedUrl(FEED_URL, "x")}, x.subscribed_at) FROM ${s} AS x
-      WHERE x.user_id = ${userId} AND x.guid = ${otherNamed(sql`${guid}`)}) AS alias,
+      WHERE x.user_id = ${userId} AND x.guid = ${storedOther(sql`${guid}`)}) AS alias,
     EXISTS (SELECT 1 FROM ${s} WHERE ${isActive}) AS own`);
 
 /** The active subscription an add named by another of its URLs (`storedAliasStatement`), if that is why it wrote nothing. */

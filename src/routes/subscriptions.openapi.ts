@@ -235,7 +235,7 @@ Takes \`page[number]\`, \`page[size]\`, \`filter[since]\` and \`include=podcast\
         "403": forbiddenLimit,
         "409": {
           description:
-            "`data.type` is not `subscription`; or `Already Subscribed`: `feedUrl` names another active subscription of the user (its URL, or an alias of it: docs/API.md §18), whose `guid` and stored `feedUrl` are in `meta`. Nothing is written.",
+            "`data.type` is not `subscription`; or `Already Subscribed`: `feedUrl` names another active subscription of the user (its URL, or an alias of it: docs/API.md §18), or the id is a subscription the feed round merged into another active one, whose `guid` and stored `feedUrl` are in `meta`. Nothing is written.",
           headers: v1Headers,
           content: errorContent({
             typeMismatch: example(
