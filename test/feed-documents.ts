@@ -27,7 +27,8 @@ export const TECH_FACTS = {
 };
 
 /** A podcast feed as hosts write them: iTunes and Podcasting 2.0 namespaces, CDATA, HTML in the description. */
-export const techFeed = (title = "Tech Talk Weekly") => `<?xml version="1.0" encoding="UTF-8"?>
+/** The tech podcast's feed; `guid` other than TECH_GUID makes it another podcast (§18: one guid, one podcast). */
+export const techFeed = (title = "Tech Talk Weekly", guid = TECH_GUID) => `<?xml version="1.0" encoding="UTF-8"?>
 <rss version="2.0" xmlns:itunes="${ITUNES}" xmlns:podcast="${PODCAST}" xmlns:atom="http://www.w3.org/2005/Atom"
   xmlns:content="http://purl.org/rss/1.0/modules/content/">
   <channel>
@@ -44,7 +45,7 @@ export const techFeed = (title = "Tech Talk Weekly") => `<?xml version="1.0" enc
     <image><url>https://cdn.example.com/tech/small.jpg</url><title>Tech</title><link>https://tech.example.com/</link></image>
     <itunes:category text="Technology"><itunes:category text="Tech News"/></itunes:category>
     <itunes:explicit>false</itunes:explicit>
-    <podcast:guid>${TECH_GUID.toUpperCase()}</podcast:guid>
+    <podcast:guid>${guid.toUpperCase()}</podcast:guid>
     <podcast:locked>no</podcast:locked>${item(3)}${item(2)}${item(1)}
   </channel>
 </rss>`;

@@ -9,6 +9,7 @@
 // where it moved and which podcast it is, a redirect or an error. Tests of feed moves build chains and cycles of them.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { podcastGuidSync } from "../src/podcast-guid";
 import {
   atomFeed,
   DOCTYPE,
@@ -55,10 +56,15 @@ function serve(req: IncomingMessage, res: ServerResponse, url: URL, state: Serve
     const version = state.versions.get(conditional[1]) ?? 1;
     const etag = `"v${version}"`;
     if (req.headers["if-none-match"] === etag) return res.writeHead(304, { ETag: etag }).end();
-    return xml(techFeed(`Conditional ${conditional[1]} v${version}`), {
-      ETag: etag,
-      "Last-Modified": new Date(Date.UTC(2026, 10, version)).toUTCString(),
-    });
+    // A podcast of its own per name (its own podcast:guid): a user subscribed to two of them, or to one and the tech
+    // feed, has two podcasts, not one to merge (docs/API.md §18).
+    return xml(
+      techFeed(`Conditional ${conditional[1]} v${version}`, podcastGuidSync(`conditional/${conditional[1]}`)),
+      {
+        ETag: etag,
+        "Last-Modified": new Date(Date.UTC(2026, 10, version)).toUTCString(),
+      },
+    );
   }
   switch (path) {
     case "/redirect-ftp":
