@@ -235,7 +235,10 @@ function movableOf(m: string): SQL {
       AND NOT EXISTS (SELECT 1 FROM ${s} AS b INDEXED BY subscriptions_url WHERE ${sameUserActiveAtTarget(m, "t", "b")})`;
 }
 
-/** Subscription row `t` is active at alias row `m`'s URL (found by its key, the URL compared as stored). */
+/**
+ * Subscription row `t` is active at row `m`'s URL (`m` has `url_key` and `url`: an alias, or a feed), found by its key,
+ * the URL compared as stored.
+ */
 function activeAt(m: string, t: string): SQL {
   const raw = (row: string, column: string) => sql.raw(`${row}.${column}`);
   return sql`${raw(t, "url_key")} = ${raw(m, "url_key")} AND ${raw(t, "unsubscribed_at")} IS NULL
@@ -549,9 +552,8 @@ const guidBothSql = sql`guid_both(feed_key, user_id, podcast_guid, t_guid, t_at,
       WHERE x.podcast_guid = r.podcast_guid AND x.url_key <> r.url_key LIMIT ${sql.raw(String(FEEDS_PER_PODCAST_GUID))})
     CROSS JOIN ${s} AS b INDEXED BY subscriptions_feed_active
     CROSS JOIN ${s} AS t INDEXED BY subscriptions_url
-  WHERE r.podcast_guid IS NOT NULL AND b.url_key = o.url_key AND b.unsubscribed_at IS NULL
-    AND ${storedUrl(FEED_URL, "b")} = o.url AND t.user_id = b.user_id AND t.url_key = r.url_key
-    AND t.unsubscribed_at IS NULL AND ${storedUrl(FEED_URL, "t")} = r.url AND t.guid <> b.guid
+  WHERE r.podcast_guid IS NOT NULL AND ${activeAt("o", "b")} AND t.user_id = b.user_id AND ${activeAt("r", "t")}
+    AND t.guid <> b.guid
   LIMIT ${sql.placeholder("limit")})`;
 
 /**
