@@ -318,6 +318,17 @@ async function versionOf(user: Caller): Promise<number> {
   return row?.version ?? 0;
 }
 
+/** The simple API's PUT of a device's whole list. */
+function simplePut(app: { loginName: string; appPassword: string }, urls: string[]) {
+  return send(
+    new Request(`${ORIGIN}/subscriptions/${app.loginName}/phone.json`, {
+      method: "PUT",
+      headers: { Authorization: basic(app.loginName, app.appPassword) },
+      body: JSON.stringify(urls),
+    }),
+  );
+}
+
 type ErrorDocument = { errors: { status: string; title: string; meta?: Record<string, unknown> }[] };
 
 describe("an alias of an active subscription names it in every API", () => {
@@ -383,14 +394,7 @@ describe("an alias of an active subscription names it in every API", () => {
     ).toHaveProperty("timestamp");
     expect(await versionOf(user)).toBe(version);
     // The simple API's PUT naming the old URL keeps the subscription (its guid, under the stored URL).
-    const put = await send(
-      new Request(`${ORIGIN}/subscriptions/${app.loginName}/phone.json`, {
-        method: "PUT",
-        headers: { Authorization: basic(app.loginName, app.appPassword) },
-        body: JSON.stringify([from]),
-      }),
-    );
-    expect(put.status).toBe(200);
+    expect((await simplePut(app, [from])).status).toBe(200);
     expect(await listAll(user)).toEqual(new Map([[guid, to]]));
     expect(await versionOf(user)).toBe(version);
   });
@@ -788,6 +792,96 @@ describe("two feeds declaring one podcast:guid are one podcast for a user subscr
     await json(gp.post(path, { add: [], remove: [newer] }));
     await json(nextcloud(app).post("subscription_change/create", { add: [], remove: [newer] }));
     expect(await listAll(user)).toEqual(new Map([[kept, older]]));
+  });
+});
+
+/**
+ * A user subscribed (JSON:API) to two feeds declaring one podcast:guid, which the round has merged: the older one's
+ * subscription kept, the newer one's merged away (a tombstone).
+ */
+async function guidMerged(name: string) {
+  const podcastGuid = crypto.randomUUID();
+  const older = await feed({ title: "Merged", guid: podcastGuid });
+  const newer = await feed({ title: "Merged, other host", guid: podcastGuid });
+  const user = await as(`${name}-${uniqueNumber()}`);
+  const kept = await subscribe(user, older);
+  const away = await subscribe(user, newer);
+  await runCron(Date.now(), FETCHING);
+  expect(await listAll(user)).toEqual(new Map([[kept, older]]));
+  return { user, kept, away, older, newer };
+}
+
+describe("after a guid merge, a device still on the merged-away URL", () => {
+  it("plays reach the kept podcast (gpodder.net and Nextcloud): one state per episode, read under the kept URL, no round trip more", async () => {
+    const { user, kept, older, newer } = await guidMerged("guid-merge-plays");
+    const app = await mint(user);
+    const counter = await countedDatabaseOf(user.userId);
+    const gp = gpodder(app, counter.bindings);
+    const path = `/api/2/episodes/${app.loginName}.json`;
+    const { timestamp } = await json<Actions>(gp.get(`${path}?since=0`));
+    const [one, two, three] = [1, 2, 3].map((n) => `${older}-episode-${n}.mp3`);
+    const upload = async (actions: unknown[]) => {
+      counter.reset();
+      await json(gp.post(path, actions));
+      return counter.calls();
+    };
+    // A device on the kept URL plays episode 1; one still on the merged-away URL plays it later, then episode 2.
+    await upload([playOf(older, one, 10, "2026-01-02T03:00:00")]);
+    await upload([playOf(newer, one, 20, "2026-01-02T03:05:00")]);
+    expect(await upload([playOf(newer, two, 30)])).toBe(1);
+    // A Nextcloud client still on it plays episode 3.
+    await json(nextcloud(app).post("episode_action/create", [playOf(newer, three, 40)]));
+
+    const listed = (await (await user.get("/v1/episodes")).json()) as {
+      data: {
+        attributes: { mediaUrl: string; position: number };
+        relationships: { subscription: { data: { id: string } } };
+      }[];
+    };
+    const states = listed.data.map((state) => [
+      state.attributes.mediaUrl,
+      state.relationships.subscription.data.id,
+      state.attributes.position,
+    ]);
+    expect(states.sort()).toEqual([
+      [one, kept, 20],
+      [two, kept, 30],
+      [three, kept, 40],
+    ]);
+    const answered = [playOf(older, one, 20, "2026-01-02T03:05:00"), playOf(older, two, 30), playOf(older, three, 40)];
+    expect((await json<Actions>(gp.get(`${path}?since=${timestamp}`))).actions).toEqual(answered);
+    // `podcast=` naming either URL reads the kept podcast's states.
+    for (const podcast of [older, newer]) {
+      const named = await json<Actions>(gp.get(`${path}?since=0&podcast=${encodeURIComponent(podcast)}`));
+      expect(named.actions, podcast).toEqual(answered);
+    }
+    const { actions } = await json<Actions>(nextcloud(app).get(`episode_action?since=${timestamp}`));
+    expect(actions.map((action) => [action.podcast, action.episode, action.position])).toEqual(
+      answered.map((action) => [action.podcast, action.episode, action.position]),
+    );
+  });
+
+  it("adds it back: nothing written, gpodder answers update_urls [sent, kept]; the simple PUT keeps the kept one; a remove changes nothing; once the kept one is gone, an add revives it", async () => {
+    const { user, kept, away, older, newer } = await guidMerged("guid-merge-add");
+    const app = await mint(user);
+    const gp = gpodder(app);
+    const path = `/api/2/subscriptions/${app.loginName}/phone.json`;
+    const version = await versionOf(user);
+    const answer = await json<{ update_urls: [string, string][] }>(gp.post(path, { add: [newer], remove: [] }));
+    expect(answer.update_urls).toEqual([[newer, older]]);
+    await json(nextcloud(app).post("subscription_change/create", { add: [newer], remove: [] }));
+    expect((await simplePut(app, [newer])).status).toBe(200);
+    // gPodder echoes the remove it received.
+    await json(gp.post(path, { add: [], remove: [newer] }));
+    await json(nextcloud(app).post("subscription_change/create", { add: [], remove: [newer] }));
+    expect(await listAll(user)).toEqual(new Map([[kept, older]]));
+    expect(await versionOf(user)).toBe(version);
+
+    // The kept podcast unsubscribed: the merged-away URL is its own again, and an add of it revives its tombstone.
+    expect((await user.delete(`/v1/subscriptions/${kept}`)).status).toBe(204);
+    const revived = await json<{ update_urls: [string, string][] }>(gp.post(path, { add: [newer], remove: [] }));
+    expect(revived.update_urls).toEqual([]);
+    expect(await listAll(user)).toEqual(new Map([[away, newer]]));
   });
 });
 

@@ -40,11 +40,11 @@ function canonicalKeySql(url: SQL, key: SQL): SQL {
  * by section 14's guid namespace (the podcast:guid an add computes), not here.
  *
  * As the CTEs `feed_canon`, `feed_names(i, url, url_key)` (each sent URL's names: its canonical URL, then the URLs
- * that moved there) and `named_subscriptions(i, guid, unsubscribed_at, change_seq)`, over the table `sent(i, url,
- * url_key)` of the caller's WITH clause; every step a key lookup (the aliases by primary key, then by their canonical
- * key; the subscriptions by `subscriptions_url`), the text compared. With `byText` false (`url` NULL: a statement
- * bound without the URLs' text), found by key alone: an estimate (a key two URLs share reads as either). Rows from
- * before migration 0004 (no url_key) are not found here: the callers that may meet them compare their text.
+ * that moved there) and `named_subscriptions(i, guid, unsubscribed_at, change_seq, merged_into)`, over the table
+ * `sent(i, url, url_key)` of the caller's WITH clause; every step a key lookup (the aliases by primary key, then by
+ * their canonical key; the subscriptions by `subscriptions_url`), the text compared. With `byText` false (`url` NULL:
+ * a statement bound without the URLs' text), found by key alone: an estimate (a key two URLs share reads as either).
+ * Rows from before migration 0004 (no url_key) are not found here: the callers that may meet them compare their text.
  */
 export function namedSubscriptionsSql(userId: SQLWrapper, sent: string, byText = true): SQL {
   const text = (condition: SQL) => (byText ? sql` AND ${condition}` : sql``);
@@ -56,16 +56,35 @@ export function namedSubscriptionsSql(userId: SQLWrapper, sent: string, byText =
     UNION ALL
     SELECT canon.i, y.url, y.url_key FROM feed_canon AS canon CROSS JOIN ${a} AS y INDEXED BY feed_aliases_canonical
       ON y.canonical_key = canon.url_key${text(sql`y.canonical_url = canon.url`)}),
-  named_subscriptions(i, guid, unsubscribed_at, change_seq) AS (
-    SELECT names.i, t.guid, t.unsubscribed_at, t.change_seq
+  named_subscriptions(i, guid, unsubscribed_at, change_seq, merged_into) AS (
+    SELECT names.i, t.guid, t.unsubscribed_at, t.change_seq, t.merged_into
     FROM feed_names AS names CROSS JOIN ${s} AS t INDEXED BY subscriptions_url
       ON t.user_id = ${userId} AND t.url_key = names.url_key${text(sql`${storedUrl(FEED_URL, "t")} = names.url`)})`;
 }
 
-/** The user's subscriptions (active or tombstones) that the URL `url` (key `key`) names: `guid, unsubscribed_at, change_seq`. */
+/**
+ * The user's subscriptions (active or tombstones) that the URL `url` (key `key`) names: `guid, unsubscribed_at,
+ * change_seq, merged_into`.
+ */
 export function subscriptionsNamedBySql(userId: SQLWrapper, url: SQLWrapper, key: SQLWrapper): SQL {
   return sql`WITH named_url(i, url, url_key) AS (SELECT 0, ${url}, ${key}), ${namedSubscriptionsSql(userId, "named_url")}
-    SELECT guid, unsubscribed_at, change_seq FROM named_subscriptions`;
+    SELECT guid, unsubscribed_at, change_seq, merged_into FROM named_subscriptions`;
+}
+
+/**
+ * The active subscription of the user that subscription row `row` (its columns `merged_into` and `unsubscribed_at`)
+ * joined when the feed round merged it away (`mergeSubscriptionsSql` below), as SQL: its guid, or NULL when the row
+ * is active, was never merged, or the one it joined is gone too. The one rule every API follows from a merged-away
+ * subscription to the kept one (docs/decisions.md, "The merged-away tombstone records what it joined"): a JSON:API
+ * revival of it is `409` with that one (db/subscriptions.ts), and a gpodder or Nextcloud URL naming the tombstone
+ * names that one (db/gpodder.ts, `feedGuidOf`: its episode actions reach the kept podcast's states, an add of it
+ * writes nothing). One primary-key read when the row was merged away, none otherwise (NULL finds no key).
+ */
+export function joinedActiveSql(userId: SQLWrapper, row: string): SQL {
+  const at = (column: string) => sql.raw(`${row}.${column}`);
+  return sql`(SELECT joined.guid FROM ${s} AS joined
+    WHERE joined.user_id = ${userId} AND joined.guid = ${at("merged_into")} AND ${at("unsubscribed_at")} IS NOT NULL
+      AND joined.unsubscribed_at IS NULL)`;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import {
   episodeWriter,
   type StoredEpisode,
 } from "./episodes";
-import { movedFromSql, namedSubscriptionsSql, subscriptionsNamedBySql } from "./feed-aliases";
+import { joinedActiveSql, movedFromSql, namedSubscriptionsSql, subscriptionsNamedBySql } from "./feed-aliases";
 import { episodes as e, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import { MAX_URL_BYTES, roomsStatement, statOf, subscriptionTombstones } from "./storage";
@@ -267,21 +267,31 @@ function withUrl(url: SQL, key: SQL): SQL {
   return sql`
     SELECT * FROM (${subscriptionsNamedBySql(userId, url, key)})
     UNION ALL
-    SELECT a.guid, a.unsubscribed_at, a.change_seq
+    SELECT a.guid, a.unsubscribed_at, a.change_seq, a.merged_into
     FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${urlOf("a")} = ${url}`;
 }
 
 /**
+ * The guid the subscription row `row` that a URL named stands for: the active subscription the feed round merged
+ * it into (src/db/feed-aliases.ts, `joinedActiveSql`: a device that still holds the merged-away URL of a guid merge
+ * uploads under it, and its plays belong to the kept podcast, where every other device reads them), else its own
+ * (NULL for none). Once the kept one is gone too, the tombstone's own again.
+ */
+const keptGuidOf = (row: string) => sql`coalesce(${joinedActiveSql(userId, row)}, ${sql.raw(row)}.guid)`;
+
+/**
  * The guid of the feed a gpodder URL names (docs/API.md §14, §18): the user's subscription that URL names,
  * the active one (the one changed last if several), else the one changed last, else the URL's podcast:guid
- * (computed in the isolate and bound). An add subscribes under it (with no active subscription of the URL it
- * is the tombstone's guid, else the podcast:guid), and an episode action names its feed by it. `max()` picks
- * the row (SQLite takes bare columns from the row of the maximum): active rows rank above every tombstone
- * (change numbers stay far below 2^53), without a sort.
+ * (computed in the isolate and bound); a tombstone the feed round merged into an active subscription names that
+ * one (`keptGuidOf`). An add subscribes under it (with no active subscription of the URL it is the tombstone's
+ * guid, else the podcast:guid; a merged-away URL's is active: nothing is written), and an episode action names its
+ * feed by it. `max()` picks the row (SQLite takes bare columns from the row of the maximum): active rows rank above
+ * every tombstone (change numbers stay far below 2^53), without a sort.
  */
 function feedGuidOf(url: SQL, key: SQL, podcastGuid: SQL): SQL {
-  return sql`coalesce((SELECT guid FROM (
-    SELECT guid, max((unsubscribed_at IS NULL) * 9007199254740992 + change_seq) FROM (${withUrl(url, key)}))), ${podcastGuid})`;
+  return sql`coalesce((SELECT ${keptGuidOf("best")} FROM (
+    SELECT guid, unsubscribed_at, merged_into, max((unsubscribed_at IS NULL) * 9007199254740992 + change_seq)
+    FROM (${withUrl(url, key)})) AS best), ${podcastGuid})`;
 }
 
 /**
@@ -315,19 +325,22 @@ function resolvedFeeds(byText: boolean): SQL {
   const unkeyed = byText
     ? sql`
     UNION ALL
-    SELECT sent.i, u.guid, u.rank FROM sent CROSS JOIN unkeyed AS u ON u.url = sent.url`
+    SELECT sent.i, u.guid, u.rank, u.unsubscribed_at, u.merged_into FROM sent CROSS JOIN unkeyed AS u ON u.url = sent.url`
     : sql``;
   return sql`sent(i, url, url_key, podcast_guid, bytes) AS (${sent}),
   unkeyed AS MATERIALIZED (
-    SELECT a.guid AS guid, ${urlOf("a")} AS url, (a.unsubscribed_at IS NULL) * 9007199254740992 + a.change_seq AS rank
+    SELECT a.guid AS guid, ${urlOf("a")} AS url, (a.unsubscribed_at IS NULL) * 9007199254740992 + a.change_seq AS rank,
+      a.unsubscribed_at AS unsubscribed_at, a.merged_into AS merged_into
     FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${byText}),
   ${namedSubscriptionsSql(userId, "sent", byText)},
-  matches(i, guid, rank) AS (
-    SELECT i, guid, (unsubscribed_at IS NULL) * 9007199254740992 + change_seq FROM named_subscriptions${unkeyed}),
+  matches(i, guid, rank, unsubscribed_at, merged_into) AS (
+    SELECT i, guid, (unsubscribed_at IS NULL) * 9007199254740992 + change_seq, unsubscribed_at, merged_into
+    FROM named_subscriptions${unkeyed}),
   resolved(i, url, url_key, guid, url_active, bytes) AS (
-    SELECT sent.i, sent.url, sent.url_key, coalesce(best.guid, sent.podcast_guid),
+    SELECT sent.i, sent.url, sent.url_key, coalesce(${keptGuidOf("best")}, sent.podcast_guid),
       coalesce(best.rank >= 9007199254740992, 0), sent.bytes
-    FROM sent LEFT JOIN (SELECT i, guid, max(rank) AS rank FROM matches GROUP BY i) AS best ON best.i = sent.i)`;
+    FROM sent LEFT JOIN (SELECT i, guid, unsubscribed_at, merged_into, max(rank) AS rank FROM matches GROUP BY i) AS best
+      ON best.i = sent.i)`;
 }
 
 /**
@@ -405,7 +418,7 @@ const uploadStatement = statement(sql`
   ON CONFLICT (user_id, guid) DO UPDATE SET
     feed_url = excluded.feed_url, subscribed_at = excluded.subscribed_at, unsubscribed_at = NULL,
     change_seq = excluded.change_seq, subscribed_seq = excluded.subscribed_seq, received_at = excluded.received_at,
-    url_key = excluded.url_key
+    url_key = excluded.url_key, merged_into = NULL
   WHERE ${s.unsubscribedAt} IS NOT NULL`);
 
 /**
@@ -432,13 +445,16 @@ function removeUnlistedStatement(chunks: number): Statement {
   let made = removeUnlistedStatements.get(chunks);
   if (!made) {
     // One NOT IN per chunk (each a lookup in its own list, built once): D1 allows few terms in a compound SELECT.
-    // A row a listed URL names (§18: an alias of it) is listed too.
+    // A row a listed URL names (§18: an alias of it) is listed too, and so is one a listed URL's tombstone was
+    // merged into (`keptGuidOf`: the row is active, so its guid in `merged_into` is the rule; no NULL in the list,
+    // which would make every NOT IN unknown).
     const unlisted = sql.join(
       Array.from({ length: Math.max(1, chunks) }, (_, index) => {
         const listed = sql.placeholder(`feeds${index}`);
         return sql`a.url NOT IN (SELECT value ->> 0 FROM json_each(${listed})) AND a.guid NOT IN (
           WITH sent(i, url, url_key) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(${listed})),
-          ${namedSubscriptionsSql(userId, "sent")} SELECT guid FROM named_subscriptions)`;
+          ${namedSubscriptionsSql(userId, "sent")} SELECT guid FROM named_subscriptions
+          UNION ALL SELECT merged_into FROM named_subscriptions WHERE merged_into IS NOT NULL AND unsubscribed_at IS NOT NULL)`;
       }),
       sql` AND `,
     );

@@ -3,7 +3,7 @@ import { type Row, WriteBatch } from "./batch";
 import { changeFeedReader, INCLUDED_SEPARATOR, includedOf, includedText, itemsInOrder, rfc3339 } from "./change-feed";
 import { rowNextChange } from "./change-numbers";
 import { call, type Database } from "./database";
-import { subscriptionsNamedBySql } from "./feed-aliases";
+import { joinedActiveSql, subscriptionsNamedBySql } from "./feed-aliases";
 import { PENDING_PODCAST, type Podcast, podcastJson } from "./feeds";
 import { subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -54,14 +54,11 @@ const otherNamed = (target: SQL) =>
 
 /**
  * The active subscription the user's tombstone `target` (the SQL of a guid) was merged into by the feed round
- * (`merged_into`, src/db/feed-aliases.ts): reviving it would make the two subscriptions of one podcast again, so a
- * JSON:API add of it is `409 Already Subscribed` with that one (docs/API.md §18). Two primary-key reads.
+ * (src/db/feed-aliases.ts, `joinedActiveSql`): reviving it would make the two subscriptions of one podcast again, so
+ * a JSON:API add of it is `409 Already Subscribed` with that one (docs/API.md §18). Two primary-key reads.
  */
 const mergedInto = (target: SQL) =>
-  sql`(SELECT joined.guid FROM ${s} AS away CROSS JOIN ${s} AS joined
-      ON joined.user_id = away.user_id AND joined.guid = away.merged_into
-    WHERE away.user_id = ${userId} AND away.guid = ${target} AND away.unsubscribed_at IS NOT NULL
-      AND joined.unsubscribed_at IS NULL)`;
+  sql`(SELECT ${joinedActiveSql(userId, "away")} FROM ${s} AS away WHERE away.user_id = ${userId} AND away.guid = ${target})`;
 
 /** The other active subscription a JSON:API add of `target` names: by its URL, else the one its tombstone joined. */
 const storedOther = (target: SQL) => sql`coalesce(${otherNamed(target)}, ${mergedInto(target)})`;
