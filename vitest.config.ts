@@ -72,6 +72,10 @@ function workerd(environment?: string) {
         // The property tests' size (test/property-options.ts): CI can raise it, a contributor lower it.
         PROPERTY_SEED: process.env.PROPERTY_SEED ?? "",
         PROPERTY_RUNS_SCALE: process.env.PROPERTY_RUNS_SCALE ?? "",
+        // What `shards` adds to a property test is where each case's user lives, not more cases of the rule (the
+        // same SQL, which `single` runs in full): a tenth of them there, a few users in each database
+        // (docs/decisions.md, "Property tests in the shards project").
+        PROPERTY_PROJECT_SHARE: environment === "shards" ? "0.1" : "1",
       },
     },
   });

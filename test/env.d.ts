@@ -13,6 +13,8 @@ declare global {
       PROPERTY_SEED: string;
       /** Each property test's number of cases times this, when set. */
       PROPERTY_RUNS_SCALE: string;
+      /** The share of each property test's cases this project runs: "1" in `single`, "0.1" in `shards`. */
+      PROPERTY_PROJECT_SHARE: string;
     }
   }
 }

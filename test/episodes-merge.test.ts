@@ -179,9 +179,11 @@ function applyFeed(local: Map<string, State>, items: FeedItem[]) {
 
 let run = 0;
 
+const INTERLEAVINGS = propertyOptions(SEED, 150);
+
 describe("episode state merge: three devices, random interleavings", () => {
   it(
-    "the stored state is the per-field latest change, and a feed follower from any token ends in it (150 runs)",
+    `the stored state is the per-field latest change, and a feed follower from any token ends in it (${INTERLEAVINGS.numRuns} runs)`,
     async () => {
       await fc.assert(
         fc.asyncProperty(
@@ -252,7 +254,7 @@ describe("episode state merge: three devices, random interleavings", () => {
             for (const follower of followers) expect(follower.local).toEqual(expected);
           },
         ),
-        propertyOptions(SEED, 150),
+        INTERLEAVINGS,
       );
     },
     propertyTimeout(600_000),
