@@ -95,8 +95,38 @@ const shardAwareFiles = readdirSync(testDirectory, { recursive: true, encoding: 
   .filter((name) => name.endsWith(".test.ts") && SHARD_AWARE.test(readFileSync(testDirectory + name, "utf8")))
   .map((name) => `test/${name}`);
 
+/**
+ * The packages the tests load, by the specifiers the worker (of those its package.json dependencies ship) and the
+ * tests import, type-only imports aside, and the JSX runtime tsconfig.json's jsxImportSource implies. Vite
+ * pre-bundles them once per run (its dependency optimizer), so each file's fresh worker loads a few bundles instead
+ * of the hundreds of modules zod, drizzle-orm and hono are made of (docs/decisions.md, issue 38). Listed from the
+ * sources, so that a subpath imported later cannot be loaded beside its pre-bundled package as a second copy (a
+ * class that `instanceof` would no longer recognise). A Node-only package that src/ imports for a script
+ * (openapi-typescript) is no dependency of the worker, and cannot be bundled for it.
+ */
+const shipped = Object.keys(JSON.parse(readFileSync("package.json", "utf8")).dependencies);
+const packageOf = (specifier: string) => specifier.split("/", specifier.startsWith("@") ? 2 : 1).join("/");
+function importedPackages(directory: string): string[] {
+  return readdirSync(directory, { recursive: true, encoding: "utf8" })
+    .filter((name) => /\.tsx?$/.test(name))
+    .flatMap((name) => [
+      ...readFileSync(directory + name, "utf8").matchAll(/^(?:import|export)(?! type )[^;]*? from "([^".][^"]*)"/gm),
+    ])
+    .map(([, specifier]) => specifier)
+    .filter((specifier) => !/^(cloudflare|node|vitest)(:|\/|$)/.test(specifier));
+}
+const preBundled = [
+  ...new Set([
+    ...importedPackages("src/").filter((specifier) => shipped.includes(packageOf(specifier))),
+    ...importedPackages("test/"),
+    "hono/jsx/jsx-runtime",
+    "hono/jsx/jsx-dev-runtime",
+  ]),
+];
+
 const suite = {
   include: ["test/**/*.test.ts"],
+  deps: { optimizer: { ssr: { enabled: true, include: preBundled } } },
   // One Miniflare per test file (vitest's default, written down because the suite relies on it): each file has its
   // own D1 and its own rate-limiter counters, so files can run side by side and none sees another's state.
   isolate: true,

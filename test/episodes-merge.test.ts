@@ -179,7 +179,7 @@ function applyFeed(local: Map<string, State>, items: FeedItem[]) {
 
 let run = 0;
 
-const INTERLEAVINGS = propertyOptions(SEED, 150);
+const INTERLEAVINGS = propertyOptions(SEED, 60);
 
 describe("episode state merge: three devices, random interleavings", () => {
   it(

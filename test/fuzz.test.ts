@@ -8,8 +8,8 @@ import { propertyOptions, propertyTimeout } from "./property-options";
  * Fixed so that CI runs are reproducible (PROPERTY_SEED and PROPERTY_RUNS_SCALE change them: property-options.ts).
  * fast-check prints the seed and path on failure.
  */
-const REQUESTS = propertyOptions(20261121, 2000);
-const OPML_DOCUMENTS = propertyOptions(20261121, 500);
+const REQUESTS = propertyOptions(20261121, 1000);
+const OPML_DOCUMENTS = propertyOptions(20261121, 300);
 const USER = "fuzz-user";
 
 async function snapshot(): Promise<string> {
@@ -360,7 +360,7 @@ const opmlBody = fc.record({
 
 describe("property: generated OPML imports", () => {
   it(
-    "never answer 5xx; a refusal is a JSON:API error that changes nothing; an import's counts add up (500 documents)",
+    `never answer 5xx; a refusal is a JSON:API error that changes nothing; an import's counts add up (${OPML_DOCUMENTS.numRuns} documents)`,
     async () => {
       const token = await tokenFor(USER);
       vi.spyOn(console, "log").mockImplementation(() => {});

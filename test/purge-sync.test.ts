@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { TOMBSTONE_RETENTION_MS } from "../src/db/retention";
 import { MAX_URL_BYTES } from "../src/db/storage";
 import { as, type Caller, databaseFor, listAll, runCron } from "./helpers";
+import { propertyOptions } from "./property-options";
 
 /**
  * docs/API.md §15, proven over random histories: subscriptions and episode states of one user are written,
@@ -12,7 +13,11 @@ import { as, type Caller, databaseFor, listAll, runCron } from "./helpers";
  * syncing again from 0); a walk from 0 with page size 1 always completes.
  */
 
-const RUNS = 24;
+/**
+ * Histories (seeds 1, 2, ...): sized like a property test (property-options.ts: PROPERTY_RUNS_SCALE, and a tenth in
+ * the shards project), but at least 6, so that the checks that the property is not vacuous have runs to count.
+ */
+const RUNS = Math.max(6, propertyOptions(1, 24).numRuns);
 const STEPS = 45;
 const FEED = "9b024349-ccf0-5f69-a609-6b82873eab3c";
 const POOL = 7;

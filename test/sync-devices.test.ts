@@ -47,10 +47,11 @@ const step = fc.oneof(
 );
 
 let run = 0;
+const RUNS = propertyOptions(SEED, 80);
 
 describe("two devices of one user stay in step through the change feed", () => {
   it(
-    "device B, syncing from its stored token at any moment, ends with exactly device A's list (200 random runs)",
+    `device B, syncing from its stored token at any moment, ends with exactly device A's list (${RUNS.numRuns} random runs)`,
     async () => {
       await fc.assert(
         fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async (steps) => {
@@ -78,7 +79,7 @@ describe("two devices of one user stay in step through the change feed", () => {
           // A device starting from scratch learns the same.
           expect(applyChanges(new Map(), (await syncFrom(b, "0", 100)).items)).toEqual(model);
         }),
-        propertyOptions(SEED, 200),
+        RUNS,
       );
     },
     propertyTimeout(600_000),
