@@ -33,7 +33,7 @@ import {
   type UserShardOf,
   userShardOf,
 } from "./shards/wrangler";
-import { D1CommandError, wranglerD1 } from "./shards/wrangler-d1";
+import { closeLocalDatabases, D1CommandError, wranglerD1 } from "./shards/wrangler-d1";
 
 /** What D1 answers for a database that never got the migrations. */
 const NOT_MIGRATED = /no such table/;
@@ -84,7 +84,7 @@ backup or D1 Time Travel brings it back). Prints what it will do and asks for th
   usage: {
     usage: "usage [--top N] [--json]",
     help: `Per database of the environment (the ones its SHARD_MAP names, then the spare ones): its buckets, users
-(with data, and all with a stats row, erased ones included), rows per table, URL text, its size (remote only),
+(with data, and all with a stats row, erased ones included), rows per table, URL text, its size,
 and the N largest accounts (default 10) by URL text and by rows. Reads only; each run reads every user's stats
 row and counts the smaller tables.`,
   },
@@ -295,7 +295,7 @@ function databasesOf(target: Target): string[] {
 
 function printUsage(name: string, buckets: string, usage: DatabaseUsage): void {
   const t = usage.totals;
-  const size = usage.sizeBytes === undefined ? "unknown locally" : `${number(usage.sizeBytes)} bytes`;
+  const size = usage.sizeBytes === undefined ? "unknown" : `${number(usage.sizeBytes)} bytes`;
   const lines = [
     `${name}: buckets ${buckets || "none (spare)"}, size ${size}`,
     `  users: ${number(t.usersWithData)} with data, ${number(t.users)} with a stats row`,
@@ -388,4 +388,6 @@ try {
     console.error(`admin: ${message}${hint}`);
     process.exitCode = 1;
   }
+} finally {
+  await closeLocalDatabases();
 }

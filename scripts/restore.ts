@@ -11,7 +11,7 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { ask, fail as failWith, parseOrFail } from "./command-line";
 import { localStateDir, TARGET_OPTIONS, type Target, targetFlags, wrangler } from "./shards/wrangler";
-import { wranglerD1 } from "./shards/wrangler-d1";
+import { closeLocalDatabases, wranglerD1 } from "./shards/wrangler-d1";
 
 const USAGE = `Usage: npm run restore -- FILE.sql --to DATABASE [--remote | --local [--persist-to DIR]] [--env NAME] [--yes]
 
@@ -63,6 +63,8 @@ async function main(): Promise<void> {
       "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'",
     )
     .all<{ name: string }>();
+  // The local database is closed before wrangler writes the file into it (one process on its SQLite files).
+  await closeLocalDatabases();
   if (results.length > 0) {
     fail(
       `${where} is not empty (tables ${results.map((row) => row.name).join(", ")}): restore into a fresh database, never over data.`,

@@ -22,7 +22,7 @@ import { statement } from "../src/db/statements";
 import { subscriptionWriter } from "../src/db/subscriptions";
 import { podcastGuid } from "../src/podcast-guid";
 import { DEFAULT_CONFIG, localStateDir, type Target, targetFlags, userShardOf, wrangler } from "./shards/wrangler";
-import { wranglerD1 } from "./shards/wrangler-d1";
+import { closeLocalDatabases, wranglerD1 } from "./shards/wrangler-d1";
 
 // [feed URL, subscribed at (UTC), unsubscribed at (UTC) or null]
 const FEEDS: [string, string, string | null][] = [
@@ -113,6 +113,7 @@ async function main(): Promise<void> {
 
 try {
   await main();
+  await closeLocalDatabases();
 } catch (err) {
   const cause = err instanceof DatabaseError ? err.cause : err;
   fail(`db:seed: ${cause instanceof Error ? cause.message : String(cause)}`, 1);

@@ -5,13 +5,13 @@
 //
 // Options: USAGE below (`npm run shards:move -- --help`). The local state is --persist-to, else DEV_STATE_DIR,
 // else .wrangler/state. The target database gets the migrations first. The steps are in scripts/shards/move.ts.
-import { dirname, join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { getPlatformProxy } from "wrangler";
 import { type BucketRange, parseBucketRange } from "../src/shards";
 import { wranglerTomlStore } from "./shards/config-store";
 import { d1Executor, moveBuckets, retryingOnLocalLock, type ShardExecutor, UnmigratedDatabase } from "./shards/move";
 import { DEFAULT_CONFIG, localStateDir, type Target, targetFlags, wrangler } from "./shards/wrangler";
+import { closeLocalDatabases, localDatabases } from "./shards/wrangler-d1";
 import { wranglerExecutor } from "./shards/wrangler-executor";
 
 const USAGE = `Usage: npm run shards:move -- --buckets FIRST-LAST --from BINDING --to BINDING [options]
@@ -117,20 +117,13 @@ async function run(): Promise<void> {
   wrangler(["d1", "migrations", "apply", to, ...targetFlags(target)], { quiet: true });
 
   let executor: ShardExecutor;
-  let dispose = async () => {};
   if (target.remote) {
     executor = wranglerExecutor(target);
   } else {
-    // The local databases through wrangler's platform proxy: the same state `wrangler dev` uses.
-    const persistRoot = target.persistTo ?? join(dirname(target.config), ".wrangler", "state");
-    const proxy = await getPlatformProxy<Record<string, D1Database>>({
-      configPath: target.config,
-      environment: target.env,
-      persist: { path: join(persistRoot, "v3") },
-    });
+    // The local databases in this process (scripts/shards/wrangler-d1.ts): the same state `wrangler dev` uses.
+    const databases = await localDatabases(target);
     // wrangler dev may be writing the same SQLite files: a statement that meets its lock is run again.
-    executor = retryingOnLocalLock(d1Executor((name) => proxy.env[name]));
-    dispose = () => proxy.dispose();
+    executor = retryingOnLocalLock(d1Executor((name) => databases[name]));
   }
 
   const workerUrl = values["no-worker"]
@@ -154,6 +147,6 @@ async function run(): Promise<void> {
     });
     console.log(JSON.stringify(report, null, 2));
   } finally {
-    await dispose();
+    await closeLocalDatabases();
   }
 }

@@ -403,7 +403,7 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
     );
     const text = await admin(["usage", ...setups[0].where]);
     expect(text.status, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/^DB: buckets 0-1023, size unknown locally\n {2}users: \d+ with data/);
+    expect(text.stdout).toMatch(/^DB: buckets 0-1023, size [\d ,]+ bytes\n {2}users: \d+ with data/);
   });
 
   it("a revoked app password and its session get 401 once the isolates' 60 s trust has run out, and stay refused", async () => {

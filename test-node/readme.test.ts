@@ -135,7 +135,7 @@ const EFFECTS: Record<string, (runs: BlockRun[]) => void> = {
       /user "dev-user": bucket \d+ in DB \(local, top-level environment\)\n {2}gpodder username: /,
     );
     expect(output).toMatch(/subscriptions: 11 active, 12 stored with tombstones/);
-    expect(output).toMatch(/DB: buckets 0-1023, size unknown locally/);
+    expect(output).toMatch(/DB: buckets 0-1023, size [\d ,]+ bytes/);
   },
 };
 

@@ -63,7 +63,7 @@ export interface LargeAccount {
 
 export interface DatabaseUsage {
   totals: DatabaseTotals;
-  /** The database's size in bytes as D1 reports it (remote only: local D1 does not say). */
+  /** The database's size in bytes as D1 reports it (local D1 too, since the tools open it in-process). */
   sizeBytes: number | undefined;
   largestByBytes: LargeAccount[];
   largestByRows: LargeAccount[];

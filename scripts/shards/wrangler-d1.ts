@@ -1,13 +1,17 @@
-// A D1 database reached through `wrangler d1 execute` (remote, or the local state of `wrangler dev`), shaped
-// as the worker's own binding, so that operator tools run the db functions of src/db themselves: the same
-// statements, rendered by the same code, bound with the same values. Only what those functions call is here
-// (prepare, bind, all, first, run, raw, batch).
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+// A D1 database reached through wrangler, shaped as the worker's own binding, so that operator tools run the db
+// functions of src/db themselves: the same statements, rendered by the same code, bound with the same values. Only
+// what those functions call is here (prepare, bind, all, first, run, raw, batch). A remote database is reached
+// through `wrangler d1 execute`; a local one (the state of `wrangler dev`) is opened in this process, through
+// wrangler's public getPlatformProxy: the real D1 binding of a local workerd, started once per process and
+// environment. Each `wrangler d1 execute --local` started wrangler and a workerd of its own for every statement or
+// batch (2 to 3 s of CPU each, two or three times per admin command); now a tool pays one start (docs/decisions.md,
+// issue 38). A tool that opened a local database calls closeLocalDatabases() before it ends.
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
+import type { PlatformProxy } from "wrangler";
 import { wranglerMessage } from "../wrangler-message.mjs";
 import { LOCAL_LOCK_ERROR } from "./move";
-import { type Target, targetFlags, WranglerError, wrangler } from "./wrangler";
+import { localStateDir, type Target, targetFlags, WranglerError, wrangler } from "./wrangler";
 import { inline } from "./wrangler-executor";
 
 /** A failed `wrangler d1 execute`, told in one line (wrangler's own error text, never the SQL it ran). */
@@ -19,9 +23,8 @@ export class D1CommandError extends Error {
 }
 
 /**
- * The longest command passed on the command line (Linux refuses one argument over 128 KiB). A longer one goes in a
- * file locally (wrangler runs a file as it runs a command: one batch); remotely a file runs as an import, which
- * holds the database, so a longer batch is refused there.
+ * The longest command passed on the command line (Linux refuses one argument over 128 KiB). Remotely a file runs as
+ * an import, which holds the database, so a longer batch is refused.
  */
 const MAX_COMMAND_BYTES = 100_000;
 /** Local lock retries (wrangler dev holds the same SQLite files): as scripts/shards/move.ts does. */
@@ -56,42 +59,22 @@ function failure(err: unknown): string {
 }
 
 /**
- * Runs the statements in one `wrangler d1 execute --command` call: locally wrangler runs them as one D1 batch (one
- * transaction); remotely as one call of D1's query API, in order. Callers' statements are safe to repeat.
+ * Runs the statements in one `wrangler d1 execute --remote --command` call: one call of D1's query API, in order.
  */
 async function execute(target: Target, binding: string, statements: readonly Bound[]): Promise<Result[]> {
   const command = statements.map((statement) => inline(statement)).join(";\n");
-  const long = Buffer.byteLength(command) > MAX_COMMAND_BYTES;
-  if (long && target.remote) {
+  if (Buffer.byteLength(command) > MAX_COMMAND_BYTES) {
     throw new D1CommandError(`${statements.length} statements are too long for one wrangler d1 execute call.`);
   }
-  const where = `${binding} (${target.remote ? "remote" : "local"}${target.env ? `, env ${target.env}` : ""})`;
-  const scratch = long ? mkdtempSync(join(tmpdir(), "wrangler-d1-")) : undefined;
-  const input = scratch ? ["--file", join(scratch, "batch.sql")] : ["--command", command];
-  if (scratch) writeFileSync(join(scratch, "batch.sql"), `${command};\n`);
+  const where = `${binding} (remote${target.env ? `, env ${target.env}` : ""})`;
   try {
-    return await run(target, binding, where, input);
-  } finally {
-    if (scratch) rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
-async function run(target: Target, binding: string, where: string, input: string[]): Promise<Result[]> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const output = parseOutput(
-        wrangler(["d1", "execute", binding, ...targetFlags(target), "--json", ...input], { quiet: true }),
-      );
-      if ("error" in output) throw new D1CommandError(`${where}: ${output.error}`);
-      return output;
-    } catch (err) {
-      const message = err instanceof D1CommandError ? err.message : `${where}: ${failure(err)}`;
-      if (!target.remote && attempt < LOCAL_ATTEMPTS && LOCAL_LOCK_ERROR.test(message)) {
-        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
-        continue;
-      }
-      throw new D1CommandError(message);
-    }
+    const output = parseOutput(
+      wrangler(["d1", "execute", binding, ...targetFlags(target), "--json", "--command", command], { quiet: true }),
+    );
+    if ("error" in output) throw new D1CommandError(`${where}: ${output.error}`);
+    return output;
+  } catch (err) {
+    throw err instanceof D1CommandError ? err : new D1CommandError(`${where}: ${failure(err)}`);
   }
 }
 
@@ -100,8 +83,95 @@ interface Bound {
   params: readonly unknown[];
 }
 
+const proxies = new Map<string, Promise<PlatformProxy<Record<string, unknown>>>>();
+
+function proxyOf(target: Target): Promise<PlatformProxy<Record<string, unknown>>> {
+  // `wrangler dev --persist-to DIR` keeps its state in DIR/v3 (DIR defaults to .wrangler/state beside the config);
+  // getPlatformProxy takes that inner directory.
+  const state = join(resolve(localStateDir(target.persistTo) ?? join(target.config, "..", ".wrangler", "state")), "v3");
+  const key = `${target.config}\n${target.env ?? ""}\n${state}`;
+  let proxy = proxies.get(key);
+  if (proxy === undefined) {
+    // Loaded on first use, as wranglerConfig does (wrangler.ts): `--help` and refusals never pay for it.
+    const { getPlatformProxy } = createRequire(import.meta.url)("wrangler") as typeof import("wrangler");
+    proxy = getPlatformProxy({
+      configPath: target.config,
+      environment: target.env,
+      persist: { path: state },
+      remoteBindings: false,
+      // Only the databases are used: no .dev.vars or .env file is read for them.
+      envFiles: [],
+    });
+    proxies.set(key, proxy);
+  }
+  return proxy;
+}
+
+/** The local databases of the target's environment, by binding (the same state `wrangler dev` uses). */
+export async function localDatabases(target: Target): Promise<Record<string, D1Database>> {
+  return (await proxyOf(target)).env as Record<string, D1Database>;
+}
+
+/** Stops the local workerds this process started (its exit would otherwise wait on them). */
+export async function closeLocalDatabases(): Promise<void> {
+  const started = [...proxies.values()];
+  proxies.clear();
+  await Promise.all(started.map(async (proxy) => (await proxy).dispose()));
+}
+
+async function retried<T>(where: string, call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (attempt < LOCAL_ATTEMPTS && LOCAL_LOCK_ERROR.test(message)) {
+        await new Promise((done) => setTimeout(done, 100 * attempt));
+        continue;
+      }
+      throw new D1CommandError(`${where}: ${message}`);
+    }
+  }
+}
+
+/**
+ * The database `binding` of a local target, as the db functions of src/db use it (prepare, bind, all, first, run,
+ * raw, batch). Synchronous like the remote one: the workerd starts on the first statement.
+ */
+function localD1(target: Target, binding: string): D1Database {
+  const where = `${binding} (local${target.env ? `, env ${target.env}` : ""})`;
+  const database = async () => {
+    const found = (await localDatabases(target))[binding] as D1Database | undefined;
+    if (found === undefined) throw new Error(`no D1 binding ${binding} in this environment`);
+    return found;
+  };
+  const prepared = (sql: string, params: readonly unknown[] = []) => {
+    const real = async () => (await database()).prepare(sql).bind(...params);
+    const statement = {
+      sql,
+      params,
+      real,
+      bind: (...values: unknown[]) => prepared(sql, values),
+      all: () => retried(where, async () => (await real()).all()),
+      run: () => retried(where, async () => (await real()).run()),
+      first: (column?: string) =>
+        retried(where, async () => (column === undefined ? (await real()).first() : (await real()).first(column))),
+      raw: () => retried(where, async () => (await real()).raw()),
+    };
+    return statement;
+  };
+  const local = {
+    prepare: (sql: string) => prepared(sql),
+    batch: (statements: ReturnType<typeof prepared>[]) =>
+      retried(where, async () => (await database()).batch(await Promise.all(statements.map((s) => s.real())))),
+  };
+  // Only the members the db functions use exist (see above); the rest of D1Database is never called here.
+  return local as unknown as D1Database;
+}
+
 /** The database `binding` of the target, for the db functions of src/db (see the file's head). */
 export function wranglerD1(target: Target, binding: string): D1Database {
+  if (!target.remote) return localD1(target, binding);
   const prepared = (sql: string, params: readonly unknown[] = []) => {
     const statement = {
       sql,
