@@ -415,6 +415,30 @@ describe("an alias of an active subscription names it in every API", () => {
     expect(await listAll(user)).toEqual(new Map());
   });
 
+  it("gpodder.net and Nextcloud: a URL's http/https and trailing-slash forms name its subscription", async () => {
+    // Section 14's guid namespace makes them one podcast (an add of another form writes nothing); a remove of one
+    // unsubscribes it, and a simple PUT listing one keeps it as stored.
+    const stored = "https://forms.example/feed/";
+    const forms = ["http://forms.example/feed", "https://forms.example/feed", "http://forms.example/feed/"];
+    for (const api of ["gpodder", "nextcloud"] as const) {
+      for (const form of forms) {
+        const user = await as(`aliases-forms-${api}-${uniqueNumber()}`);
+        const app = await mint(user);
+        const gp = gpodder(app);
+        await json(gp.post(`/api/2/subscriptions/${app.loginName}/phone.json`, { add: [stored], remove: [] }));
+        const [guid] = (await listAll(user)).keys();
+        expect(await listAll(user)).toEqual(new Map([[guid, stored]]));
+        // The simple API's PUT of the other form: nothing removed, nothing renamed.
+        expect((await gp.put(`/subscriptions/${app.loginName}/phone.json`, [form])).status).toBe(200);
+        expect(await listAll(user)).toEqual(new Map([[guid, stored]]));
+        const removal = { add: [], remove: [form] };
+        if (api === "gpodder") await json(gp.post(`/api/2/subscriptions/${app.loginName}/phone.json`, removal));
+        else await json(nextcloud(app).post("subscription_change/create", removal));
+        expect({ api, form, list: await listAll(user) }).toEqual({ api, form, list: new Map() });
+      }
+    }
+  });
+
   it("episode actions under A and under B reach one state, read back under the stored URL, no round trip more", async () => {
     const { user, guid, from, to } = await movedSubscription("aliases-plays");
     const app = await mint(user);

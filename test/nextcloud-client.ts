@@ -146,6 +146,7 @@ export function gpodder(
   return {
     get: (path: string) => request("GET", path),
     post: (path: string, body: unknown) => request("POST", path, body),
+    put: (path: string, body: unknown) => request("PUT", path, body),
   };
 }
 

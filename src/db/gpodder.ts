@@ -422,14 +422,17 @@ const uploadStatement = statement(sql`
   WHERE ${s.unsubscribedAt} IS NOT NULL`);
 
 /**
- * A chunk's removes (`[url, urlKey]` each): every active subscription one of its URLs names (§18: a remove of any
- * alias unsubscribes the podcast).
+ * A chunk's removes (`[url, urlKey, podcastGuid]` each): every active subscription one of its URLs names (§18: a
+ * remove of any alias unsubscribes the podcast), and the one whose guid is the URL's section 14 podcast:guid, which
+ * its http/https and trailing-slash forms share (the same rule that makes an add of another form write nothing).
  */
 const removeUrlsStatement = statement(
   unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} IN (
     WITH sent(i, url, url_key) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(${feeds})),
     ${namedSubscriptionsSql(userId, "sent")}
     SELECT guid FROM named_subscriptions
+    UNION ALL
+    SELECT value ->> 2 FROM json_each(${feeds})
     UNION ALL
     SELECT a.guid FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL
       AND ${urlOf("a")} IN (SELECT url FROM sent))`),
@@ -447,14 +450,16 @@ function removeUnlistedStatement(chunks: number): Statement {
     // One NOT IN per chunk (each a lookup in its own list, built once): D1 allows few terms in a compound SELECT.
     // A row a listed URL names (§18: an alias of it) is listed too, and so is one a listed URL's tombstone was
     // merged into (`keptGuidOf`: the row is active, so its guid in `merged_into` is the rule; no NULL in the list,
-    // which would make every NOT IN unknown).
+    // which would make every NOT IN unknown), and so is the one whose guid is a listed URL's section 14
+    // podcast:guid (its http/https and trailing-slash forms: the add of it writes nothing).
     const unlisted = sql.join(
       Array.from({ length: Math.max(1, chunks) }, (_, index) => {
         const listed = sql.placeholder(`feeds${index}`);
         return sql`a.url NOT IN (SELECT value ->> 0 FROM json_each(${listed})) AND a.guid NOT IN (
           WITH sent(i, url, url_key) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(${listed})),
           ${namedSubscriptionsSql(userId, "sent")} SELECT guid FROM named_subscriptions
-          UNION ALL SELECT merged_into FROM named_subscriptions WHERE merged_into IS NOT NULL AND unsubscribed_at IS NOT NULL)`;
+          UNION ALL SELECT merged_into FROM named_subscriptions WHERE merged_into IS NOT NULL AND unsubscribed_at IS NOT NULL
+          UNION ALL SELECT value ->> 2 FROM json_each(${listed}))`;
       }),
       sql` AND `,
     );
@@ -511,7 +516,7 @@ const encoder = new TextEncoder();
 const utf8Length = (text: string) => encoder.encode(text).byteLength;
 
 /**
- * A chunk of an upload's feeds: their JSON text (`[url, urlKey, podcastGuid]` each; removes: `[url, urlKey]`),
+ * A chunk of an upload's feeds: their JSON text (`[url, urlKey, podcastGuid]` each),
  * the same without the URLs (`[urlKey, podcastGuid, bytes]` each, for the room), where it starts in the upload,
  * and their URLs' bytes.
  */
@@ -564,7 +569,7 @@ function chunked(items: readonly { url: string; podcastGuid?: string }[]): FeedC
 export async function writeGpodderSubscriptions(
   db: Database,
   caller: WriteCredential,
-  changes: { remove: readonly string[]; add: readonly NamedFeed[]; replaceAll?: boolean; device?: string },
+  changes: { remove: readonly NamedFeed[]; add: readonly NamedFeed[]; replaceAll?: boolean; device?: string },
   at: number,
   batch = new WriteBatch(),
 ): Promise<{ now: number; added: ResolvedFeed[] }> {
@@ -573,7 +578,7 @@ export async function writeGpodderSubscriptions(
   if (changes.device !== undefined) batch.push(...pathDeviceStatements(db, user, changes.device, at));
   const bound = (statement: Statement, values: Record<string, unknown>) =>
     statement.bind(db, { userId: user, now: at, ...values });
-  for (const chunk of chunked(changes.remove.map((url) => ({ url })))) {
+  for (const chunk of chunked(changes.remove)) {
     batch.push(bound(removeUrlsStatement, { feeds: chunk.feeds }));
   }
   const adds = chunked(changes.add);

@@ -73,12 +73,13 @@ export async function applySubscriptionChanges(
   const userId = c.get("userId");
   const device = options.deviceId === undefined ? undefined : pathDevice(c, options.deviceId);
   const feeds = await nameFeeds(uniqueUrls(add));
+  const removed = await nameFeeds(validUrls(remove));
   const batch = new WriteBatch();
   const { now, added } = await withPathDevice(c, device, () =>
     writeGpodderSubscriptions(
       c.get("db"),
       c.get("gpodder").credential,
-      { remove: validUrls(remove), add: feeds, replaceAll: options.replaceAll, device: device?.id },
+      { remove: removed, add: feeds, replaceAll: options.replaceAll, device: device?.id },
       Date.now(),
       batch,
     ),
