@@ -92,6 +92,10 @@ function proxyOf(target: Target): Promise<PlatformProxy<Record<string, unknown>>
   const key = `${target.config}\n${target.env ?? ""}\n${state}`;
   let proxy = proxies.get(key);
   if (proxy === undefined) {
+    // wrangler logs to stdout what it starts with ("Using secrets defined in .dev.vars", which `npm run dev` writes),
+    // where the tools print their answers (`--json` among them); `wrangler d1 execute` was run with its output
+    // captured. So its info lines stay hidden unless the operator sets WRANGLER_LOG; warnings still show.
+    process.env.WRANGLER_LOG ??= "warn";
     // Loaded on first use, as wranglerConfig does (wrangler.ts): `--help` and refusals never pay for it.
     const { getPlatformProxy } = createRequire(import.meta.url)("wrangler") as typeof import("wrangler");
     proxy = getPlatformProxy({
@@ -99,8 +103,6 @@ function proxyOf(target: Target): Promise<PlatformProxy<Record<string, unknown>>
       environment: target.env,
       persist: { path: state },
       remoteBindings: false,
-      // Only the databases are used: no .dev.vars or .env file is read for them.
-      envFiles: [],
     });
     proxies.set(key, proxy);
   }
