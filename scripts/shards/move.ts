@@ -412,25 +412,38 @@ export function d1Executor(databases: (name: string) => D1Database): ShardExecut
  */
 export const LOCAL_LOCK_ERROR = /SQLITE_BUSY|database is locked|internal error; reference = /;
 
+export interface LocalLockRetries {
+  attempts?: number;
+  delayMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** `call`, run again while it fails on a local lock (see retryingOnLocalLock); any other error is thrown as it is. */
+export async function retriedOnLocalLock<T>(
+  call: () => Promise<T>,
+  {
+    attempts = 8,
+    delayMs = 100,
+    sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+  }: LocalLockRetries = {},
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      if (attempt >= attempts || !LOCAL_LOCK_ERROR.test(String(err))) throw err;
+      await sleep(delayMs * attempt);
+    }
+  }
+}
+
 /**
  * Retries statements that failed on a local lock. Safe to repeat: a failed call ran in a transaction that was
  * rolled back, and every statement of a move can run twice anyway (INSERT OR REPLACE of the same rows,
  * deletes by user, reads). Other errors, and the last attempt's, are thrown as they are.
  */
-export function retryingOnLocalLock(
-  executor: ShardExecutor,
-  { attempts = 8, delayMs = 100, sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) } = {},
-): ShardExecutor {
-  const retry = async <T>(call: () => Promise<T>): Promise<T> => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await call();
-      } catch (err) {
-        if (attempt >= attempts || !LOCAL_LOCK_ERROR.test(String(err))) throw err;
-        await sleep(delayMs * attempt);
-      }
-    }
-  };
+export function retryingOnLocalLock(executor: ShardExecutor, options: LocalLockRetries = {}): ShardExecutor {
+  const retry = <T>(call: () => Promise<T>) => retriedOnLocalLock(call, options);
   return {
     all: (database, statement) => retry(() => executor.all(database, statement)),
     batch: (database, statements) => retry(() => executor.batch(database, statements)),

@@ -10,7 +10,7 @@ import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import type { PlatformProxy } from "wrangler";
 import { wranglerMessage } from "../wrangler-message.mjs";
-import { LOCAL_LOCK_ERROR } from "./move";
+import { retriedOnLocalLock } from "./move";
 import { localStateDir, type Target, targetFlags, WranglerError, wrangler } from "./wrangler";
 import { inline } from "./wrangler-executor";
 
@@ -27,8 +27,6 @@ export class D1CommandError extends Error {
  * an import, which holds the database, so a longer batch is refused.
  */
 const MAX_COMMAND_BYTES = 100_000;
-/** Local lock retries (wrangler dev holds the same SQLite files): as scripts/shards/move.ts does. */
-const LOCAL_ATTEMPTS = 8;
 
 type Result = D1Result<Record<string, unknown>>;
 
@@ -121,18 +119,12 @@ export async function closeLocalDatabases(): Promise<void> {
   await Promise.all(started.map(async (proxy) => (await proxy).dispose()));
 }
 
+/** `call`, retried on `wrangler dev`'s lock as scripts/shards/move.ts does; its last error told in one line. */
 async function retried<T>(where: string, call: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      if (attempt < LOCAL_ATTEMPTS && LOCAL_LOCK_ERROR.test(message)) {
-        await new Promise((done) => setTimeout(done, 100 * attempt));
-        continue;
-      }
-      throw new D1CommandError(`${where}: ${message}`);
-    }
+  try {
+    return await retriedOnLocalLock(call);
+  } catch (err) {
+    throw new D1CommandError(`${where}: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

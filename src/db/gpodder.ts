@@ -528,7 +528,7 @@ interface FeedChunk {
 }
 
 /** Feeds in chunks of at most CHUNK_BYTES of JSON text (none for none). */
-function chunked(items: readonly { url: string; podcastGuid?: string }[]): FeedChunk[] {
+function chunked(items: readonly NamedFeed[]): FeedChunk[] {
   const chunks: FeedChunk[] = [];
   let texts: string[] = [];
   let keys: string[] = [];
@@ -545,12 +545,12 @@ function chunked(items: readonly { url: string; podcastGuid?: string }[]): FeedC
   };
   for (const { url, podcastGuid } of items) {
     const key = urlKey(url);
-    const text = JSON.stringify(podcastGuid === undefined ? [url, key] : [url, key, podcastGuid]);
+    const text = JSON.stringify([url, key, podcastGuid]);
     const textBytes = utf8Length(text) + 1;
     if (texts.length > 0 && bytes + textBytes > CHUNK_BYTES) close();
     const urlBytes = utf8Length(url);
     texts.push(text);
-    keys.push(JSON.stringify([key, podcastGuid ?? null, urlBytes]));
+    keys.push(JSON.stringify([key, podcastGuid, urlBytes]));
     bytes += textBytes;
     sentBytes += urlBytes;
   }
