@@ -39,6 +39,7 @@ beforeAll(async () => {
       "url_pieces",
       "feeds",
       "feed_aliases",
+      "subscription_renames",
       "d1_migrations",
     ].map((table) => `DROP TABLE IF EXISTS ${table}`),
   );

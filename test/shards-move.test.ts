@@ -148,6 +148,21 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
       expect((await user.delete(`/v1/episodes/${forgotten}`)).status).toBe(204);
       episodes.set(userId, kept);
     }
+    // Each moving user renamed a subscription (docs/API.md §18: its old URL stays an alias, which must move too).
+    const renamed = new Map<string, { guid: string; from: string }>();
+    for (const userId of moving) {
+      const user = await as(userId, store.bindings());
+      const [, guid] = acknowledged.get(userId) ?? [];
+      const got = (await (await user.get(`/v1/subscriptions/${guid}`)).json()) as {
+        data: { attributes: { feedUrl: string } };
+      };
+      const from = got.data.attributes.feedUrl;
+      const patched = await user.patch(`/v1/subscriptions/${guid}`, {
+        data: { type: "subscription", id: guid, attributes: { feedUrl: `${from}-renamed` } },
+      });
+      expect(patched.status).toBe(200);
+      renamed.set(userId, { guid, from });
+    }
     // Each moving user is signed in on the account pages (docs/API.md §16): the session must move with them.
     const pageSessions = new Map<string, string>();
     for (const userId of moving) {
@@ -251,6 +266,7 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
       gpodder_sessions: 0,
       account_sessions: moving.length,
       devices: 0,
+      subscription_renames: moving.length,
       user_stats: report.users,
     });
     expect(newcomersMoved.length).toBeGreaterThan(0);
@@ -288,6 +304,14 @@ describe.runIf(spare)("moving buckets 512-767 from DB_1 to DB_2 (npm run shards:
         "If-None-Match": etags.get(userId) as string,
       });
       expect(cached.status, userId).toBe(304);
+    }
+    // Their renames moved with them: an add of the old URL names the renamed subscription in the new database.
+    for (const [userId, { guid, from }] of renamed) {
+      const added = await (await as(userId, store.bindings())).post("/v1/subscriptions", {
+        data: { type: "subscription", id: crypto.randomUUID(), attributes: { feedUrl: from } },
+      });
+      expect(added.status, userId).toBe(409);
+      expect(((await added.json()) as { errors: { meta?: { guid?: string } }[] }).errors[0].meta?.guid).toBe(guid);
     }
     // Listening state moved with them: the episode feed from 0 reads the live state (its 2 048-byte mediaUrl whole:
     // the pieces beyond the row's head moved too) and the tombstone.

@@ -37,7 +37,7 @@ export interface paths {
     delete: operations["unsubscribe"];
     /**
      * Move a feed to a new URL
-     * @description A podcast's feed URL changed (a redirect, a new host); its guid did not. Replaces `feedUrl` exactly as sent; the guid and `userSubscribedAt` stay. A real change is a change for the change feed; the same URL as stored, or a body without `attributes`/`feedUrl`, answers 200 and records nothing. Send the body as `application/vnd.api+json`. Checks run in this order: the path guid (400), body JSON, `data`, `type` (409), `id` (400 when missing or not a UUID, 409 at `/data/id` when it is not the path's guid), `feedUrl` (422).
+     * @description A podcast's feed URL changed (a redirect, a new host); its guid did not. Replaces `feedUrl` exactly as sent; the guid and `userSubscribedAt` stay. A real change is a change for the change feed, and the old URL stays an alias of the subscription for this user (docs/API.md §18: an add of it names this subscription in every API; the latest 4 renames are kept); the same URL as stored, or a body without `attributes`/`feedUrl`, answers 200 and records nothing. Send the body as `application/vnd.api+json`. Checks run in this order: the path guid (400), body JSON, `data`, `type` (409), `id` (400 when missing or not a UUID, 409 at `/data/id` when it is not the path's guid), `feedUrl` (422).
      */
     patch: operations["moveFeed"];
     parameters: {
@@ -1235,7 +1235,7 @@ export interface operations {
   };
   /**
    * Move a feed to a new URL
-   * @description A podcast's feed URL changed (a redirect, a new host); its guid did not. Replaces `feedUrl` exactly as sent; the guid and `userSubscribedAt` stay. A real change is a change for the change feed; the same URL as stored, or a body without `attributes`/`feedUrl`, answers 200 and records nothing. Send the body as `application/vnd.api+json`. Checks run in this order: the path guid (400), body JSON, `data`, `type` (409), `id` (400 when missing or not a UUID, 409 at `/data/id` when it is not the path's guid), `feedUrl` (422).
+   * @description A podcast's feed URL changed (a redirect, a new host); its guid did not. Replaces `feedUrl` exactly as sent; the guid and `userSubscribedAt` stay. A real change is a change for the change feed, and the old URL stays an alias of the subscription for this user (docs/API.md §18: an add of it names this subscription in every API; the latest 4 renames are kept); the same URL as stored, or a body without `attributes`/`feedUrl`, answers 200 and records nothing. Send the body as `application/vnd.api+json`. Checks run in this order: the path guid (400), body JSON, `data`, `type` (409), `id` (400 when missing or not a UUID, 409 at `/data/id` when it is not the path's guid), `feedUrl` (422).
    */
   moveFeed: {
     parameters: {

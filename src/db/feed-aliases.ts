@@ -2,7 +2,14 @@ import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { podcastGuidSync } from "../podcast-guid";
 import { rowNextChange } from "./change-numbers";
 import { call, type Database } from "./database";
-import { feedAliases as a, episodes as e, feeds as f, subscriptions as s, userStats as stats } from "./schema";
+import {
+  feedAliases as a,
+  episodes as e,
+  feeds as f,
+  subscriptionRenames as r,
+  subscriptions as s,
+  userStats as stats,
+} from "./schema";
 import { type Statement, statement } from "./statements";
 import { urlKey } from "./url-key";
 import { FEED_URL, ITEM_GUID, MEDIA_URL, storedUrl } from "./url-pieces";
@@ -34,15 +41,28 @@ function canonicalKeySql(url: SQL, key: SQL): SQL {
 // Which subscription a URL names: the one rule every API applies (docs/API.md §18, "One podcast across its URLs").
 
 /**
+ * Whether the user has renamed any subscription: not correlated, so SQLite reads it once per statement (once per
+ * run of a correlated subquery holding it: a read's lookup per tombstone), and a user who never renamed (most) pays
+ * no probe of `subscription_renames` per URL of an upload (D1 counts a row read for each, found or not: the alias
+ * lookups' rows read are bounded by tests).
+ */
+const hasRenamed = (userId: SQLWrapper) => sql`EXISTS (SELECT 1 FROM ${r} WHERE ${r.userId} = ${userId})`;
+
+/**
  * A URL names the user's subscriptions stored under its canonical URL (the URL itself when it never moved) or under
  * any URL that moved to that one: the URLs before and after each learned move, in both directions (the table is
- * resolved: every URL that moved to C has a row pointing at C). The http/https and trailing-slash forms are one feed
- * by section 14's guid namespace (the podcast:guid an add computes), not here.
+ * resolved: every URL that moved to C has a row pointing at C); and the user's subscriptions that the canonical URL
+ * was renamed away from (a PATCH or bulk `update` of the user's: `subscription_renames`, by key alone). The
+ * http/https and trailing-slash forms are one feed by section 14's guid namespace (the podcast:guid an add
+ * computes), not here.
  *
  * As the CTEs `feed_canon`, `feed_names(i, url, url_key)` (each sent URL's names: its canonical URL, then the URLs
- * that moved there) and `named_subscriptions(i, guid, unsubscribed_at, change_seq, merged_into)`, over the table
+ * that moved there, then the stored URL of each subscription the canonical URL was renamed away from: named through
+ * `feed_names`, which is read once, since SQLite writes a CTE read twice to a table of its own, and D1 counts those
+ * rows too) and `named_subscriptions(i, guid, unsubscribed_at, change_seq, merged_into)`, over the table
  * `sent(i, url, url_key)` of the caller's WITH clause; every step a key lookup (the aliases by primary key, then by
- * their canonical key; the subscriptions by `subscriptions_url`), the text compared. With `byText` false (`url` NULL:
+ * their canonical key; the renames by their primary key, then the row they name by its own; the subscriptions by
+ * `subscriptions_url`), the text compared but a rename's (its key names the subscription for this user alone). With `byText` false (`url` NULL:
  * a statement bound without the URLs' text), found by key alone: an estimate (a key two URLs share reads as either).
  * Rows from before migration 0004 (no url_key) are not found here: the callers that may meet them compare their text.
  */
@@ -55,12 +75,24 @@ export function namedSubscriptionsSql(userId: SQLWrapper, sent: string, byText =
     SELECT i, url, url_key FROM feed_canon
     UNION ALL
     SELECT canon.i, y.url, y.url_key FROM feed_canon AS canon CROSS JOIN ${a} AS y INDEXED BY feed_aliases_canonical
-      ON y.canonical_key = canon.url_key${text(sql`y.canonical_url = canon.url`)}),
+      ON y.canonical_key = canon.url_key${text(sql`y.canonical_url = canon.url`)}
+    UNION ALL
+    SELECT canon.i, ${storedUrl(FEED_URL, "t")}, t.url_key FROM feed_canon AS canon
+      CROSS JOIN ${r} ON ${hasRenamed(userId)} AND ${r.userId} = ${userId} AND ${r.urlKey} = canon.url_key
+      CROSS JOIN ${s} AS t ON t.user_id = ${userId} AND t.guid = ${r.guid}),
   named_subscriptions(i, guid, unsubscribed_at, change_seq, merged_into) AS (
     SELECT names.i, t.guid, t.unsubscribed_at, t.change_seq, t.merged_into
     FROM feed_names AS names CROSS JOIN ${s} AS t INDEXED BY subscriptions_url
       ON t.user_id = ${userId} AND t.url_key = names.url_key${text(sql`${storedUrl(FEED_URL, "t")} = names.url`)})`;
 }
+
+/**
+ * The renames a subscription keeps as its aliases (docs/API.md §18, "the URLs of their own renames"): the latest,
+ * by the trigger of migration 0016 (which spells this number out: SQL has no constant of ours). A device holding a
+ * URL from before more renames than this is rare, and each kept one is a row of the user's outside the budget's
+ * bytes (a key, no text: at most this many per subscription, so bounded by the count quota).
+ */
+export const RENAMES_KEPT = 4;
 
 /**
  * The user's subscriptions (active or tombstones) that the URL `url` (key `key`) names: `guid, unsubscribed_at,

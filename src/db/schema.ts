@@ -84,6 +84,33 @@ export const subscriptions = sqliteTable(
 );
 
 /**
+ * The URLs a user's own renames moved a subscription from (docs/API.md §18: "for one user, the URLs of their own
+ * renames (PATCH, bulk `update`)" are aliases of the podcast): each by its `url_key` alone (48 bits of SHA-256, no
+ * text: a key another URL shares names the subscription for this user only, who chose both). Written and trimmed by
+ * the trigger of migration 0016 on a user's change of an active subscription's URL (not a learned move: those are
+ * every user's, in `feed_aliases`), at most RENAMES_KEPT (src/db/feed-aliases.ts) per subscription, the latest
+ * kept; deleted with the subscription row. Read below all API dialects with the learned moves (`namedSubscriptionsSql`).
+ */
+export const subscriptionRenames = sqliteTable(
+  "subscription_renames",
+  {
+    userId: text("user_id").notNull(),
+    /** The `url_key` the subscription had before the rename. */
+    urlKey: integer("url_key").notNull(),
+    /** The subscription (its guid) the URL was renamed away from. */
+    guid: text("guid").notNull(),
+    /** The rename's change number (the row's `change_seq` after it): the trim keeps the latest. */
+    renamedSeq: integer("renamed_seq").notNull(),
+  },
+  (table) => [
+    // A lookup finds a sent URL's key among the user's renames: one probe per URL.
+    primaryKey({ columns: [table.userId, table.urlKey, table.guid] }),
+    // A subscription's renames, for the trigger's trim and the delete with the row.
+    index("subscription_renames_guid").on(table.userId, table.guid, table.renamedSeq),
+  ],
+);
+
+/**
  * Listening state per (user, episode), merged field by field by when each change happened on the device
  * (docs/API.md §13). Deleting forgets the state and keeps a tombstone (`deletedAt`, no URL text) for the
  * change feed; writing the id again starts a fresh state.
