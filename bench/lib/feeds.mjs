@@ -39,7 +39,7 @@ const paragraph = (n) =>
  * A realistic channel head of about `bytes` (UTF-8): the iTunes and Podcasting 2.0 elements hosts write (people,
  * funding, categories, locked, guid), and the bulk of it a long HTML description in CDATA (and its iTunes summary).
  */
-export function realisticHead(bytes, title = "Tech Talk Weekly") {
+export function realisticHead(bytes, title = "Tech Talk Weekly", podcastGuid = realisticGuid(0)) {
   const fixed = `${RSS_OPEN}    <atom:link href="https://feeds.example.com/tech.rss" rel="self" type="application/rss+xml"/>
     <title><![CDATA[${title}]]></title>
     <link>https://tech.example.com/</link>
@@ -56,7 +56,7 @@ export function realisticHead(bytes, title = "Tech Talk Weekly") {
     <itunes:category text="Education"><itunes:category text="How To"/></itunes:category>
     <itunes:explicit>false</itunes:explicit>
     <itunes:type>episodic</itunes:type>
-    <podcast:guid>917393e3-1b1e-5cef-ace4-edaa54e1f810</podcast:guid>
+    <podcast:guid>${podcastGuid}</podcast:guid>
     <podcast:locked owner="ada@tech.example.com">no</podcast:locked>
     <podcast:funding url="https://tech.example.com/support">Support the show</podcast:funding>
     <podcast:person role="host" img="https://cdn.example.com/ada.jpg" href="https://tech.example.com/ada">Ada</podcast:person>
@@ -70,6 +70,14 @@ export function realisticHead(bytes, title = "Tech Talk Weekly") {
   return `${fixed}    <description><![CDATA[${notes}]]></description>
     <itunes:summary><![CDATA[${notes}]]></itunes:summary>
 `;
+}
+
+/**
+ * The podcast:guid of realistic feed `n`: a podcast of its own per feed (one shared guid made the feed round's guid
+ * merge, docs/API.md §18, fold every realistic subscription of the bench user into one).
+ */
+function realisticGuid(n) {
+  return `917393e3-1b1e-5cef-ace4-${n.toString(16).padStart(12, "0")}`;
 }
 
 /** An element-dense head of about `bytes`: test/feed-server.ts's /feeds/endless.rss, cut to a size. */
@@ -148,7 +156,8 @@ export async function startFeedServer() {
       // a head that never ends.
       const n = Number(moving[2]);
       const named = `http://${req.headers.host}/feeds/${moving[1] === "moving" ? "realistic" : "endless"}/${100 + n}.rss`;
-      const head = realisticHead(realisticBytes(n), `Moving ${n}`).replace(
+      // The same podcast:guid as the realistic feed it names (a new-feed-url move needs it: docs/API.md §18).
+      const head = realisticHead(realisticBytes(n), `Moving ${n}`, realisticGuid(100 + n)).replace(
         "<channel>\n",
         `<channel>\n    <itunes:new-feed-url>${named}</itunes:new-feed-url>\n`,
       );
@@ -157,7 +166,7 @@ export async function startFeedServer() {
     const realistic = /^\/feeds\/realistic\/(\d+)\.rss$/.exec(path);
     if (realistic) {
       const n = Number(realistic[1]);
-      return xml(served(path, () => feedOf(realisticHead(realisticBytes(n), `Podcast ${n}`))));
+      return xml(served(path, () => feedOf(realisticHead(realisticBytes(n), `Podcast ${n}`, realisticGuid(n)))));
     }
     if (/^\/feeds\/dense\/\d+\.rss$/.test(path)) return xml(served("dense", () => feedOf(denseHead(256 * KIB))));
     if (/^\/feeds\/endless\/\d+\.rss$/.test(path)) {
