@@ -20,8 +20,18 @@ import {
   shardDatabases,
   subscriptionDocument,
   syncFrom,
+  versionOf,
 } from "./helpers";
-import { basic, type Changes, GPODDER_USER_AGENT, gpodder, json, mint, nextcloud } from "./nextcloud-client";
+import {
+  basic,
+  type Changes,
+  GPODDER_USER_AGENT,
+  gpodder,
+  json,
+  mint,
+  nextcloud,
+  playAction,
+} from "./nextcloud-client";
 
 /**
  * Aliases in every API (docs/API.md §18, "One podcast across its URLs"; issue 37 point 2): the feed round applies a
@@ -309,15 +319,6 @@ async function unmovedSubscription(name: string) {
   return { user, guid, from, to };
 }
 
-/** The user's latest change number: what an add that writes nothing leaves as it was. */
-async function versionOf(user: Caller): Promise<number> {
-  const row = await (await databaseFor(user.userId))
-    .prepare("SELECT version FROM user_stats WHERE user_id = ?")
-    .bind(user.userId)
-    .first<{ version: number }>();
-  return row?.version ?? 0;
-}
-
 /** The simple API's PUT of a device's whole list. */
 function simplePut(app: { loginName: string; appPassword: string }, urls: string[]) {
   return send(
@@ -445,16 +446,8 @@ describe("an alias of an active subscription names it in every API", () => {
     const counter = await countedDatabaseOf(user.userId);
     const gp = gpodder(app, counter.bindings);
     const episode = `${to}-episode-1.mp3`;
-    const play = (podcast: string, position: number, timestamp: string) => ({
-      podcast,
-      episode,
-      guid: "item-1",
-      action: "play",
-      timestamp,
-      started: 0,
-      position,
-      total: 100,
-    });
+    const play = (podcast: string, position: number, timestamp: string) =>
+      playAction(podcast, episode, position, timestamp);
     const upload = async (actions: unknown[]) => {
       counter.reset();
       await json(gp.post(`/api/2/episodes/${app.loginName}.json`, actions));

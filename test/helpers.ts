@@ -79,6 +79,15 @@ export async function databaseFor(userId: string): Promise<D1Database> {
   return (await shardFor(userId)).database;
 }
 
+/** The user's latest change number: what a write of nothing leaves as it was. */
+export async function versionOf(user: { userId: string }): Promise<number> {
+  const row = await (await databaseFor(user.userId))
+    .prepare("SELECT version FROM user_stats WHERE user_id = ?")
+    .bind(user.userId)
+    .first<{ version: number }>();
+  return row?.version ?? 0;
+}
+
 /**
  * Bindings that put `wrap(real)` in place of `userId`'s database (for the counting and failing
  * wrappers below), so that the worker, which picks the user's shard, goes through the wrapper.

@@ -150,6 +150,11 @@ export function gpodder(
   };
 }
 
+/** A gpodder.net / Nextcloud `play` of item `item-1` at `position` of 100 s, under podcast URL `podcast`. */
+export function playAction(podcast: string, episode: string, position: number, timestamp: string) {
+  return { podcast, episode, guid: "item-1", action: "play", timestamp, started: 0, position, total: 100 };
+}
+
 /** An app password minted through the JSON:API, as the credentials the apps send. */
 export async function mint(user: Caller, label = "Kasts") {
   const response = await user.post("/v1/app-passwords", { data: { type: "app-password", attributes: { label } } });

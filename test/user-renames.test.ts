@@ -4,8 +4,8 @@ import { database } from "../src/db/database";
 import { RENAMES_KEPT } from "../src/db/feed-aliases";
 import { urlKey } from "../src/db/url-key";
 import { at, FETCHING, subscribe, uniqueNumber } from "./feed-round-calls";
-import { as, type Caller, databaseFor, listAll, ORIGIN, runCron, send } from "./helpers";
-import { basic, gpodder, json, mint, nextcloud } from "./nextcloud-client";
+import { as, type Caller, databaseFor, listAll, runCron, versionOf } from "./helpers";
+import { gpodder, json, mint, nextcloud, playAction } from "./nextcloud-client";
 
 /**
  * A user's own renames are aliases (docs/API.md §18: "for one user, the URLs of their own renames (PATCH, bulk
@@ -33,15 +33,6 @@ async function renamedSubscription(name: string) {
   await rename(user, guid, to);
   expect(await listAll(user)).toEqual(new Map([[guid, to]]));
   return { user, guid, from, to };
-}
-
-/** The user's latest change number: what a write of nothing leaves as it was. */
-async function versionOf(user: Caller): Promise<number> {
-  const row = await (await databaseFor(user.userId))
-    .prepare("SELECT version FROM user_stats WHERE user_id = ?")
-    .bind(user.userId)
-    .first<{ version: number }>();
-  return row?.version ?? 0;
 }
 
 /** How many renames the database keeps for the user. */
@@ -88,14 +79,7 @@ describe("a user's rename A -> B makes A an alias of the subscription", () => {
     );
     expect(answer.update_urls).toEqual([[from, to]]);
     await json(nextcloud(app).post("subscription_change/create", { add: [from], remove: [] }));
-    const put = await send(
-      new Request(`${ORIGIN}/subscriptions/${app.loginName}/phone.json`, {
-        method: "PUT",
-        headers: { Authorization: basic(app.loginName, app.appPassword) },
-        body: JSON.stringify([from]),
-      }),
-    );
-    expect(put.status).toBe(200);
+    expect((await gpodder(app).put(`/subscriptions/${app.loginName}/phone.json`, [from])).status).toBe(200);
     expect(await versionOf(user)).toBe(version);
     expect(await listAll(user)).toEqual(new Map([[guid, to]]));
   });
@@ -104,16 +88,8 @@ describe("a user's rename A -> B makes A an alias of the subscription", () => {
     const { user, guid, from, to } = await renamedSubscription("renames-plays");
     const app = await mint(user);
     const episode = `${to}-episode.mp3`;
-    const play = (podcast: string, position: number, timestamp: string) => ({
-      podcast,
-      episode,
-      guid: "item-1",
-      action: "play",
-      timestamp,
-      started: 0,
-      position,
-      total: 100,
-    });
+    const play = (podcast: string, position: number, timestamp: string) =>
+      playAction(podcast, episode, position, timestamp);
     await json(gpodder(app).post(`/api/2/episodes/${app.loginName}.json`, [play(to, 10, "2026-01-02T03:00:00")]));
     await json(gpodder(app).post(`/api/2/episodes/${app.loginName}.json`, [play(from, 20, "2026-01-02T03:05:00")]));
     await json(nextcloud(app).post("episode_action/create", [play(from, 30, "2026-01-02T03:10:00")]));
