@@ -610,6 +610,34 @@ describe("the large gpodder GETs are charged by what they read (docs/API.md §14
     }
   });
 
+  it("the simple list waits on the limiter once per D1 page, not once per 100 rows", async () => {
+    const userId = `gp-charged-waits-${crypto.randomUUID()}`;
+    await seedSubscriptions(userId, 450);
+    const who = await credentials(userId);
+    // The user's limiter, counting its calls and how many times the request waited on it in turn (a call made
+    // while none is pending starts a wait).
+    let calls = 0;
+    let waits = 0;
+    let pending = 0;
+    const counting: RateLimit = {
+      limit: async (options) => {
+        calls++;
+        if (pending === 0) waits++;
+        pending++;
+        try {
+          return await env.USER_RATE_LIMITER.limit(options);
+        } finally {
+          pending--;
+        }
+      },
+    };
+    const response = await get(who, `/subscriptions/${who.username}.json`, { USER_RATE_LIMITER: counting });
+    expect(response.status).toBe(200);
+    expect(JSON.parse(await response.text())).toHaveLength(450);
+    // The request itself, then the D1 page's 450 rows at once: 4 requests' worth beyond the first 100 rows.
+    expect({ calls, waits }).toEqual({ calls: 5, waits: 2 });
+  });
+
   it("podcast= reads only that feed's states, through the episodes_feed index", { timeout: 60_000 }, async () => {
     const userId = "gp-podcast-index";
     await feedWithStates(userId, 600, "big.example");

@@ -119,7 +119,10 @@ function nextLimit(page: ExportPageRow, limit: number, size: TextPageSize): numb
   return Math.min(size.rows, Math.max(size.min, fitting));
 }
 
-/** Rows handed on at once, and the rows their D1 page walked for them (what the simple API's lists are charged). */
+/**
+ * Rows handed on at once, and the rows their D1 page walked (what the simple API's lists are charged): all of them on
+ * the page's first slice, 0 on the others.
+ */
 export type ExportSlice<Row> = Row[] & { walked: number };
 
 /** Statements to run in the same batch as the first page (a request's credential guard and path device). */
@@ -160,12 +163,14 @@ async function* pagesOf(
   }
   for (;;) {
     const rows = rowsOf(page);
-    // The rows walked past the cut (walked again by the next page) go with the page's first slice.
-    let walkedBeyond = page.walked - rows.length;
+    // Every row the D1 page walked (those past the cut too: the next page walks them again) goes with its first
+    // slice, so a caller charging by `walked` charges a D1 page at once (one wait on the limiter per D1 call, not
+    // one per slice: the simple list of 1 000 waited on it 9 times in turn, issue 39).
+    let walked = page.walked;
     for (let i = 0; i < rows.length; i += OPML_EXPORT_PAGE_ROWS) {
       const slice = rows.slice(i, i + OPML_EXPORT_PAGE_ROWS);
-      yield Object.assign(slice, { walked: slice.length + walkedBeyond });
-      walkedBeyond = 0;
+      yield Object.assign(slice, { walked });
+      walked = 0;
     }
     limit = nextLimit(page, limit, size);
     if (limit === undefined || rows.length === 0) return;
