@@ -2925,7 +2925,11 @@ async function loseOneWrite(users) {
       .map((guid) => u.feedUrl.get(guid))
       // A forgettable URL may read either way (roundUncertain): the broken model must be one the soak can see.
       .filter((url) => feedVariant(url) === "ok" && !rounds.forgettable.has(url));
-  const feedUser = users.find((u) => okFeeds(u).length > 0);
+  // A fetched one of any user first: it stays fetched, so the verification must see the difference. A pending one
+  // taken for fetched is the fallback only (a round may fetch it before the verification reads it: a clean-clone
+  // CI of 103ab3b found no difference that way, with 27 feeds fetched by then).
+  const feedUser =
+    users.find((u) => okFeeds(u).some((url) => rounds.fetched.has(url))) ?? users.find((u) => okFeeds(u).length > 0);
   if (feedUser) {
     const urls = okFeeds(feedUser);
     const fetched = urls.find((url) => rounds.fetched.has(url));
