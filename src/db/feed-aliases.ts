@@ -77,7 +77,7 @@ export function namedSubscriptionsSql(userId: SQLWrapper, sent: string, byText =
     SELECT canon.i, y.url, y.url_key FROM feed_canon AS canon CROSS JOIN ${a} AS y INDEXED BY feed_aliases_canonical
       ON y.canonical_key = canon.url_key${text(sql`y.canonical_url = canon.url`)}
     UNION ALL
-    SELECT canon.i, ${storedUrl(FEED_URL, "t")}, t.url_key FROM feed_canon AS canon
+    SELECT canon.i, ${byText ? storedUrl(FEED_URL, "t") : sql`NULL`}, t.url_key FROM feed_canon AS canon
       CROSS JOIN ${r} ON ${hasRenamed(userId)} AND ${r.userId} = ${userId} AND ${r.urlKey} = canon.url_key
       CROSS JOIN ${s} AS t ON t.user_id = ${userId} AND t.guid = ${r.guid}),
   named_subscriptions(i, guid, unsubscribed_at, change_seq, merged_into) AS (
