@@ -4,7 +4,7 @@ import { database } from "../src/db/database";
 import { RENAMES_KEPT } from "../src/db/feed-aliases";
 import { urlKey } from "../src/db/url-key";
 import { at, FETCHING, subscribe, uniqueNumber } from "./feed-round-calls";
-import { as, type Caller, databaseFor, listAll, runCron, versionOf } from "./helpers";
+import { as, type Caller, databaseFor, listAll, runCron, subscriptionDocument, versionOf } from "./helpers";
 import { gpodder, json, mint, nextcloud, playAction } from "./nextcloud-client";
 
 /**
@@ -45,9 +45,7 @@ async function renamesOf(user: Caller): Promise<number> {
 }
 
 const addUnder = (user: Caller, url: string) =>
-  user.post("/v1/subscriptions", {
-    data: { type: "subscription", id: crypto.randomUUID(), attributes: { feedUrl: url } },
-  });
+  user.post("/v1/subscriptions", subscriptionDocument(crypto.randomUUID(), url));
 
 describe("a user's rename A -> B makes A an alias of the subscription", () => {
   it("JSON:API and OPML: an add of A under another id is 409 Already Subscribed with the stored B, writing nothing", async () => {
