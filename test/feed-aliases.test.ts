@@ -662,7 +662,8 @@ describe("states sent under B before the move is learned (gPodder follows the 30
     await runCron(Date.now(), FETCHING);
     expect(await listAll(user)).toEqual(new Map([[guid, to]]));
 
-    // One state per episode, all of the subscription: episode 1 re-homed (its id kept), 2 and 3 merged per field.
+    // One state per episode, all of the subscription: episode 1 re-homed (its id kept until the next round gives it
+    // the subscription's: test/episode-rehomes.test.ts), 2 and 3 merged per field.
     const states = await live();
     expect(states.map((state) => [state.attributes.mediaUrl, state.relationships.subscription.data.id]).sort()).toEqual(
       [

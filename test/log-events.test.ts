@@ -313,6 +313,7 @@ describe("log events", () => {
         "level",
         "moved",
         "notModified",
+        "statesRenamed",
         "subrequests",
         "subscriptionsMoved",
       ].sort(),

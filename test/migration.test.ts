@@ -40,6 +40,7 @@ beforeAll(async () => {
       "feeds",
       "feed_aliases",
       "subscription_renames",
+      "episode_rehomes",
       "d1_migrations",
     ].map((table) => `DROP TABLE IF EXISTS ${table}`),
   );

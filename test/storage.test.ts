@@ -475,7 +475,12 @@ describe("DELETE /v1/account (docs/API.md §15)", () => {
           "INSERT INTO account_sessions (session_hash, user_id, name, created_at, expires_at) VALUES ('a-erase-me', ?, 'Erase Me', 0, 9e15)",
         )
         .bind(userId),
+      // The state re-homed as a merge re-homes one: queued for the feed round (src/db/episode-rehomes.ts).
+      db
+        .prepare("UPDATE episodes SET feed_guid = ? WHERE user_id = ? AND id = ?")
+        .bind(crypto.randomUUID(), userId, episode),
     ]);
+    expect(await rowCount(userId, "episode_rehomes")).toBe(1);
     const listed = await user.get("/v1/subscriptions");
     const etag = listed.headers.get("ETag") as string;
     const token = (
@@ -494,6 +499,7 @@ describe("DELETE /v1/account (docs/API.md §15)", () => {
     for (const table of [
       "subscriptions",
       "episodes",
+      "episode_rehomes",
       "app_passwords",
       "gpodder_sessions",
       "account_sessions",

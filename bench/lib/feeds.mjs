@@ -123,7 +123,32 @@ export const FEED_SCENARIOS = {
     { length: FEEDS_PER_ROUND + 2 },
     (_, n) => `/feeds/moving-to-endless/${n + 1}.rss`,
   ),
+  // A usual round that also gives REHOMED_STATES re-homed episode states the kept podcast's ids (its bound per round
+  // and database: src/db/episode-rehomes.ts).
+  "feed-round-rehomes": Array.from({ length: FEEDS_PER_ROUND + 2 }, (_, n) => `/feeds/realistic/${300 + n}.rss`),
 };
+
+/** REHOMES_PER_ROUND of src/db/episode-rehomes.ts: the states the `feed-round-rehomes` round renames. */
+export const REHOMED_STATES = 200;
+
+/**
+ * Live episode states of a user of their own that a merge re-homed, as the merges leave them: written under one feed,
+ * then moved to another, which the trigger of drizzle/0017 queues for the round to rename.
+ */
+async function seedRehomedStates(db) {
+  const user = `bench-rehomes-${randomUUID()}`;
+  const ids = Array.from({ length: REHOMED_STATES }, () => randomUUID());
+  await db
+    .prepare(
+      `INSERT INTO episodes (user_id, id, feed_guid, media_url, item_guid, position, duration, played,
+        position_changed_at, played_changed_at, change_seq, received_at, deleted_at)
+      SELECT ?1, value, ?2, 'https://podcasts.example.com/rehomed/episode-' || key || '.mp3', 'rehomed-item-' || key,
+        key, 3600, 0, 1767225600000 + key, NULL, key + 1, unixepoch(), NULL FROM json_each(?3)`,
+    )
+    .bind(user, randomUUID(), JSON.stringify(ids))
+    .run();
+  await db.prepare("UPDATE episodes SET feed_guid = ?2 WHERE user_id = ?1").bind(user, randomUUID()).run();
+}
 /** The head size of realistic feed n (UTF-8 bytes). */
 const realisticBytes = (n) => (n === 0 ? 64 * KIB : (4 + (n % 4) * 4) * KIB);
 
@@ -277,6 +302,7 @@ export async function recordFeedRounds({ urls, databases, token, send, log }) {
         await db.prepare("UPDATE feeds SET next_fetch_at = 1 WHERE next_fetch_at = 0").run();
       }
       await subscribe(paths.slice(0, FEEDS_PER_ROUND));
+      if (name === "feed-round-rehomes") await seedRehomedStates(Object.values(databases)[0]);
       const at = Date.now();
       const response = await fetch(new URL(`${SCHEDULED_PATH}?at=${at}`, urls.probe), {
         method: "POST",
@@ -288,11 +314,12 @@ export async function recordFeedRounds({ urls, databases, token, send, log }) {
       const round = roundLine(envelope.lines);
       // Usual heads: FEEDS_PER_ROUND fetched. Hostile ones: as many as the round's parse budget takes (src/feeds/round.ts,
       // HEAD_CHARS_PER_FEED and HEAD_CHARS_PER_ROUND), at least one, the others deferred to the next round.
-      const usual = name === "feed-round" || name === "feed-round-moves";
+      const usual = name === "feed-round" || name === "feed-round-moves" || name === "feed-round-rehomes";
       const fits = usual
         ? round?.fetched === FEEDS_PER_ROUND &&
           round?.deferred === 0 &&
-          (name !== "feed-round-moves" || round?.moved > 0)
+          (name !== "feed-round-moves" || round?.moved > 0) &&
+          (name !== "feed-round-rehomes" || round?.statesRenamed === REHOMED_STATES)
         : round?.fetched >= 1 && round?.fetched + round?.deferred === FEEDS_PER_ROUND;
       if (!fits || round.failed !== 0) {
         throw new Error(`recording ${name}: the round did not do what it should: ${JSON.stringify(round)}`);

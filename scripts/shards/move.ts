@@ -91,6 +91,8 @@ export const USER_TABLES: readonly UserTable[] = [
   // Copied as they are (a copied subscription is inserted, which no rename trigger sees); deleted with their rows.
   { table: "subscription_renames", userKey: "user_id" },
   { table: "episodes", userKey: "user_id" },
+  // Copied as they are (a copied state is inserted, which the re-home trigger does not see).
+  { table: "episode_rehomes", userKey: "user_id" },
   // After the rows they belong to: a copied row is already cut to its head, so its triggers write no pieces.
   { table: "url_pieces", userKey: "user_id" },
   { table: "app_passwords", userKey: "user_id" },

@@ -8,6 +8,7 @@ import {
   accountSessions,
   appPasswords,
   devices,
+  episodeRehomes,
   episodes,
   gpodderSessions,
   userStats as stats,
@@ -24,7 +25,7 @@ const userId = sql.placeholder("userId");
  * bare counters. Each user table is listed here; scripts/shards/move.ts lists the same ones to move users.
  */
 const eraseStatements = [
-  ...[subscriptions, episodes, appPasswords, gpodderSessions, accountSessions, devices].map((table) =>
+  ...[subscriptions, episodes, episodeRehomes, appPasswords, gpodderSessions, accountSessions, devices].map((table) =>
     statement(sql`DELETE FROM ${table} WHERE ${table.userId} = ${userId}`),
   ),
   // The delete triggers brought the counts and URL bytes to 0. The change numbers move on and the horizons

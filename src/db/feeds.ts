@@ -2,6 +2,13 @@ import { type SQL, sql } from "drizzle-orm";
 import { rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
 import {
+  REHOMES_PER_ROUND,
+  type RehomedState,
+  rehomedStates,
+  rehomedStatesStatement,
+  renameRehomedStatements,
+} from "./episode-rehomes";
+import {
   applyMovesStatements,
   forgetAliasStatements,
   guidMergeStatements,
@@ -141,16 +148,22 @@ const claimStatement = statement(sql`
   UPDATE ${f} SET next_fetch_at = ${sql.placeholder("claimedUntil")} WHERE ${f.urlKey} IN (
     SELECT ${f.urlKey} FROM ${f} WHERE ${f.nextFetchAt} <= ${now} ORDER BY ${f.nextFetchAt} LIMIT ${sql.placeholder("limit")})`);
 
-/** The feeds due (`dueFeeds`), and how many subscriptions the learned moves changed in the same batch. */
+/**
+ * The feeds due (`dueFeeds`), how many subscriptions the learned moves changed in the same batch, and the episode
+ * states merges re-homed, to be renamed in the round's `recordFeeds` (src/db/episode-rehomes.ts).
+ */
 export interface DueFeeds {
   feeds: DueFeed[];
   moved: number;
+  rehomed: RehomedState[];
 }
 
 /**
  * The feeds due by `at`, claimed for the round (CLAIM_MS), in one batch: one round trip. The batch also goes on with
  * the learned moves not yet applied to this database's subscriptions (at most `movesLimit`, src/db/feed-aliases.ts):
- * a move of a feed with many subscribers is applied over several runs, each costing no D1 call of its own.
+ * a move of a feed with many subscribers is applied over several runs, each costing no D1 call of its own. It ends
+ * with the re-homed states (those its own merges re-homed included), none while a bucket is frozen (`movesLimit` 0:
+ * renaming them writes users' rows).
  */
 export async function dueFeeds(db: Database, at: number, limit: number, movesLimit?: number): Promise<DueFeeds> {
   const values = { now: at, limit, claimedUntil: at + CLAIM_MS };
@@ -161,9 +174,14 @@ export async function dueFeeds(db: Database, at: number, limit: number, movesLim
       claimStatement.bind(db, values),
       ...merging,
       ...applyMovesStatements(db, movesLimit),
+      rehomedStatesStatement(db, movesLimit === 0 ? 0 : REHOMES_PER_ROUND),
     ]),
   );
-  return { feeds: results[0].results as unknown as DueFeed[], moved: results[2 + merging.length].results.length };
+  return {
+    feeds: results[0].results as unknown as DueFeed[],
+    moved: results[2 + merging.length].results.length,
+    rehomed: rehomedStates(results[results.length - 1]),
+  };
 }
 
 /** What one fetch leaves in a feed's row. */
@@ -249,7 +267,9 @@ function recordStatement(db: Database, record: FeedRecord, at: number): D1Prepar
  * round trip, one transaction). A forgotten feed takes the aliases nothing names any more with it. When it learned
  * moves, the same batch applies them to up to `movesLimit` subscriptions (the rest in the next runs, `dueFeeds`).
  * A feed that answered (a `200` or a `304`) merges the subscriptions of each user subscribed to it and to another
- * feed declaring its podcast:guid, in the same batch (`guidMergeStatements`). The number of subscriptions moved.
+ * feed declaring its podcast:guid, in the same batch (`guidMergeStatements`). The states `dueFeeds` read as re-homed
+ * take their ids in the kept podcast's namespace there too (src/db/episode-rehomes.ts). The number of subscriptions
+ * moved.
  */
 export async function recordFeeds(
   db: Database,
@@ -257,9 +277,12 @@ export async function recordFeeds(
   moves: readonly LearnedMove[],
   at: number,
   movesLimit?: number,
+  rehomed: readonly RehomedState[] = [],
 ): Promise<number> {
-  if (records.length === 0 && moves.length === 0) return 0;
+  if (records.length === 0 && moves.length === 0 && rehomed.length === 0) return 0;
   const statements = [
+    // First: the states this batch's merges re-home wait for the next round's read.
+    ...renameRehomedStatements(db, rehomed, at),
     ...records.flatMap((record) => [
       recordStatement(db, record, at),
       ...(record.kind === "forgotten" ? forgetAliasStatements(db, record.urlKey) : []),

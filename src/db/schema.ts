@@ -150,6 +150,22 @@ export const episodes = sqliteTable(
 );
 
 /**
+ * The live episode states a merge re-homed to the kept podcast with the id of the feed they came from (docs/API.md
+ * §18; src/db/episode-rehomes.ts): each waits here until the feed round gives it the id the kept podcast names the
+ * episode by (UUIDv5 in its guid's namespace, computed in the isolate: SQLite has no SHA-1). Written by a trigger
+ * (drizzle/0017), deleted with its state and when the round has renamed it.
+ */
+export const episodeRehomes = sqliteTable(
+  "episode_rehomes",
+  {
+    userId: text("user_id").notNull(),
+    /** The re-homed state's id (`episodes.id`). */
+    id: text("id").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.userId, table.id] })],
+);
+
+/**
  * The URL text beyond a row's head (docs/CAPACITY.md, "Storage"): a row's cell in a `WITHOUT ROWID` b-tree keeps
  * at most ~1002 bytes on a 4 KiB page, and a longer one spills to an overflow page of its own, so `feed_url`,
  * `media_url` and `item_guid` keep at most a head in the row and triggers (drizzle/0007) store the rest here in

@@ -1,4 +1,5 @@
 import type { Database } from "../db/database";
+import type { RehomedState } from "../db/episode-rehomes";
 import type { LearnedMove } from "../db/feed-aliases";
 import { type DueFeed, dueFeeds, type FeedRecord, recordFeeds } from "../db/feeds";
 import { FETCH_TIMEOUT_MS, type FetchOutcome, type FetchSettings, fetchFeed, MAX_HEAD_BYTES } from "./fetch";
@@ -65,6 +66,11 @@ export interface FeedRoundSummary {
   moved: number;
   /** Subscriptions the learned moves changed this run, in all databases. */
   subscriptionsMoved: number;
+  /**
+   * Episode states a merge re-homed that this run gave the kept podcast's ids, in all databases
+   * (src/db/episode-rehomes.ts: those read; at most REHOMES_PER_ROUND per database, the rest in the next runs).
+   */
+  statesRenamed: number;
   subrequests: number;
 }
 
@@ -193,15 +199,19 @@ export async function runFeedRound(
     deferred: 0,
     moved: 0,
     subscriptionsMoved: 0,
+    statesRenamed: 0,
     subrequests: 0,
   };
   if (!settings.enabled) return summary;
   const named = [...databases];
   const movesLimit = settings.movesPerStatement;
+  const rehomed = named.map((): RehomedState[] => []);
   const due = (await Promise.all(named.map(([, db]) => dueFeeds(db, at, FEEDS_PER_ROUND, movesLimit)))).map(
-    ({ feeds, moved }) => {
-      summary.subscriptionsMoved += moved;
-      return feeds;
+    (read, index) => {
+      summary.subscriptionsMoved += read.moved;
+      rehomed[index] = read.rehomed;
+      summary.statesRenamed += read.rehomed.length;
+      return read.feeds;
     },
   );
   summary.subrequests += named.length;
@@ -257,9 +267,11 @@ export async function runFeedRound(
   // learns it when it first fetches that feed itself.
   const movesOf = named.map((): LearnedMove[] => []);
   for (const move of moves) for (const { index } of byUrl.get(move.from) ?? []) movesOf[index].push(move);
-  const written = named.filter((_, index) => records[index].length > 0 || movesOf[index].length > 0);
+  const written = named.filter(
+    (_, index) => records[index].length > 0 || movesOf[index].length > 0 || rehomed[index].length > 0,
+  );
   const moved = await Promise.all(
-    named.map(([, db], index) => recordFeeds(db, records[index], movesOf[index], at, movesLimit)),
+    named.map(([, db], index) => recordFeeds(db, records[index], movesOf[index], at, movesLimit, rehomed[index])),
   );
   summary.subscriptionsMoved += moved.reduce((sum, count) => sum + count, 0);
   summary.subrequests += written.length;
