@@ -250,4 +250,19 @@ describe.skipIf(!gpodderInstalled && !ciRequires)("a feed move with the real gPo
   it("device 2, still on A, receives the plays of device 1 under B on its own episodes", () => {
     expect(held(seen.device2Later as Device, later)).toMatchObject({ played: true });
   });
+
+  // The joined play keeps the id it was given in B's namespace until the next round gives it the subscription's
+  // (src/db/episode-rehomes.ts; docs/decisions.md, "A re-homed state takes the kept podcast's id"): gPodder's next
+  // play of that episode, named by the subscription's guid now that B names the subscription, then reaches that state
+  // instead of making a second one.
+  it("after the next round, device 1's next play of the joined episode reaches its state: one state of it", async () => {
+    const cron = encodeURIComponent("*/10 * * * *");
+    const scheduled = await fetch(
+      `${worker.origin}/cdn-cgi/local/scheduled?cron=${cron}&time=${Date.now() + 2 * TEN_MINUTES}`,
+    );
+    expect(scheduled.status).toBe(200);
+    await gpodder(1, "sync", `play:${episode}`, "sync");
+    const live = (await states()).filter((state) => state.mediaUrl === episode);
+    expect(live).toEqual([expect.objectContaining({ played: true, subscription: seen.movedSubscription })]);
+  });
 });
