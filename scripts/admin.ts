@@ -301,7 +301,9 @@ function printUsage(name: string, buckets: string, usage: DatabaseUsage): void {
     `  users: ${number(t.usersWithData)} with data, ${number(t.users)} with a stats row`,
     `  rows: ${number(t.subscriptions)} subscriptions (${number(t.activeSubscriptions)} active), ${number(t.episodes)} episode states, ` +
       `${number(t.urlPieces)} URL pieces, ${number(t.appPasswords)} app passwords, ${number(t.gpodderSessions)} gpodder sessions, ` +
-      `${number(t.accountSessions)} account-page sessions, ${number(t.devices)} devices`,
+      `${number(t.accountSessions)} account-page sessions, ${number(t.devices)} devices, ` +
+      `${number(t.subscriptionRenames)} renames kept as aliases, ${number(t.episodeRehomes)} re-homed episode states waiting`,
+    `  feeds: ${number(t.feeds)} known, ${number(t.feedAliases)} learned moves`,
     `  URL text: ${number(t.urlBytes)} bytes`,
   ];
   for (const [title, accounts] of [

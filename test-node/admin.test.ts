@@ -398,12 +398,18 @@ describe("npm run admin against wrangler dev, on one database (the top level) an
           expect(totals.usersWithData).toBeGreaterThanOrEqual(kept.length);
           expect(totals.users).toBeGreaterThanOrEqual(kept.length + erased.length);
           expect(totals.urlBytes).toBeGreaterThanOrEqual(kept.reduce((sum, user) => sum + user.urlBytes, 0));
+          // The feeds' tables are counted too: every kept user's subscriptions name a feed the service knows.
+          expect(totals.feeds).toBeGreaterThanOrEqual(kept.length > 0 ? 1 : 0);
+          for (const table of ["subscriptionRenames", "episodeRehomes", "feedAliases"]) {
+            expect(totals[table], table).toBeGreaterThanOrEqual(0);
+          }
         }
       }),
     );
     const text = await admin(["usage", ...setups[0].where]);
     expect(text.status, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/^DB: buckets 0-1023, size [\d ,]+ bytes\n {2}users: \d+ with data/);
+    expect(text.stdout).toMatch(/\n {2}feeds: [\d ,]+ known, [\d ,]+ learned moves\n/);
   });
 
   it("a revoked app password and its session get 401 once the isolates' 60 s trust has run out, and stay refused", async () => {

@@ -262,7 +262,7 @@ describe.skipIf(!gpodderInstalled && !ciRequires)("a feed move with the real gPo
     );
     expect(scheduled.status).toBe(200);
     await gpodder(1, "sync", `play:${episode}`, "sync");
-    const live = (await states()).filter((state) => state.mediaUrl === episode);
+    const live = (await states()).filter((state) => (state as { mediaUrl?: string }).mediaUrl === episode);
     expect(live).toEqual([expect.objectContaining({ played: true, subscription: seen.movedSubscription })]);
   });
 });

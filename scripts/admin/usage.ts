@@ -1,14 +1,19 @@
 // What `npm run admin -- usage` reads of one database, in one batch: its users, its rows per table, the URL text
 // they store, and the largest accounts. Subscription and episode rows are counted from user_stats (kept in step by
 // triggers): counting those tables would walk every row of the database; the other tables hold a few rows per
-// user and are counted. user_stats itself is read whole (one row per user).
+// user (or, for feeds and their learned moves, one per feed URL) and are counted. user_stats itself is read whole
+// (one row per user).
 import { sql } from "drizzle-orm";
 import {
   accountSessions,
   appPasswords,
   devices,
+  episodeRehomes,
+  feedAliases,
+  feeds,
   gpodderSessions,
   userStats as stats,
+  subscriptionRenames,
   urlPieces,
 } from "../../src/db/schema";
 import { statement } from "../../src/db/statements";
@@ -26,7 +31,11 @@ const totalsStatement = statement(sql`
     (SELECT count(*) FROM ${appPasswords}) AS appPasswords,
     (SELECT count(*) FROM ${gpodderSessions}) AS gpodderSessions,
     (SELECT count(*) FROM ${accountSessions}) AS accountSessions,
-    (SELECT count(*) FROM ${devices}) AS devices
+    (SELECT count(*) FROM ${devices}) AS devices,
+    (SELECT count(*) FROM ${subscriptionRenames}) AS subscriptionRenames,
+    (SELECT count(*) FROM ${episodeRehomes}) AS episodeRehomes,
+    (SELECT count(*) FROM ${feeds}) AS feeds,
+    (SELECT count(*) FROM ${feedAliases}) AS feedAliases
   FROM ${stats}`);
 
 const largest = (order: ReturnType<typeof sql>) =>
@@ -51,6 +60,13 @@ export interface DatabaseTotals {
   gpodderSessions: number;
   accountSessions: number;
   devices: number;
+  /** The users' renames kept as aliases (docs/API.md §18). */
+  subscriptionRenames: number;
+  /** Episode states a merge re-homed, waiting for a feed round to give them the kept podcast's ids. */
+  episodeRehomes: number;
+  /** Feed URLs the service knows (fetched or pending), and the learned moves (one alias row per URL that moved). */
+  feeds: number;
+  feedAliases: number;
 }
 
 export interface LargeAccount {
