@@ -281,7 +281,8 @@ export async function recordFeeds(
 ): Promise<number> {
   if (records.length === 0 && moves.length === 0 && rehomed.length === 0) return 0;
   const statements = [
-    // First: the states this batch's merges re-home wait for the next round's read.
+    // The renames of the states `dueFeeds` read come first; the states this batch's own merges re-home wait for the
+    // next round's read.
     ...renameRehomedStatements(db, rehomed, at),
     ...records.flatMap((record) => [
       recordStatement(db, record, at),
