@@ -799,6 +799,14 @@ export async function recordFeedMove({ urls, databases, user, token, send, log }
     const start = Date.now();
     for (let n = 1; (await activeAt(databases, a)) > 0; n++) {
       if (n > MOVE_RUNS_AT_MOST) throw new Error(`the move of ${MOVE_SUBSCRIBERS} subscribers never ends`);
+      // Only A and B are due: in a full run the retention job keys the heavy listener's seeded rows run by run, and
+      // each newly keyed URL gets a feed row due at once (an unresolvable host: a failed fetch in the move's runs).
+      for (const db of list) {
+        await db
+          .prepare("UPDATE feeds SET next_fetch_at = ?1 WHERE url_key NOT IN (?2, ?3) AND next_fetch_at < ?1")
+          .bind(Number.MAX_SAFE_INTEGER, urlKeyOf(a), urlKeyOf(b))
+          .run();
+      }
       const at = start + (n - 1) * CRON_MS;
       const response = await fetch(new URL(`${SCHEDULED_PATH}?at=${at}`, urls.probe), {
         method: "POST",
