@@ -51,25 +51,40 @@ const hasRenamed = (userId: SQLWrapper) => sql`EXISTS (SELECT 1 FROM ${r} WHERE 
 /**
  * A URL names the user's subscriptions stored under its canonical URL (the URL itself when it never moved) or under
  * any URL that moved to that one: the URLs before and after each learned move, in both directions (the table is
- * resolved: every URL that moved to C has a row pointing at C); and the user's subscriptions that the canonical URL
- * was renamed away from (a PATCH or bulk `update` of the user's: `subscription_renames`, by key alone). The
- * http/https and trailing-slash forms are one feed by section 14's guid namespace (the podcast:guid an add
- * computes), not here.
+ * resolved: every URL that moved to C has a row pointing at C); the user's subscriptions that the canonical URL
+ * was renamed away from (a PATCH or bulk `update` of the user's: `subscription_renames`, by key alone); and those
+ * stored under the URL's other http/https and trailing-slash forms, found through the feeds the service knows
+ * (`feeds.url_guid`, the podcast:guid every form of a URL shares: a feed row has it from the round's first attempt
+ * at its URL). The gpodder paths also take the subscription whose guid is the URL's podcast:guid (db/gpodder.ts:
+ * §14's rule, which holds before any round).
  *
  * As the CTEs `feed_canon`, `feed_names(i, url, url_key)` (each sent URL's names: its canonical URL, then the URLs
- * that moved there, then the stored URL of each subscription the canonical URL was renamed away from: named through
- * `feed_names`, which is read once, since SQLite writes a CTE read twice to a table of its own, and D1 counts those
- * rows too) and `named_subscriptions(i, guid, unsubscribed_at, change_seq, merged_into)`, over the table
- * `sent(i, url, url_key)` of the caller's WITH clause; every step a key lookup (the aliases by primary key, then by
- * their canonical key; the renames by their primary key, then the row they name by its own; the subscriptions by
- * `subscriptions_url`), the text compared but a rename's (its key names the subscription for this user alone). With `byText` false (`url` NULL:
- * a statement bound without the URLs' text), found by key alone: an estimate (a key two URLs share reads as either).
- * Rows from before migration 0004 (no url_key) are not found here: the callers that may meet them compare their text.
+ * that moved there, then the stored URL of each subscription the canonical URL was renamed away from, then the URLs
+ * of the other forms of the sent URL that a feed row holds: named through `feed_names`, which is read once, since
+ * SQLite writes a CTE read twice to a table of its own, and D1 counts those rows too) and
+ * `named_subscriptions(i, guid, unsubscribed_at, change_seq, merged_into)`, over the table
+ * `sent(i, url, url_key, podcast_guid)` of the caller's WITH clause (`podcast_guid` the sent URL's, NULL where the
+ * caller has none: no form is then looked up); every step a key lookup (the aliases by primary key, then by
+ * their canonical key; the renames by their primary key, then the row they name by its own; the forms' feeds by
+ * `feeds_url_guid`; the subscriptions by `subscriptions_url`), the text compared but a rename's (its key names the
+ * subscription for this user alone). With `byText` false (`url` NULL: a statement bound without the URLs' text),
+ * found by key alone: an estimate (a key two URLs share reads as either). Rows from before migration 0004 (no
+ * url_key) are not found here: the callers that may meet them compare their text.
  */
-export function namedSubscriptionsSql(userId: SQLWrapper, sent: string, byText = true): SQL {
+export function namedSubscriptionsSql(userId: SQLWrapper, sent: string, byText = true, forms = true): SQL {
   const text = (condition: SQL) => (byText ? sql` AND ${condition}` : sql``);
-  return sql`feed_canon(i, url, url_key) AS (
-    SELECT sent.i, coalesce(x.canonical_url, sent.url), coalesce(x.canonical_key, sent.url_key)
+  // Left out of the statement, not only unmatched, for a caller without the sent URLs' podcast:guid: D1 counts a row
+  // read for the probe of an absent key too (the remove list makes one lookup per tombstone).
+  const formNames = forms
+    ? sql`
+    UNION ALL
+    SELECT canon.i, ${byText ? sql`form.url` : sql`NULL`}, form.url_key FROM feed_canon AS canon
+      CROSS JOIN ${f} AS form INDEXED BY feeds_url_guid
+      ON canon.podcast_guid IS NOT NULL AND form.url_guid = canon.podcast_guid AND form.url_key <> canon.sent_key`
+    : sql``;
+  return sql`feed_canon(i, url, url_key, podcast_guid, sent_key) AS (
+    SELECT sent.i, coalesce(x.canonical_url, sent.url), coalesce(x.canonical_key, sent.url_key), sent.podcast_guid,
+      sent.url_key
     FROM ${sql.raw(sent)} AS sent LEFT JOIN ${a} AS x ON x.url_key = sent.url_key${text(sql`x.url = sent.url`)}),
   feed_names(i, url, url_key) AS (
     SELECT i, url, url_key FROM feed_canon
@@ -79,7 +94,7 @@ export function namedSubscriptionsSql(userId: SQLWrapper, sent: string, byText =
     UNION ALL
     SELECT canon.i, ${byText ? storedUrl(FEED_URL, "t") : sql`NULL`}, t.url_key FROM feed_canon AS canon
       CROSS JOIN ${r} ON ${hasRenamed(userId)} AND ${r.userId} = ${userId} AND ${r.urlKey} = canon.url_key
-      CROSS JOIN ${s} AS t ON t.user_id = ${userId} AND t.guid = ${r.guid}),
+      CROSS JOIN ${s} AS t ON t.user_id = ${userId} AND t.guid = ${r.guid}${formNames}),
   named_subscriptions(i, guid, unsubscribed_at, change_seq, merged_into) AS (
     SELECT names.i, t.guid, t.unsubscribed_at, t.change_seq, t.merged_into
     FROM feed_names AS names CROSS JOIN ${s} AS t INDEXED BY subscriptions_url
@@ -95,11 +110,17 @@ export function namedSubscriptionsSql(userId: SQLWrapper, sent: string, byText =
 export const RENAMES_KEPT = 4;
 
 /**
- * The user's subscriptions (active or tombstones) that the URL `url` (key `key`) names: `guid, unsubscribed_at,
- * change_seq, merged_into`.
+ * The user's subscriptions (active or tombstones) that the URL `url` (key `key`, podcast:guid `podcastGuid`: its
+ * forms are looked up only when it is given) names: `guid, unsubscribed_at, change_seq, merged_into`.
  */
-export function subscriptionsNamedBySql(userId: SQLWrapper, url: SQLWrapper, key: SQLWrapper): SQL {
-  return sql`WITH named_url(i, url, url_key) AS (SELECT 0, ${url}, ${key}), ${namedSubscriptionsSql(userId, "named_url")}
+export function subscriptionsNamedBySql(
+  userId: SQLWrapper,
+  url: SQLWrapper,
+  key: SQLWrapper,
+  podcastGuid?: SQLWrapper,
+): SQL {
+  return sql`WITH named_url(i, url, url_key, podcast_guid) AS (SELECT 0, ${url}, ${key}, ${podcastGuid ?? sql`NULL`}),
+    ${namedSubscriptionsSql(userId, "named_url", true, podcastGuid !== undefined)}
     SELECT guid, unsubscribed_at, change_seq, merged_into FROM named_subscriptions`;
 }
 
@@ -524,10 +545,11 @@ const applyMovesStatement = statement(sql`
  * frozen bucket, each slice past the first): the same podcast by the rule that learned the move.
  */
 const carryToTargetStatement = statement(sql`
-  UPDATE ${f} SET url = known.target_url, status = known.status, title = known.title, author = known.author,
-    description = known.description, image_url = known.image_url, site_url = known.site_url,
+  UPDATE ${f} SET url = known.target_url, url_guid = known.target_guid, status = known.status, title = known.title,
+    author = known.author, description = known.description, image_url = known.image_url, site_url = known.site_url,
     language = known.language, podcast_guid = known.podcast_guid, fetched_at = known.fetched_at
-  FROM (SELECT m.canonical_key AS target_key, m.canonical_url AS target_url, x.status, x.title, x.author,
+  FROM (SELECT m.canonical_key AS target_key, m.canonical_url AS target_url, m.canonical_url_guid AS target_guid,
+      x.status, x.title, x.author,
       x.description, x.image_url, x.site_url, x.language, x.podcast_guid, x.fetched_at
     FROM ${a} AS m INDEXED BY feed_aliases_moving CROSS JOIN ${f} AS x ON x.url_key = m.url_key AND x.url = m.url
     WHERE m.moving = 1 AND x.status = 'ok') AS known

@@ -1,4 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
+import { podcastGuidSync } from "../podcast-guid";
 import { rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
 import {
@@ -213,7 +214,9 @@ export type FeedRecord =
   | { kind: "deferred"; urlKey: number; nextFetchAt: number };
 
 const key = sql.placeholder("urlKey");
-const succeeded = sql`url = ${sql.placeholder("url")}, final_url = ${sql.placeholder("finalUrl")}, status = 'ok',
+/** The URL fetched, with its podcast:guid (`url_guid`: what its other forms find it by). */
+const attempted = sql`url = ${sql.placeholder("url")}, url_guid = ${sql.placeholder("urlGuid")}`;
+const succeeded = sql`${attempted}, final_url = ${sql.placeholder("finalUrl")}, status = 'ok',
   last_error = NULL, fetched_at = ${now}, failing_since = NULL, failures = 0,
   next_fetch_at = ${sql.placeholder("nextFetchAt")}`;
 
@@ -226,7 +229,7 @@ const fetchedStatement = statement(sql`
   WHERE ${f.urlKey} = ${key}`);
 const notModifiedStatement = statement(sql`UPDATE ${f} SET ${succeeded} WHERE ${f.urlKey} = ${key}`);
 const failedStatement = statement(sql`
-  UPDATE ${f} SET url = ${sql.placeholder("url")}, status = ${sql.placeholder("status")},
+  UPDATE ${f} SET ${attempted}, status = ${sql.placeholder("status")},
     last_error = ${sql.placeholder("error")}, failures = ${sql.placeholder("failures")},
     failing_since = ${sql.placeholder("failingSince")}, next_fetch_at = ${sql.placeholder("nextFetchAt")}
   WHERE ${f.urlKey} = ${key}`);
@@ -245,6 +248,7 @@ function recordStatement(db: Database, record: FeedRecord, at: number): D1Prepar
         ...record.facts,
         urlKey: record.urlKey,
         url: record.url,
+        urlGuid: podcastGuidSync(record.url),
         finalUrl: record.finalUrl,
         etag: record.etag,
         lastModified: record.lastModified,
@@ -252,9 +256,9 @@ function recordStatement(db: Database, record: FeedRecord, at: number): D1Prepar
         now: at,
       });
     case "not-modified":
-      return notModifiedStatement.bind(db, { ...record, now: at });
+      return notModifiedStatement.bind(db, { ...record, urlGuid: podcastGuidSync(record.url), now: at });
     case "failed":
-      return failedStatement.bind(db, { ...record });
+      return failedStatement.bind(db, { ...record, urlGuid: podcastGuidSync(record.url) });
     case "forgotten":
       return forgetStatement.bind(db, { urlKey: record.urlKey });
     case "deferred":

@@ -263,9 +263,9 @@ const feeds = sql.placeholder("feeds");
  * that URL, by the text alone. `INDEXED BY`: left to itself, SQLite walks the user's primary key (every row of the
  * user) for `url_key IS NULL`.
  */
-function withUrl(url: SQL, key: SQL): SQL {
+function withUrl(url: SQL, key: SQL, podcastGuid?: SQL): SQL {
   return sql`
-    SELECT * FROM (${subscriptionsNamedBySql(userId, url, key)})
+    SELECT * FROM (${subscriptionsNamedBySql(userId, url, key, podcastGuid)})
     UNION ALL
     SELECT a.guid, a.unsubscribed_at, a.change_seq, a.merged_into
     FROM ${s} AS a INDEXED BY subscriptions_url WHERE a.user_id = ${userId} AND a.url_key IS NULL AND ${urlOf("a")} = ${url}`;
@@ -282,16 +282,17 @@ const keptGuidOf = (row: string) => sql`coalesce(${joinedActiveSql(userId, row)}
 /**
  * The guid of the feed a gpodder URL names (docs/API.md §14, §18): the user's subscription that URL names,
  * the active one (the one changed last if several), else the one changed last, else the URL's podcast:guid
- * (computed in the isolate and bound); a tombstone the feed round merged into an active subscription names that
+ * (computed in the isolate and bound; without it, no form of the URL is looked up and none is the answer); a
+ * tombstone the feed round merged into an active subscription names that
  * one (`keptGuidOf`). An add subscribes under it (with no active subscription of the URL it is the tombstone's
  * guid, else the podcast:guid; a merged-away URL's is active: nothing is written), and an episode action names its
  * feed by it. `max()` picks the row (SQLite takes bare columns from the row of the maximum): active rows rank above
  * every tombstone (change numbers stay far below 2^53), without a sort.
  */
-function feedGuidOf(url: SQL, key: SQL, podcastGuid: SQL): SQL {
+function feedGuidOf(url: SQL, key: SQL, podcastGuid?: SQL): SQL {
   return sql`coalesce((SELECT ${keptGuidOf("best")} FROM (
     SELECT guid, unsubscribed_at, merged_into, max((unsubscribed_at IS NULL) * 9007199254740992 + change_seq)
-    FROM (${withUrl(url, key)})) AS best), ${podcastGuid})`;
+    FROM (${withUrl(url, key, podcastGuid)})) AS best), ${podcastGuid ?? sql`NULL`})`;
 }
 
 /**
@@ -428,7 +429,7 @@ const uploadStatement = statement(sql`
  */
 const removeUrlsStatement = statement(
   unsubscribeSql(sql`${s.userId} = ${userId} AND ${s.guid} IN (
-    WITH sent(i, url, url_key) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(${feeds})),
+    WITH sent(i, url, url_key, podcast_guid) AS (SELECT key, value ->> 0, value ->> 1, value ->> 2 FROM json_each(${feeds})),
     ${namedSubscriptionsSql(userId, "sent")}
     SELECT guid FROM named_subscriptions
     UNION ALL
@@ -456,7 +457,8 @@ function removeUnlistedStatement(chunks: number): Statement {
       Array.from({ length: Math.max(1, chunks) }, (_, index) => {
         const listed = sql.placeholder(`feeds${index}`);
         return sql`a.url NOT IN (SELECT value ->> 0 FROM json_each(${listed})) AND a.guid NOT IN (
-          WITH sent(i, url, url_key) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(${listed})),
+          WITH sent(i, url, url_key, podcast_guid) AS (
+            SELECT key, value ->> 0, value ->> 1, value ->> 2 FROM json_each(${listed})),
           ${namedSubscriptionsSql(userId, "sent")} SELECT guid FROM named_subscriptions
           UNION ALL SELECT merged_into FROM named_subscriptions WHERE merged_into IS NOT NULL AND unsubscribed_at IS NOT NULL
           UNION ALL SELECT value ->> 2 FROM json_each(${listed}))`;
@@ -731,7 +733,7 @@ const episodeChangesPageStatement = actionsPageStatement(
  * The feed `podcast=` names (docs/API.md §14): the one an upload naming that URL applies to (its active
  * subscription, else the one changed last); none when no subscription of the user has that URL.
  */
-const namedFeed = feedGuidOf(feedUrl, feedUrlKey, sql`NULL`);
+const namedFeed = feedGuidOf(feedUrl, feedUrlKey);
 
 /**
  * One page of the live states of one feed changed at or after `since`, as `episodeChangesPageStatement`, walking

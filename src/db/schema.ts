@@ -329,6 +329,12 @@ export const feeds = sqliteTable(
     urlKey: integer("url_key").primaryKey(),
     /** The feed URL as subscriptions store it, set by the round's first attempt (a trigger knows the key only). */
     url: text("url"),
+    /**
+     * The podcast:guid of `url` (docs/API.md §11: UUIDv5 of the URL without its scheme and trailing slashes), set with
+     * it: the http/https and trailing-slash forms of one URL share it, so a URL finds the feeds of its other forms
+     * by it (src/db/feed-aliases.ts, `namedSubscriptionsSql`). Not what the feed declares (`podcastGuid`).
+     */
+    urlGuid: text("url_guid"),
     /** Where the last successful fetch ended after redirects (NULL before one). */
     finalUrl: text("final_url"),
     /** `pending`, `ok`, `failing` or `gone`. */
@@ -359,6 +365,8 @@ export const feeds = sqliteTable(
     index("feeds_due").on(table.nextFetchAt),
     // The feeds declaring one podcast:guid: the round merges a user's subscriptions of two of them (feed-aliases.ts).
     index("feeds_podcast_guid").on(table.podcastGuid).where(sql`${table.podcastGuid} IS NOT NULL`),
+    // The feeds of one URL's forms: a URL names the user's subscriptions of its other forms through them.
+    index("feeds_url_guid").on(table.urlGuid).where(sql`${table.urlGuid} IS NOT NULL`),
   ],
 );
 

@@ -1,4 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
+import { podcastGuidSync } from "../podcast-guid";
 import { type Row, WriteBatch } from "./batch";
 import { changeFeedReader, INCLUDED_SEPARATOR, includedOf, includedText, itemsInOrder, rfc3339 } from "./change-feed";
 import { rowNextChange } from "./change-numbers";
@@ -49,7 +50,7 @@ const returned = sql`${s.guid}, ${storedFeedUrl} AS feed_url, ${s.subscribedAt}`
  * another id creates nothing (docs/API.md §18, `409 Already Subscribed` with the stored one).
  */
 const otherNamed = (target: SQL) =>
-  sql`(SELECT n.guid FROM (${subscriptionsNamedBySql(userId, feedUrl, feedUrlKey)}) AS n
+  sql`(SELECT n.guid FROM (${subscriptionsNamedBySql(userId, feedUrl, feedUrlKey, sql.placeholder("urlGuid"))}) AS n
     WHERE n.unsubscribed_at IS NULL AND n.guid <> ${target} LIMIT 1)`;
 
 /**
@@ -217,8 +218,13 @@ export interface WriteContext {
   at: number;
 }
 
+/** What a write's statements bind of its URL: its key, and its podcast:guid (what its other forms share). */
+function urlValues(item: FeedItem) {
+  return { urlKey: urlKey(item.feedUrl), urlGuid: podcastGuidSync(item.feedUrl) };
+}
+
 function bindWithKey(statement: Statement, context: WriteContext, item: FeedItem): D1PreparedStatement {
-  const values = { userId: context.user, now: context.at, ...item, urlKey: urlKey(item.feedUrl) };
+  const values = { userId: context.user, now: context.at, ...item, ...urlValues(item) };
   return statement.bind(context.db, values);
 }
 
@@ -226,12 +232,7 @@ function bindWithKey(statement: Statement, context: WriteContext, item: FeedItem
 export type SubscriptionWriter = <T extends WriteOperation>(operation: T) => () => WriteResult<T>;
 
 function bindRoom(room: Statement, context: WriteContext, item: FeedItem): D1PreparedStatement {
-  return room.bind(context.db, {
-    userId: context.user,
-    guid: item.guid,
-    feedUrl: item.feedUrl,
-    urlKey: urlKey(item.feedUrl),
-  });
+  return room.bind(context.db, { userId: context.user, guid: item.guid, feedUrl: item.feedUrl, ...urlValues(item) });
 }
 
 /**
