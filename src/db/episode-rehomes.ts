@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { uuidV5Sync } from "../podcast-guid";
+import { rowNextEpisodeChange } from "./change-numbers";
 import type { Database } from "./database";
 import { episodes as e, episodeRehomes as q, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -100,8 +101,7 @@ const forgetRenamedStatement = statement(sql`
   WITH ${renamedSql}
   UPDATE ${e} SET media_url = NULL, item_guid = NULL, position = 0, duration = NULL, played = 0,
     position_changed_at = NULL, played_changed_at = NULL, deleted_at = ${sql.placeholder("now")},
-    change_seq = (SELECT coalesce(max(${stats.episodeVersion}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${e.userId}),
-    received_at = unixepoch()
+    change_seq = ${rowNextEpisodeChange}, received_at = unixepoch()
   WHERE (${e.userId}, ${e.id}, ${e.feedGuid}) IN (
       SELECT renamed.u, renamed.x, renamed.f FROM renamed CROSS JOIN ${e} AS y ON y.user_id = renamed.u AND y.id = renamed.y
       WHERE y.deleted_at IS NULL AND y.feed_guid = renamed.f)
@@ -130,12 +130,13 @@ export function renameRehomedStatements(
     return named === id || old.has(`${userId} ${named}`) ? [] : [[userId, id, named, feedGuid]];
   });
   const read = JSON.stringify(states.map((state) => [state.userId, state.id]));
+  const sent = JSON.stringify(renamed);
   const writes =
     renamed.length === 0
       ? []
       : [
-          writeRenamedStatement.bind(db, { renamed: JSON.stringify(renamed) }),
-          forgetRenamedStatement.bind(db, { renamed: JSON.stringify(renamed), now: at }),
+          writeRenamedStatement.bind(db, { renamed: sent }),
+          forgetRenamedStatement.bind(db, { renamed: sent, now: at }),
         ];
   return [...writes, dequeueStatement.bind(db, { read })];
 }

@@ -1,15 +1,8 @@
 import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { podcastGuidSync } from "../podcast-guid";
-import { rowNextChange } from "./change-numbers";
+import { rowNextChange, rowNextEpisodeChange } from "./change-numbers";
 import { call, type Database } from "./database";
-import {
-  feedAliases as a,
-  episodes as e,
-  feeds as f,
-  subscriptionRenames as r,
-  subscriptions as s,
-  userStats as stats,
-} from "./schema";
+import { feedAliases as a, episodes as e, feeds as f, subscriptionRenames as r, subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
 import { urlKey } from "./url-key";
 import { FEED_URL, ITEM_GUID, MEDIA_URL, storedUrl } from "./url-pieces";
@@ -398,9 +391,6 @@ function matchedSql(pairs: SQL): SQL {
     FROM away_rows AS away_row)`;
 }
 
-/** The user's next episode change number, read again for each row written (as `rowNextChange`). */
-const episodeNextChange = sql`(SELECT coalesce(max(${stats.episodeVersion}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${e.userId})`;
-
 /**
  * Each kept episode takes what the merged-away states it joins say, by section 13's rules: `position` and `played`
  * each from the latest change on a device, only when strictly later than the kept one's (equal keeps it); of the
@@ -427,7 +417,7 @@ function mergeEpisodesStatement(pairs: SQL): Statement {
     played_changed_at = CASE WHEN ${best("plct")} > coalesce(${e.playedChangedAt}, -1) THEN ${best("plct")}
       ELSE ${e.playedChangedAt} END,
     duration = coalesce(${e.duration}, ${best("duration")}),
-    change_seq = ${episodeNextChange}, received_at = unixepoch()
+    change_seq = ${rowNextEpisodeChange}, received_at = unixepoch()
   WHERE (${e.userId}, ${e.id}) IN (SELECT user_id, kid FROM best) AND (${best("pct")} > coalesce(${e.positionChangedAt}, -1)
     OR ${best("plct")} > coalesce(${e.playedChangedAt}, -1) OR (${e.duration} IS NULL AND ${best("duration")} IS NOT NULL))`);
 }
@@ -439,7 +429,7 @@ function mergeEpisodesStatement(pairs: SQL): Statement {
 function rehomeEpisodesStatement(pairs: SQL): Statement {
   return statement(sql`
   WITH ${matchedSql(pairs)}
-  UPDATE ${e} SET change_seq = ${episodeNextChange}, received_at = unixepoch(),
+  UPDATE ${e} SET change_seq = ${rowNextEpisodeChange}, received_at = unixepoch(),
     feed_guid = (SELECT away.kept FROM away_states AS away WHERE away.user_id = ${e.userId} AND away.id = ${e.id})
   WHERE (${e.userId}, ${e.id}) IN (SELECT user_id, id FROM away_states WHERE kid IS NULL)`);
 }
@@ -450,7 +440,7 @@ function forgetMergedStatement(pairs: SQL): Statement {
   WITH ${pairs}
   UPDATE ${e} SET media_url = NULL, item_guid = NULL, position = 0, duration = NULL, played = 0,
     position_changed_at = NULL, played_changed_at = NULL, deleted_at = ${now},
-    change_seq = ${episodeNextChange}, received_at = unixepoch()
+    change_seq = ${rowNextEpisodeChange}, received_at = unixepoch()
   WHERE (${e.userId}, ${e.feedGuid}) IN (SELECT user_id, away FROM pairs) AND ${e.deletedAt} IS NULL`);
 }
 
