@@ -5,7 +5,7 @@ import {
   gpodderTime,
   parseEpisodeAction,
   toEpisodeAction,
-  toEpisodeOperation,
+  toEpisodeWrite,
 } from "../src/gpodder/episode-actions";
 import { uuidV5 } from "../src/podcast-guid";
 import { as, type Caller, databaseFor, ORIGIN, send, subscriptionDocument } from "./helpers";
@@ -45,8 +45,7 @@ describe("episode actions to episode states", () => {
       position: 100,
       total: 100,
     });
-    expect(await toEpisodeOperation(must(action), FEED, NOW)).toEqual({
-      op: "add",
+    expect(await toEpisodeWrite(must(action), FEED, NOW)).toEqual({
       id: "4ceaf82a-1820-5c0e-893a-a95e7bcfde33",
       feedGuid: FEED,
       mediaUrl: "https://cdn.example.com/1.mp3",
@@ -64,17 +63,17 @@ describe("episode actions to episode states", () => {
       episode: "https://cdn.example.com/2.mp3",
       timestamp: "2026-01-02T03:04:05Z",
     };
-    const play = await toEpisodeOperation(valid({ ...base, action: "play", position: 30 }), FEED, NOW);
+    const play = await toEpisodeWrite(valid({ ...base, action: "play", position: 30 }), FEED, NOW);
     expect(play).toMatchObject({ id: await uuidV5(FEED, base.episode), position: 30 });
     expect(play).not.toHaveProperty("played");
     expect(play).not.toHaveProperty("duration");
-    expect(await toEpisodeOperation(valid({ ...base, action: "new" }), FEED, NOW)).toMatchObject({
+    expect(await toEpisodeWrite(valid({ ...base, action: "new" }), FEED, NOW)).toMatchObject({
       played: false,
     });
     for (const action of ["download", "delete", "flattr", "play"]) {
       const parsed = parseEpisodeAction({ ...base, action });
       expect(parsed).toBeDefined();
-      expect(await toEpisodeOperation(must(parsed), FEED, NOW)).toBeUndefined();
+      expect(await toEpisodeWrite(must(parsed), FEED, NOW)).toBeUndefined();
     }
   });
 
@@ -95,9 +94,9 @@ describe("episode actions to episode states", () => {
     }
     // A guid breaking the itemGuid rules, and a time before 2000, fail as episode writes.
     const badGuid = parseEpisodeAction({ ...base, position: 1, guid: "a\u0000b" });
-    expect(await toEpisodeOperation(must(badGuid), FEED, NOW)).toBeUndefined();
+    expect(await toEpisodeWrite(must(badGuid), FEED, NOW)).toBeUndefined();
     const early = parseEpisodeAction({ ...base, position: 1, timestamp: "1999-12-31T23:59:59" });
-    expect(await toEpisodeOperation(must(early), FEED, NOW)).toBeUndefined();
+    expect(await toEpisodeWrite(must(early), FEED, NOW)).toBeUndefined();
     // An invalid device is ignored, the action kept.
     expect(parseEpisodeAction({ ...base, device: "bad device" })).not.toHaveProperty("device");
   });

@@ -1147,8 +1147,8 @@ describe("gpodder statements", () => {
       ];
       const scans = walksOf(details, tables, ["subscriptions", "episodes"]);
       expect(scans, `${statement.sql}\n${details.join("\n")}`).toEqual([]);
-      // The lists of 50 app passwords and 100 devices sort; so do the uploads' set statements, over the URLs a
-      // request sent (a chunk of at most 1 MB of them), and the episode pages, over a page's feeds (at most 500
+      // The lists of 50 app passwords and 100 devices sort; so do the uploads' set statements, over the URLs and
+      // episode writes a request sent (a chunk of at most 1 MB of them), and the episode pages, over a page's feeds (at most 500
       // rows): never the account's rows.
       const bounded =
         /FROM "(app_passwords|devices)" WHERE "(app_passwords|devices)"."user_id" = \?\d* ORDER BY/.test(
@@ -1158,6 +1158,11 @@ describe("gpodder statements", () => {
           gpodderStatements.upload,
           gpodderStatements.uploadRoom,
           gpodderStatements.resolved,
+          gpodderStatements.episodeUploadRoom,
+          gpodderStatements.episodeUploadStoredRefused,
+          gpodderStatements.episodeUploadStored,
+          gpodderStatements.episodeUploadFreshRefused,
+          gpodderStatements.episodeUploadFresh,
           gpodderStatements.episodeChangesPage,
           gpodderStatements.feedChangesPage,
         ].includes(statement);

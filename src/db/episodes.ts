@@ -7,11 +7,13 @@ import { type Statement, statement } from "./statements";
 import {
   bytesNeeded,
   episodeTombstones,
+  MAX_URL_BYTES,
   type RoomNeed,
   refusal,
   roomStatement,
   roomsStatement,
   rowsNeeded,
+  statOf,
   subscriptionTombstones,
   utf8Bytes,
 } from "./storage";
@@ -70,20 +72,41 @@ export type EpisodeWriteResult =
   | { kind: "removed" };
 
 const userId = sql.placeholder("userId");
-const id = sql.placeholder("id");
-const feedGuid = sql.placeholder("feedGuid");
-const mediaUrl = sql.placeholder("mediaUrl");
-const itemGuid = sql.placeholder("itemGuid");
-const itemGuidSent = sql.placeholder("itemGuidSent");
-const position = sql.placeholder("position");
-const duration = sql.placeholder("duration");
-const durationSent = sql.placeholder("durationSent");
-const played = sql.placeholder("played");
-const changedAt = sql.placeholder("changedAt");
+
+/**
+ * What one write sends, as SQL: a single write's own placeholders (`sentByPlaceholders`), or the columns of a row of
+ * a set write's writes (`setWriteStatements`). The merge rules below are written once over it.
+ */
+export interface SentWrite {
+  id: SQL;
+  feedGuid: SQL;
+  mediaUrl: SQL;
+  itemGuid: SQL;
+  /** 1 when the write sends `itemGuid` (null included), else 0. */
+  itemGuidSent: SQL;
+  position: SQL;
+  duration: SQL;
+  /** 1 when the write sends `duration` (null included), else 0. */
+  durationSent: SQL;
+  played: SQL;
+  changedAt: SQL;
+}
+
+const sentByPlaceholders: SentWrite = {
+  id: sql`${sql.placeholder("id")}`,
+  feedGuid: sql`${sql.placeholder("feedGuid")}`,
+  mediaUrl: sql`${sql.placeholder("mediaUrl")}`,
+  itemGuid: sql`${sql.placeholder("itemGuid")}`,
+  itemGuidSent: sql`${sql.placeholder("itemGuidSent")}`,
+  position: sql`${sql.placeholder("position")}`,
+  duration: sql`${sql.placeholder("duration")}`,
+  durationSent: sql`${sql.placeholder("durationSent")}`,
+  played: sql`${sql.placeholder("played")}`,
+  changedAt: sql`${sql.placeholder("changedAt")}`,
+};
 
 /** The user's next episode change number (its own sequence), read inside the writing statement. */
 const nextChange = sql`(SELECT coalesce(max(${stats.episodeVersion}), 0) + 1 FROM ${stats} WHERE ${stats.userId} = ${userId})`;
-const isThisEpisode = sql`${e.userId} = ${userId} AND ${e.id} = ${id}`;
 
 /** The row's whole mediaUrl and itemGuid (head and pieces): every read of those columns goes through them. */
 const storedMediaUrl = storedUrl(MEDIA_URL, "episodes");
@@ -96,25 +119,81 @@ const packedWith = (media: SQL, item: SQL) => sql`json_array(${e.id}, ${e.feedGu
 /** The stored row. */
 const packed = packedWith(storedMediaUrl, storedItemGuid);
 
-/**
- * Whether a write's facts (`mediaUrl`, `itemGuid`, `duration`) apply (docs/API.md §13): it has no `changedAt`, or
- * one not earlier than the later of the state's two change times; a late upload from an offline device changes
- * none of them. In an UPDATE's SET and WHERE the columns are the stored row's. In its RETURNING they are the
- * written row's, and the answer is the same: a field the write set took `changedAt` as its time, so the later of
- * the two times is then at most `changedAt` exactly when it was before.
- */
-const factsApply = sql`(${changedAt} IS NULL OR ${changedAt} >= max(coalesce(${e.positionChangedAt}, 0),
-  coalesce(${e.playedChangedAt}, 0)))`;
+const isTombstone = sql`${e.deletedAt} IS NOT NULL`;
 
 /**
- * The row a write wrote, for its RETURNING clause: the pieces table may not yet show what the row's triggers
- * write (SQLite runs them after RETURNING reads), so a text the write sent and applied is taken from the
- * request; one it kept is the stored head, whose pieces the write left as they were.
+ * The merge rules of docs/API.md §13 over what a write sends (`v`), against the stored row (the `episodes` columns:
+ * an upsert's conflicting row, an UPDATE's row).
+ *
+ * `position` and `played` are replaced only by a change that happened strictly later on its device than the stored
+ * one (last writer wins, per field); equal or earlier leaves the field, so a retried write changes nothing.
+ * `mediaUrl`, `itemGuid` and `duration` are facts about the episode: when sent, they replace the stored ones unless
+ * the write is a late one (`factsApply`). A write that changes no stored value writes nothing: no change number, no
+ * device sent it again.
  */
-const packedWritten = packedWith(
-  sql`CASE WHEN ${mediaUrl} IS NOT NULL AND ${factsApply} THEN ${mediaUrl} ELSE ${storedMediaUrl} END`,
-  sql`CASE WHEN ${itemGuidSent} AND ${factsApply} THEN ${itemGuid} ELSE ${storedItemGuid} END`,
-);
+function mergeRules(v: SentWrite) {
+  const isThisEpisode = sql`${e.userId} = ${userId} AND ${e.id} = ${v.id}`;
+  /**
+   * Whether a write's facts (`mediaUrl`, `itemGuid`, `duration`) apply: it has no `changedAt`, or one not earlier
+   * than the later of the state's two change times; a late upload from an offline device changes none of them. In an
+   * UPDATE's SET and WHERE the columns are the stored row's. In its RETURNING they are the written row's, and the
+   * answer is the same: a field the write set took `changedAt` as its time, so the later of the two times is then at
+   * most `changedAt` exactly when it was before.
+   */
+  const factsApply = sql`(${v.changedAt} IS NULL OR ${v.changedAt} >= max(coalesce(${e.positionChangedAt}, 0),
+  coalesce(${e.playedChangedAt}, 0)))`;
+  const positionApplies = sql`(${v.position} IS NOT NULL AND (${e.positionChangedAt} IS NULL OR ${e.positionChangedAt} < ${v.changedAt}))`;
+  const playedApplies = sql`(${v.played} IS NOT NULL AND (${e.playedChangedAt} IS NULL OR ${e.playedChangedAt} < ${v.changedAt}))`;
+  const anyApplies = sql`(${positionApplies} OR ${playedApplies}
+  OR (${factsApply} AND ((${v.mediaUrl} IS NOT NULL AND ${storedMediaUrl} IS NOT ${v.mediaUrl})
+    OR (${v.itemGuidSent} AND ${storedItemGuid} IS NOT ${v.itemGuid})
+    OR (${v.durationSent} AND ${e.duration} IS NOT ${v.duration}))))`;
+  return {
+    isThisEpisode,
+    anyApplies,
+    /**
+     * The columns a write sets. `fresh`: the stored row is a tombstone being written again, which starts a fresh
+     * state (the forgotten values and times no longer count); otherwise the merge rules. `change`: its change number.
+     */
+    writtenColumns: (fresh: SQL, change: SQL = nextChange) => sql`
+    media_url = CASE WHEN ${fresh} THEN ${v.mediaUrl} WHEN ${factsApply} THEN coalesce(${v.mediaUrl}, ${e.mediaUrl})
+      ELSE ${e.mediaUrl} END,
+    item_guid = CASE WHEN ${fresh} OR (${v.itemGuidSent} AND ${factsApply}) THEN ${v.itemGuid} ELSE ${e.itemGuid} END,
+    position = CASE WHEN ${fresh} THEN coalesce(${v.position}, 0) WHEN ${positionApplies} THEN ${v.position} ELSE ${e.position} END,
+    position_changed_at = CASE WHEN ${fresh} THEN (CASE WHEN ${v.position} IS NOT NULL THEN ${v.changedAt} END)
+      WHEN ${positionApplies} THEN ${v.changedAt} ELSE ${e.positionChangedAt} END,
+    played = CASE WHEN ${fresh} THEN coalesce(${v.played}, 0) WHEN ${playedApplies} THEN ${v.played} ELSE ${e.played} END,
+    played_changed_at = CASE WHEN ${fresh} THEN (CASE WHEN ${v.played} IS NOT NULL THEN ${v.changedAt} END)
+      WHEN ${playedApplies} THEN ${v.changedAt} ELSE ${e.playedChangedAt} END,
+    duration = CASE WHEN ${fresh} OR (${v.durationSent} AND ${factsApply}) THEN ${v.duration} ELSE ${e.duration} END,
+    change_seq = ${change}, received_at = unixepoch(), deleted_at = NULL`,
+    /**
+     * The URL bytes a write adds to the user's text (docs/API.md §15): what the row stores after the write minus
+     * what it stores now. A write that writes nothing (another feed's state; for a merge, no live state) adds none.
+     * `creates`: the write may start a fresh state over a tombstone or no row (POST), else it only merges.
+     */
+    growth: (creates: boolean): SQL => {
+      const sent = sql`(${utf8Bytes(v.mediaUrl)} + ${utf8Bytes(v.itemGuid)})`;
+      const merged = sql`(${utf8Bytes(sql`CASE WHEN ${factsApply} THEN coalesce(${v.mediaUrl}, ${storedMediaUrl}) ELSE ${storedMediaUrl} END`)}
+    + CASE WHEN ${v.itemGuidSent} AND ${factsApply} THEN ${utf8Bytes(v.itemGuid)} ELSE ${storedUrlBytes(ITEM_GUID, "episodes")} END
+    - ${episodeTombstones.bytes})`;
+      const fresh = creates ? sent : sql`0`;
+      return sql`coalesce((SELECT CASE WHEN ${isTombstone} THEN ${fresh}
+      WHEN ${v.feedGuid} IS NOT NULL AND ${e.feedGuid} IS NOT ${v.feedGuid} THEN 0
+      ELSE ${merged} END
+    FROM ${e} WHERE ${isThisEpisode}), ${fresh})`;
+    },
+    /**
+     * The row a write wrote, for its RETURNING clause: the pieces table may not yet show what the row's triggers
+     * write (SQLite runs them after RETURNING reads), so a text the write sent and applied is taken from the
+     * request; one it kept is the stored head, whose pieces the write left as they were.
+     */
+    packedWritten: packedWith(
+      sql`CASE WHEN ${v.mediaUrl} IS NOT NULL AND ${factsApply} THEN ${v.mediaUrl} ELSE ${storedMediaUrl} END`,
+      sql`CASE WHEN ${v.itemGuidSent} AND ${factsApply} THEN ${v.itemGuid} ELSE ${storedItemGuid} END`,
+    ),
+  };
+}
 
 type PackedRow = [
   string,
@@ -155,55 +234,9 @@ function toStored(row: ChangedEpisode & { deletedAt: null }): StoredEpisode {
   return episode;
 }
 
-// Merge rules (docs/API.md §13): `position` and `played` are replaced only by a change that happened strictly
-// later on its device than the stored one (last writer wins, per field); equal or earlier leaves the field,
-// so a retried write changes nothing. `mediaUrl`, `itemGuid` and `duration` are facts about the episode:
-// when sent, they replace the stored ones unless the write is a late one (`factsApply`). A write that changes
-// no stored value writes nothing: no change number, no device sent it again.
-const positionApplies = sql`(${position} IS NOT NULL AND (${e.positionChangedAt} IS NULL OR ${e.positionChangedAt} < ${changedAt}))`;
-const playedApplies = sql`(${played} IS NOT NULL AND (${e.playedChangedAt} IS NULL OR ${e.playedChangedAt} < ${changedAt}))`;
-const anyApplies = sql`(${positionApplies} OR ${playedApplies}
-  OR (${factsApply} AND ((${mediaUrl} IS NOT NULL AND ${storedMediaUrl} IS NOT ${mediaUrl})
-    OR (${itemGuidSent} AND ${storedItemGuid} IS NOT ${itemGuid})
-    OR (${durationSent} AND ${e.duration} IS NOT ${duration}))))`;
-
-/**
- * The columns a write sets. `fresh`: the stored row is a tombstone being written again, which starts a fresh
- * state (the forgotten values and times no longer count); otherwise the merge rules above.
- */
-function writtenColumns(fresh: SQL): SQL {
-  return sql`
-    media_url = CASE WHEN ${fresh} THEN ${mediaUrl} WHEN ${factsApply} THEN coalesce(${mediaUrl}, ${e.mediaUrl})
-      ELSE ${e.mediaUrl} END,
-    item_guid = CASE WHEN ${fresh} OR (${itemGuidSent} AND ${factsApply}) THEN ${itemGuid} ELSE ${e.itemGuid} END,
-    position = CASE WHEN ${fresh} THEN coalesce(${position}, 0) WHEN ${positionApplies} THEN ${position} ELSE ${e.position} END,
-    position_changed_at = CASE WHEN ${fresh} THEN (CASE WHEN ${position} IS NOT NULL THEN ${changedAt} END)
-      WHEN ${positionApplies} THEN ${changedAt} ELSE ${e.positionChangedAt} END,
-    played = CASE WHEN ${fresh} THEN coalesce(${played}, 0) WHEN ${playedApplies} THEN ${played} ELSE ${e.played} END,
-    played_changed_at = CASE WHEN ${fresh} THEN (CASE WHEN ${played} IS NOT NULL THEN ${changedAt} END)
-      WHEN ${playedApplies} THEN ${changedAt} ELSE ${e.playedChangedAt} END,
-    duration = CASE WHEN ${fresh} OR (${durationSent} AND ${factsApply}) THEN ${duration} ELSE ${e.duration} END,
-    change_seq = ${nextChange}, received_at = unixepoch(), deleted_at = NULL`;
-}
-
-const isTombstone = sql`${e.deletedAt} IS NOT NULL`;
-
-/**
- * The URL bytes a write adds to the user's text (docs/API.md §15): what the row stores after the write minus
- * what it stores now. A write that writes nothing (another feed's state; for a merge, no live state) adds none.
- * `creates`: the write may start a fresh state over a tombstone or no row (POST), else it only merges.
- */
-function growth(creates: boolean): SQL {
-  const sent = sql`(${utf8Bytes(mediaUrl)} + ${utf8Bytes(itemGuid)})`;
-  const merged = sql`(${utf8Bytes(sql`CASE WHEN ${factsApply} THEN coalesce(${mediaUrl}, ${storedMediaUrl}) ELSE ${storedMediaUrl} END`)}
-    + CASE WHEN ${itemGuidSent} AND ${factsApply} THEN ${utf8Bytes(itemGuid)} ELSE ${storedUrlBytes(ITEM_GUID, "episodes")} END
-    - ${episodeTombstones.bytes})`;
-  const fresh = creates ? sent : sql`0`;
-  return sql`coalesce((SELECT CASE WHEN ${isTombstone} THEN ${fresh}
-      WHEN ${feedGuid} IS NOT NULL AND ${e.feedGuid} IS NOT ${feedGuid} THEN 0
-      ELSE ${merged} END
-    FROM ${e} WHERE ${isThisEpisode}), ${fresh})`;
-}
+const rules = mergeRules(sentByPlaceholders);
+const { isThisEpisode, anyApplies, writtenColumns, growth, packedWritten } = rules;
+const { id, feedGuid, mediaUrl, itemGuid, position, duration, played, changedAt } = sentByPlaceholders;
 
 const mergeBytesNeed = bytesNeeded(growth(false));
 
@@ -383,6 +416,155 @@ export function episodeWriter(
       }
       return { kind: "merged", episode: toStored(live) };
     };
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Set writes: many create-or-merges in a few statements (a gpodder upload's actions, docs/API.md §14)
+
+/** A write that may create its state: it names its feed and sends a mediaUrl. */
+export type CreatingWrite = EpisodeWrite & { feedGuid: string; mediaUrl: string };
+
+/**
+ * The statements of a set write, in batch order: the room the writes need (`room`), then the writes to stored rows
+ * (`stored`: merges, and tombstones written afresh), then the writes of new states (`fresh`), each write statement
+ * after the one that says which of its writes the quota or the budget refuses (`storedRefused`, `freshRefused`). All
+ * bind the writes as one JSON array (`writes`, rows of `setWriteRow`), `sentBytes` (their URL text's bytes) and what
+ * the source's own CTEs bind.
+ */
+export interface SetWriteStatements {
+  room: Statement;
+  storedRefused: Statement;
+  stored: Statement;
+  freshRefused: Statement;
+  fresh: Statement;
+}
+
+/** Where the writes of a set come from: CTEs of the caller's (after `sent_writes`), and which writes apply. */
+export interface SetWriteSource {
+  ctes: SQL;
+  /** A condition on the write `sw` (a row of `sent_writes`): a write that does not apply writes nothing. */
+  applies: SQL;
+}
+
+/** One write of a set as its JSON row, in the order `sent_writes` reads it; `feed`: the caller's index of its feed. */
+export function setWriteRow(user: string, write: CreatingWrite, feed: number): unknown[] {
+  const values = writeValues(user, write);
+  return [
+    feed,
+    values.id,
+    values.feedGuid,
+    values.mediaUrl,
+    values.itemGuid,
+    values.itemGuidSent,
+    values.position,
+    values.duration,
+    values.durationSent,
+    values.played,
+    values.changedAt,
+  ];
+}
+
+/** The set's writes, numbered in order (`n`); every id at most once (`setWriteStatements`). */
+const sentWrites = sql`sent_writes(n, feed, id, feed_guid, media_url, item_guid, item_guid_sent, position, duration,
+    duration_sent, played, changed_at) AS (
+    SELECT key, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7,
+      value ->> 8, value ->> 9, value ->> 10 FROM json_each(${sql.placeholder("writes")}))`;
+
+const setRules = mergeRules({
+  id: sql`sw.id`,
+  feedGuid: sql`sw.feed_guid`,
+  mediaUrl: sql`sw.media_url`,
+  itemGuid: sql`sw.item_guid`,
+  itemGuidSent: sql`sw.item_guid_sent`,
+  position: sql`sw.position`,
+  duration: sql`sw.duration`,
+  durationSent: sql`sw.duration_sent`,
+  played: sql`sw.played`,
+  changedAt: sql`sw.changed_at`,
+});
+
+const storedRow = sql`EXISTS (SELECT 1 FROM ${e} WHERE ${setRules.isThisEpisode})`;
+
+/**
+ * Whether the whole set fits whatever it writes: a new row per write and all its URL text. Then nothing is refused
+ * and no room is needed, and the statements that would say so evaluate nothing more (a CASE branch not taken).
+ */
+const setFits = sql`(coalesce(${statOf(stats.episodeCount)}, 0) + json_array_length(${sql.placeholder("writes")}) <= ${MAX_STORED_EPISODES}
+  AND coalesce(${statOf(stats.urlBytes)}, 0) + ${sql.placeholder("sentBytes")} <= ${MAX_URL_BYTES})`;
+
+/**
+ * The many create-or-merges of a set (every id at most once: each write meets its row as stored before the set),
+ * with the rules of the single writes above (`mergeRules`), in statements per set rather than per write. Their
+ * room is made once, for the set (the storage room of a gpodder subscription upload: `partial`, purging what there
+ * is up to the need, never a tombstone the set writes). The writes to stored rows are admitted in order while the
+ * URL text they add fits the budget, and the new states after them in order while they fit the quota and the
+ * budget: once one is refused, every later one that needs room is too (a single write admitted later ones that
+ * needed less). Sums of a statement's admissions are over the stats as the statement began (`MATERIALIZED`: the
+ * triggers count each row it writes). Change numbers follow each other: a stored row's is read as it is written
+ * (the trigger moves the version on), the new states' are the version plus their place.
+ */
+export function setWriteStatements(source: SetWriteSource): SetWriteStatements {
+  const stored = sql`${sentWrites}, ${source.ctes},
+  revived AS MATERIALIZED (
+    SELECT sw.*, ${setRules.growth(true)} AS growth, coalesce(${statOf(stats.urlBytes)}, 0) AS base_bytes
+    FROM sent_writes AS sw WHERE ${source.applies} AND ${storedRow}),
+  revivals AS (SELECT *, sum(max(growth, 0)) OVER (ORDER BY n) AS bytes_so_far FROM revived)`;
+  const storedAdmitted = sql`(sw.growth <= 0 OR sw.base_bytes + sw.bytes_so_far <= ${MAX_URL_BYTES})`;
+  const fresh = sql`${sentWrites}, ${source.ctes},
+  fresh AS MATERIALIZED (
+    SELECT sw.*, ${utf8Bytes(sql`sw.media_url`)} + ${utf8Bytes(sql`sw.item_guid`)} AS growth,
+      coalesce(${statOf(stats.episodeCount)}, 0) AS base_count, coalesce(${statOf(stats.urlBytes)}, 0) AS base_bytes,
+      coalesce(${statOf(stats.episodeVersion)}, 0) AS base_change
+    FROM sent_writes AS sw WHERE ${source.applies} AND sw.media_url IS NOT NULL AND NOT ${storedRow}),
+  admissions AS (SELECT *, row_number() OVER (ORDER BY n) AS k, sum(growth) OVER (ORDER BY n) AS bytes_so_far FROM fresh)`;
+  const countFits = sql`sw.base_count + sw.k <= ${MAX_STORED_EPISODES}`;
+  const freshAdmitted = sql`(${countFits} AND sw.base_bytes + sw.bytes_so_far <= ${MAX_URL_BYTES})`;
+  // The refused writes, as a JSON array of [feed, by the quota (1) or the budget (0)].
+  const refused = (ctes: SQL, from: string, admitted: SQL, byQuota: SQL) =>
+    statement(sql`SELECT CASE WHEN ${setFits} THEN '[]' ELSE (WITH ${ctes}
+      SELECT json_group_array(json_array(sw.feed, ${byQuota})) FROM ${sql.raw(from)} AS sw WHERE NOT ${admitted}) END AS refused`);
+  return {
+    room: roomsStatement([
+      {
+        table: episodeTombstones,
+        partial: true,
+        need: {
+          count: sql`(CASE WHEN ${setFits} THEN 0 ELSE (WITH ${fresh} SELECT count(*) FROM fresh)
+            + coalesce(${statOf(stats.episodeCount)}, 0) - ${MAX_STORED_EPISODES} END)`,
+          bytes: sql`0`,
+          exclude: sql`NULL`,
+          excludeAll: sql`SELECT value ->> 1 FROM json_each(${sql.placeholder("writes")})`,
+        },
+      },
+      {
+        table: subscriptionTombstones,
+        partial: true,
+        need: {
+          count: sql`0`,
+          bytes: sql`(CASE WHEN ${setFits} THEN 0 ELSE (WITH ${stored} SELECT coalesce(sum(max(growth, 0)), 0) FROM revived)
+            + (WITH ${fresh} SELECT coalesce(sum(growth), 0) FROM fresh)
+            + coalesce(${statOf(stats.urlBytes)}, 0) - ${MAX_URL_BYTES} END)`,
+          exclude: sql`NULL`,
+        },
+      },
+    ]),
+    storedRefused: refused(stored, "revivals", storedAdmitted, sql`0`),
+    stored: statement(sql`
+  WITH ${stored}
+  UPDATE ${e} SET feed_guid = sw.feed_guid, ${setRules.writtenColumns(isTombstone)}
+  FROM revivals AS sw
+  WHERE ${setRules.isThisEpisode} AND ${storedAdmitted}
+    AND (${isTombstone} OR (${e.feedGuid} = sw.feed_guid AND ${setRules.anyApplies}))`),
+    freshRefused: refused(fresh, "admissions", freshAdmitted, sql`NOT (${countFits})`),
+    fresh: statement(sql`
+  WITH ${fresh}
+  INSERT INTO ${e} (user_id, id, feed_guid, media_url, item_guid, position, duration, played,
+    position_changed_at, played_changed_at, change_seq, received_at, deleted_at)
+  SELECT ${userId}, sw.id, sw.feed_guid, sw.media_url, sw.item_guid, coalesce(sw.position, 0), sw.duration,
+    coalesce(sw.played, 0), CASE WHEN sw.position IS NOT NULL THEN sw.changed_at END,
+    CASE WHEN sw.played IS NOT NULL THEN sw.changed_at END, sw.base_change + sw.k, unixepoch(), NULL
+  FROM admissions AS sw WHERE ${freshAdmitted} ORDER BY sw.k`),
   };
 }
 

@@ -3,13 +3,7 @@ import { credentialGuard, runGuarded, type WriteCredential } from "./app-passwor
 import { type Row, WriteBatch } from "./batch";
 import { call, type Database } from "./database";
 import { deviceStatement, pathDeviceStatements, runNamingDevice } from "./devices";
-import {
-  addStatements,
-  type EpisodeOperation,
-  type EpisodeWriteResult,
-  episodeWriter,
-  type StoredEpisode,
-} from "./episodes";
+import { type CreatingWrite, type StoredEpisode, setWriteRow, setWriteStatements } from "./episodes";
 import { joinedActiveSql, movedFromSql, namedSubscriptionsSql, subscriptionsNamedBySql } from "./feed-aliases";
 import { episodes as e, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -294,13 +288,6 @@ function feedGuidOf(url: SQL, key: SQL, podcastGuid?: SQL): SQL {
     SELECT guid, unsubscribed_at, merged_into, max((unsubscribed_at IS NULL) * 9007199254740992 + change_seq)
     FROM (${withUrl(url, key, podcastGuid)})) AS best), ${podcastGuid ?? sql`NULL`})`;
 }
-
-/**
- * Whether an episode write of a gpodder upload applies: the guid its episode id was computed from (`feedGuid`, a
- * guess: gpodder names the feed by its URL, `podcastUrl`) is the one that URL resolves to as the write runs.
- */
-const guessedRight = sql`${feedGuidOf(sql`${sql.placeholder("podcastUrl")}`, sql`${sql.placeholder("podcastKey")}`, sql`${sql.placeholder("podcastGuid")}`)} = ${sql.placeholder("feedGuid")}`;
-const guessedAdds = addStatements(guessedRight);
 
 // ---------------------------------------------------------------------------------------------
 // Subscription uploads of up to 10 000 URLs (docs/API.md §14: gPodder sends every queued change in one request
@@ -794,7 +781,7 @@ export async function readEpisodeActions(
 
 /** An episode write of a gpodder upload: computed for the guid guessed for its feed (the index of `feeds`). */
 export interface GuessedWrite {
-  operation: EpisodeOperation;
+  write: CreatingWrite;
   feed: number;
 }
 
@@ -802,12 +789,78 @@ export interface GuessedWrite {
 export interface EpisodeUploadWritten {
   /** The database's clock after the writes. */
   now: number;
-  /** Each write's result: only those of settled feeds say what happened. */
-  results: EpisodeWriteResult[];
+  /** Per feed: its writes the episode quota (`limit`) or the storage budget (`storage`) refused. */
+  refused: { limit: number; storage: number }[];
   /** Per feed: what its URL resolved to, the same at the start and the end of the batch and equal to its guess. */
   settled: boolean[];
   /** Per feed: what its URL resolves to after the batch (the next guess for the writes of an unsettled feed). */
   resolved: ResolvedFeed[];
+}
+
+/**
+ * An upload's episode writes as set writes (db/episodes.ts, `setWriteStatements`): a write applies only while the
+ * guid its episode id was computed from (a guess: gpodder names the feed by its URL) is the one its feed's URL
+ * resolves to as the statement runs, each URL resolved once per statement (`feedGuidOf`'s rule, `resolvedFeeds`).
+ */
+const uploadSets = setWriteStatements({
+  ctes: sql`${resolvedFeeds(true)},
+  resolved_feeds AS MATERIALIZED (SELECT i, guid FROM resolved)`,
+  applies: sql`EXISTS (SELECT 1 FROM resolved_feeds AS f WHERE f.i = sw.feed AND f.guid = sw.feed_guid)`,
+});
+
+/** One set of an upload's writes: their JSON rows, and their URL text's bytes. */
+interface WriteSet {
+  writes: string;
+  sentBytes: number;
+}
+
+/**
+ * An upload's writes in sets in which every episode id appears once, in order: an id's n-th write goes to the n-th
+ * set (most uploads are one set), each cut at CHUNK_BYTES of JSON text (D1 takes strings of at most 2 MB).
+ */
+function writeSets(user: string, writes: readonly GuessedWrite[]): WriteSet[] {
+  const rounds: { text: string; urlBytes: number }[][] = [];
+  const seen = new Map<string, number>();
+  for (const { write, feed } of writes) {
+    const round = seen.get(write.id) ?? 0;
+    seen.set(write.id, round + 1);
+    if (round === rounds.length) rounds.push([]);
+    rounds[round].push({
+      text: JSON.stringify(setWriteRow(user, write, feed)),
+      urlBytes: utf8Length(write.mediaUrl) + (write.itemGuid ? utf8Length(write.itemGuid) : 0),
+    });
+  }
+  const sets: WriteSet[] = [];
+  for (const rows of rounds) {
+    let texts: string[] = [];
+    let bytes = 2;
+    let sentBytes = 0;
+    const close = () => {
+      sets.push({ writes: `[${texts.join(",")}]`, sentBytes });
+      texts = [];
+      bytes = 2;
+      sentBytes = 0;
+    };
+    for (const { text, urlBytes } of rows) {
+      const textBytes = utf8Length(text) + 1;
+      if (texts.length > 0 && bytes + textBytes > CHUNK_BYTES) close();
+      texts.push(text);
+      bytes += textBytes;
+      sentBytes += urlBytes;
+    }
+    if (texts.length > 0) close();
+  }
+  return sets;
+}
+
+/** The refused writes a set's statements reported (`[feed, by the quota]` each), counted per feed. */
+function countRefused(results: D1Result<Row>[], counts: { limit: number; storage: number }[]): void {
+  for (const result of results) {
+    for (const [feed, byQuota] of JSON.parse(String(result.results[0]?.refused ?? "[]")) as [number, number][]) {
+      if (byQuota) counts[feed].limit++;
+      else counts[feed].storage++;
+    }
+  }
 }
 
 /**
@@ -819,7 +872,8 @@ export interface EpisodeUploadWritten {
  * them. A feed is settled when both are its guess: every write of it applied. A purge of the writes' rooms may
  * change what a URL resolves to, at most once per batch (the URL's newest tombstone purged, its rows all
  * tombstones: it then resolves to its podcast:guid, and never back), so the writes of an unsettled feed are sent
- * again for what it resolves to after: a write that applied already changes nothing the second time.
+ * again for what it resolves to after: a write that applied already changes nothing the second time. The writes go
+ * in sets (`writeSets`), five statements each whatever their number (`setWriteStatements`).
  */
 export async function writeEpisodes(
   db: Database,
@@ -837,19 +891,25 @@ export async function writeEpisodes(
   const value = feedsValue(feeds, keys);
   const resolve = () => batch.push(resolvedStatement.bind(db, { userId: user, feeds: value }));
   const before = feeds.length > 0 ? resolve() : undefined;
-  const plan = episodeWriter({ batch, db, user, at }, guessedAdds);
-  const readers = writes.map(({ operation, feed }) =>
-    plan(operation, { podcastUrl: feeds[feed].url, podcastKey: keys[feed], podcastGuid: feeds[feed].podcastGuid }),
-  );
+  const refusals = writeSets(user, writes).map((set) => {
+    const values = { userId: user, feeds: value, writes: set.writes, sentBytes: set.sentBytes };
+    const bound = (statement: Statement) => statement.bind(db, values);
+    batch.push(bound(uploadSets.room));
+    const stored = batch.push(bound(uploadSets.storedRefused), bound(uploadSets.stored));
+    const fresh = batch.push(bound(uploadSets.freshRefused), bound(uploadSets.fresh));
+    return () => [stored.results()[0], fresh.results()[0]];
+  });
   batch.push(...devices.map((device) => deviceStatement(db, user, { id: device }, at)));
   const after = feeds.length > 0 ? resolve() : undefined;
   const clock = batch.push(clockStatement.bind(db, {}));
   await runGuarded(() => batch.run(db), caller);
   const resolvedBefore = before ? readResolved(before.results()[0].results, feeds.length) : [];
   const resolved = after ? readResolved(after.results()[0].results, feeds.length) : [];
+  const refused = feeds.map(() => ({ limit: 0, storage: 0 }));
+  for (const read of refusals) countRefused(read(), refused);
   return {
     now: clock.results()[0].results[0].now as number,
-    results: readers.map((read) => read()),
+    refused,
     settled: feeds.map((_, i) => resolvedBefore[i].guid === guesses[i] && resolved[i].guid === guesses[i]),
     resolved,
   };
@@ -863,8 +923,11 @@ export const gpodderStatements: Record<string, Statement> = {
   removeUrls: removeUrlsStatement,
   removeUnlisted: removeUnlistedStatement(1),
   resolved: resolvedStatement,
-  guessedUpsert: guessedAdds.upsert,
-  guessedRoom: guessedAdds.room,
+  episodeUploadRoom: uploadSets.room,
+  episodeUploadStoredRefused: uploadSets.storedRefused,
+  episodeUploadStored: uploadSets.stored,
+  episodeUploadFreshRefused: uploadSets.freshRefused,
+  episodeUploadFresh: uploadSets.fresh,
   clock: clockStatement,
   episodeChangesPage: episodeChangesPageStatement,
   feedChangesPage: feedChangesPageStatement,

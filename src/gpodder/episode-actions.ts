@@ -1,4 +1,4 @@
-import type { EpisodeOperation } from "../db/episodes";
+import type { CreatingWrite } from "../db/episodes";
 import type { EpisodeState } from "../db/gpodder";
 import { uuidV5 } from "../podcast-guid";
 import { parseEpisodeResource } from "../resources/episode";
@@ -84,11 +84,11 @@ export function carriesState(action: EpisodeAction): boolean {
  * The episode write an action makes on the state of `feedGuid`'s episode (UUIDv5 of `guid`, else of the
  * episode URL, in the feed's namespace); undefined when it stores nothing or breaks the episode rules.
  */
-export async function toEpisodeOperation(
+export async function toEpisodeWrite(
   action: EpisodeAction,
   feedGuid: string,
   now: number,
-): Promise<EpisodeOperation | undefined> {
+): Promise<CreatingWrite | undefined> {
   if (!carriesState(action)) return undefined;
   const attributes: Record<string, unknown> = {
     mediaUrl: action.episode,
@@ -116,7 +116,10 @@ export async function toEpisodeOperation(
     "",
     now,
   );
-  return parsed.ok ? { op: "add", ...parsed.value } : undefined;
+  // The action's episode URL is its mediaUrl: every write of an upload may create its state.
+  return parsed.ok && parsed.value.mediaUrl !== undefined
+    ? { ...parsed.value, mediaUrl: parsed.value.mediaUrl }
+    : undefined;
 }
 
 /** A received action as gpodder clients read it. */

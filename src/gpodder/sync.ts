@@ -1,7 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { WriteBatch } from "../db/batch";
 import { DatabaseError } from "../db/database";
-import type { EpisodeWriteResult } from "../db/episodes";
 import {
   type EpisodeUploadWritten,
   type GuessedWrite,
@@ -20,7 +19,7 @@ import { chargeRenumbering, chargeRows, limitPerUser, rowCharger } from "../midd
 import { shardOfUser } from "../shards";
 import { pagedTextStream, withFirst } from "../text-stream";
 import { pathDevice, withPathDevice } from "./devices";
-import { carriesState, type EpisodeAction, parseEpisodeAction, toEpisodeOperation } from "./episode-actions";
+import { carriesState, type EpisodeAction, parseEpisodeAction, toEpisodeWrite } from "./episode-actions";
 import { guessFeedGuids, nameFeeds, rememberFeedGuids } from "./feed-guids";
 import {
   badRequest,
@@ -159,7 +158,7 @@ async function applyEpisodeActions(
   const feedOf = new Map(podcasts.map((url, index) => [url, index]));
   const feeds = await nameFeeds(podcasts);
   let guesses = guessFeedGuids(userId, feeds);
-  const results: (EpisodeWriteResult | undefined)[] = new Array(actions.length);
+  const refused = { episodeLimit: 0, storageLimit: 0 };
   // The actions still to write (their places in `actions`): all of them, then those of unsettled feeds.
   let pending = actions.map((_, index) => index);
   let skipped = 0;
@@ -170,8 +169,8 @@ async function applyEpisodeActions(
     const planned: { index: number; write: GuessedWrite }[] = [];
     for (const index of pending) {
       const feed = feedOf.get(actions[index].podcast) as number;
-      const operation = await toEpisodeOperation(actions[index], guesses[feed], now);
-      if (operation) planned.push({ index, write: { operation, feed } });
+      const write = await toEpisodeWrite(actions[index], guesses[feed], now);
+      if (write) planned.push({ index, write: { write, feed } });
       else if (batch === 1 && carriesState(actions[index])) skipped++;
     }
     written = await writeEpisodes(
@@ -184,20 +183,16 @@ async function applyEpisodeActions(
       now,
     );
     const { settled } = written;
-    const { results: outcomes } = written;
-    planned.forEach(({ index, write }, k) => {
-      if (settled[write.feed]) results[index] = outcomes[k];
+    written.refused.forEach((counts, feed) => {
+      if (!settled[feed]) return;
+      refused.episodeLimit += counts.limit;
+      refused.storageLimit += counts.storage;
     });
     pending = planned.filter(({ write }) => !settled[write.feed]).map(({ index }) => index);
     guesses = written.resolved.map((feed) => feed.guid);
     rememberFeedGuids(userId, feeds, written.resolved);
   }
-  const refusedFor = (kind: "limit" | "storage") => results.filter((result) => result?.kind === kind).length;
-  return {
-    timestamp: uploadTimestamp((written as EpisodeUploadWritten).now),
-    skipped,
-    refused: { episodeLimit: refusedFor("limit"), storageLimit: refusedFor("storage") },
-  };
+  return { timestamp: uploadTimestamp((written as EpisodeUploadWritten).now), skipped, refused };
 }
 
 /**
