@@ -803,9 +803,11 @@ export interface EpisodeUploadWritten {
  * resolves to as the statement runs, each URL resolved once per statement (`feedGuidOf`'s rule, `resolvedFeeds`).
  */
 const uploadSets = setWriteStatements({
-  ctes: sql`${resolvedFeeds(true)},
-  resolved_feeds AS MATERIALIZED (SELECT i, guid FROM resolved)`,
-  applies: sql`EXISTS (SELECT 1 FROM resolved_feeds AS f WHERE f.i = sw.feed AND f.guid = sw.feed_guid)`,
+  ctes: resolvedFeeds(true),
+  // One JSON object of the feeds' guids by their index: an uncorrelated subquery, built once per statement, and a
+  // JSON access per write (a join with the resolved rows built an index for each write; a table of them was read
+  // again for each).
+  applies: sql`sw.feed_guid = json_extract((SELECT json_group_object(i, guid) FROM resolved), '$."' || sw.feed || '"')`,
 });
 
 /** One set of an upload's writes: their JSON rows, and their URL text's bytes. */
