@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
-import { MAX_STORED_EPISODES } from "../src/db/episodes";
+import { episodeStatements, MAX_STORED_EPISODES } from "../src/db/episodes";
 import { MAX_URL_BYTES } from "../src/db/storage";
 import { podcastGuid, uuidV5 } from "../src/podcast-guid";
-import { as, type Caller, databaseFor, meteredDatabaseOf, ORIGIN, send } from "./helpers";
+import { as, type Caller, databaseFor, meteredDatabaseOf, ORIGIN, queryPlan, send, walksOf } from "./helpers";
 import { propertyOptions, propertyTimeout } from "./property-options";
 
 /**
@@ -82,6 +82,85 @@ async function states(user: Caller) {
 
 let users = 0;
 
+const IDS = [
+  "10000000-0000-4000-8000-000000000001",
+  "20000000-0000-4000-8000-000000000002",
+  "30000000-0000-4000-8000-000000000003",
+];
+const GUIDS = ["40000000-0000-4000-8000-000000000004", "50000000-0000-4000-8000-000000000005"];
+
+type BulkOp =
+  | {
+      op: "add";
+      id: number;
+      feed: number;
+      media: number | null;
+      position: number | null;
+      played: boolean | null;
+      at: number;
+    }
+  | { op: "update"; id: number; position: number | null; played: boolean | null; at: number }
+  | { op: "remove"; id: number };
+
+const bulkOp: fc.Arbitrary<BulkOp> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant("add" as const),
+      id: fc.nat(IDS.length - 1),
+      feed: fc.nat(GUIDS.length - 1),
+      media: fc.option(fc.nat(1), { freq: 5 }),
+      position: fc.option(fc.nat(300)),
+      played: fc.option(fc.boolean()),
+      at: fc.nat(4),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant("update" as const),
+      id: fc.nat(IDS.length - 1),
+      position: fc.option(fc.nat(300)),
+      played: fc.option(fc.boolean()),
+      at: fc.nat(4),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("remove" as const), id: fc.nat(IDS.length - 1) }) },
+);
+
+function attributesOf(op: { position: number | null; played: boolean | null; at: number }, media?: number | null) {
+  return {
+    ...(media === undefined || media === null ? {} : { mediaUrl: `https://cdn.sets.example.com/bulk/${media}.mp3` }),
+    ...(op.position === null ? {} : { position: op.position }),
+    ...(op.played === null ? {} : { played: op.played }),
+    changedAt: new Date(Date.UTC(2026, 5, 1, 12, 0, op.at)).toISOString(),
+  };
+}
+
+/** The operation as a bulk request's member. */
+function toOperation(op: BulkOp) {
+  const id = IDS[op.id];
+  if (op.op === "remove") return { op: "remove", ref: { type: "episode", id } };
+  if (op.op === "update") return { op: "update", data: { type: "episode", id, attributes: attributesOf(op) } };
+  return {
+    op: "add",
+    data: {
+      type: "episode",
+      id,
+      attributes: attributesOf(op, op.media),
+      relationships: { subscription: { data: { type: "subscription", id: GUIDS[op.feed] } } },
+    },
+  };
+}
+
+/** What an answer says, the same for a bulk result and a single request's document: the error's status, or the state. */
+function outcome(
+  document: { data?: { attributes: Record<string, unknown> }; errors?: { status: string }[] } | undefined,
+) {
+  if (document?.errors) return { error: document.errors[0].status };
+  return document?.data ? { state: document.data.attributes } : {};
+}
+
 describe("episode uploads written as sets (docs/API.md §13-15)", () => {
   it(
     `an upload ends where its actions sent one per upload end, tombstones written afresh included (${RUNS.numRuns} random runs)`,
@@ -118,6 +197,72 @@ describe("episode uploads written as sets (docs/API.md §13-15)", () => {
     },
     propertyTimeout(120_000),
   );
+
+  it(
+    `a bulk request's episode operations answer and end as each sent as its own request does (${RUNS.numRuns} random runs)`,
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(bulkOp, { minLength: 1, maxLength: 12 }), async (ops) => {
+          users++;
+          const [bulkUser, singleUser] = [await as(`sets-bulk-${users}`), await as(`sets-alone-${users}`)];
+          const response = await bulkUser.operations({ "atomic:operations": ops.map(toOperation) });
+          expect(response.status).toBe(200);
+          const bulk = ((await response.json()) as { "atomic:results": Parameters<typeof outcome>[0][] })[
+            "atomic:results"
+          ];
+          const alone = [];
+          for (const op of ops) {
+            const operation = toOperation(op);
+            const id = IDS[op.id];
+            const answer =
+              op.op === "remove"
+                ? await singleUser.delete(`/v1/episodes/${id}`)
+                : op.op === "update"
+                  ? await singleUser.patch(`/v1/episodes/${id}`, { data: operation.data })
+                  : await singleUser.post("/v1/episodes", { data: operation.data });
+            alone.push(outcome(answer.status === 204 ? undefined : await answer.json()));
+          }
+          expect(bulk.map(outcome)).toEqual(alone);
+          expect(await states(bulkUser)).toEqual(await states(singleUser));
+        }),
+        RUNS,
+      );
+    },
+    propertyTimeout(120_000),
+  );
+
+  it("a bulk request's set statements walk no table, nor all of a user's rows", async () => {
+    const userId = "sets-plans";
+    const meter = await meteredDatabaseOf(userId);
+    const user = await as(userId, meter.bindings);
+    const adds = (from: number) =>
+      Array.from({ length: 5 }, (_, i) => ({
+        op: "add",
+        data: {
+          type: "episode",
+          id: crypto.randomUUID(),
+          attributes: {
+            mediaUrl: `https://cdn.sets.example.com/plans/${from + i}.mp3`,
+            position: 1,
+            changedAt: "2026-06-01T12:00:00Z",
+          },
+          relationships: { subscription: { data: { type: "subscription", id: GUIDS[0] } } },
+        },
+      }));
+    expect((await user.operations({ "atomic:operations": adds(0) })).status).toBe(200);
+    expect((await user.operations({ "atomic:operations": adds(5) })).status).toBe(200);
+    const recorded = new Map(meter.totals.statements.map((statement) => [statement.sql, statement.params]));
+    const sets = Object.entries(episodeStatements).filter(([name]) => name.startsWith("set"));
+    expect(sets.length).toBe(6);
+    for (const [name, statement] of sets) {
+      const params = recorded.get(statement.sql);
+      expect(params, `statement ${name} not exercised`).toBeDefined();
+      const plan = await queryPlan(await databaseFor(userId), statement.sql, params);
+      expect(walksOf(plan, ["subscriptions", "episodes", "user_stats"], ["subscriptions", "episodes"]), name).toEqual(
+        [],
+      );
+    }
+  });
 
   it("an upload's statements do not grow with its actions, nor its rows read beyond a few per action", async () => {
     const measured = async (count: number) => {

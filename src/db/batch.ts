@@ -18,6 +18,11 @@ export class WriteBatch {
   private readonly closers: { make: () => D1PreparedStatement[]; slot: { start: number; count: number } }[] = [];
   private ran: D1Result<Row>[] | undefined;
 
+  /** The statements placed so far (a writer tells from it whether another writer placed any since its last). */
+  get length(): number {
+    return this.statements.length;
+  }
+
   /** Appends statements in order; the slot reads their results after `run`. */
   push(...statements: D1PreparedStatement[]): Slot {
     const start = this.statements.length;

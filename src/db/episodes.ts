@@ -1,5 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
-import type { Row, Slot } from "./batch";
+import type { Row, Slot, WriteBatch } from "./batch";
 import { changeFeedReader, jsonBoolean, rfc3339 } from "./change-feed";
 import { call, type Database } from "./database";
 import { episodes as e, userStats as stats } from "./schema";
@@ -241,32 +241,27 @@ const { id, feedGuid, mediaUrl, itemGuid, position, duration, played, changedAt 
 const mergeBytesNeed = bytesNeeded(growth(false));
 
 /** A create-or-merge's statements: the room it makes first, then the write. */
-export interface AddStatements {
+interface AddStatements {
   room: Statement;
   upsert: Statement;
 }
 
 /**
- * The statements of a create-or-merge that writes only where `applies` holds (a condition on the write's own
- * values, `true` for every write of the API's): where it does not, the room needs nothing and the write writes
- * nothing. A gpodder upload's writes apply only while the guid their episode id was computed from is the one their
- * feed's URL resolves to (db/gpodder.ts).
- *
- * The room is made before the write, one statement for both kinds of tombstones: episode tombstones for the count
+ * The statements of one create-or-merge (a POST; a bulk request's adds go in sets, `setWriteStatements`). The room is made before the write, one statement for both kinds of tombstones: episode tombstones for the count
  * quota (its refusal wins) when the id is not stored, subscription tombstones (the only ones with URL text) for the
  * bytes. The write creates the state, writes a tombstone's id afresh, or merges into the live state of the same
  * feed; it returns the row only when it wrote one (a merge that changes nothing, or a state of another feed, writes
  * nothing). It writes only within the quota and the storage budget, checked inside the statement (the room before it
  * purged tombstones when there were enough).
  */
-export function addStatements(applies: SQL): AddStatements {
+function addStatements(): AddStatements {
   const need: RoomNeed = {
     count: rowsNeeded(
-      sql`${applies} AND NOT EXISTS (SELECT 1 FROM ${e} WHERE ${isThisEpisode})`,
+      sql`NOT EXISTS (SELECT 1 FROM ${e} WHERE ${isThisEpisode})`,
       stats.episodeCount,
       MAX_STORED_EPISODES,
     ),
-    bytes: sql`(CASE WHEN ${applies} THEN ${bytesNeeded(growth(true))} ELSE 0 END)`,
+    bytes: bytesNeeded(growth(true)),
     exclude: id,
   };
   return {
@@ -280,15 +275,14 @@ export function addStatements(applies: SQL): AddStatements {
   SELECT ${userId}, ${id}, ${feedGuid}, ${mediaUrl}, ${itemGuid}, coalesce(${position}, 0), ${duration},
     coalesce(${played}, 0), CASE WHEN ${position} IS NOT NULL THEN ${changedAt} END,
     CASE WHEN ${played} IS NOT NULL THEN ${changedAt} END, ${nextChange}, unixepoch(), NULL
-  WHERE ${applies} AND ${need.count} <= 0 AND ${need.bytes} <= 0
+  WHERE ${need.count} <= 0 AND ${need.bytes} <= 0
   ON CONFLICT (user_id, id) DO UPDATE SET feed_guid = excluded.feed_guid, ${writtenColumns(isTombstone)}
   WHERE ${isTombstone} OR (${e.feedGuid} = ${feedGuid} AND ${anyApplies})
   RETURNING ${packedWritten} AS row`),
   };
 }
 
-/** The API's create-or-merge: every write applies. */
-const apiAdds = addStatements(sql`1`);
+const apiAdds = addStatements();
 const mergeRoomStatements = [
   roomStatement(subscriptionTombstones, { count: sql`0`, bytes: mergeBytesNeed, exclude: sql`NULL` }),
 ];
@@ -365,14 +359,16 @@ class StoredRows {
  * between (a purge may delete a tombstone or renumber a live row meanwhile, which changes neither whether the
  * state is live nor its values); an id written again starts the next such read, just before its write. With them, the
  * write's result tells a new state from a merge, a write that changed nothing from a state of another feed.
- * `adds`: the create-or-merge statements (`addStatements`); `values` beside an operation: what their condition binds.
+ * With `sets` (a bulk request), consecutive creating adds of distinct ids go in one set instead (`PlannedSet`): a
+ * few statements for all of them, placed where the first was.
  */
 export function episodeWriter(
   context: WriteContext,
-  adds: AddStatements = apiAdds,
-): (operation: EpisodeOperation, values?: Record<string, unknown>) => () => EpisodeWriteResult {
+  options: { sets?: boolean } = {},
+): (operation: EpisodeOperation) => () => EpisodeWriteResult {
   const { batch, db, user, at } = context;
   let stored: StoredRows | undefined;
+  let set: PlannedSet | undefined;
   /** The ids written since `stored` was placed. */
   const written = new Set<string>();
   const storedBefore = (values: ReturnType<typeof writeValues>): (() => ChangedEpisode | undefined) => {
@@ -387,16 +383,21 @@ export function episodeWriter(
     rows.ids.add(values.id);
     return () => rows.get(values.id);
   };
-  return (operation, extra) => {
+  return (operation) => {
+    if (options.sets && operation.op === "add" && operation.mediaUrl !== undefined) {
+      if (!set || set.ids.has(operation.id) || batch.length !== set.end) set = new PlannedSet(batch, db, user);
+      if (stored) written.add(operation.id);
+      return set.add(user, { ...operation, mediaUrl: operation.mediaUrl });
+    }
     if (operation.op === "remove") {
       if (stored) written.add(operation.id);
       const slot = batch.push(forgetStatement.bind(db, { userId: user, id: operation.id, now: at }));
       return () => (slot.results()[0].results.length > 0 ? { kind: "removed" } : { kind: "not-found" });
     }
-    const values = { ...writeValues(user, operation), ...extra };
+    const values = writeValues(user, operation);
     // An add without mediaUrl can only merge (docs/API.md §13): it runs as an update of a state of its feed.
     const creates = operation.op === "add" && operation.mediaUrl !== undefined;
-    const [write, rooms] = creates ? [adds.upsert, [adds.room]] : [mergeStatement, mergeRoomStatements];
+    const [write, rooms] = creates ? [apiAdds.upsert, [apiAdds.room]] : [mergeStatement, mergeRoomStatements];
     const readBefore = storedBefore(values);
     written.add(values.id);
     const slot = batch.push(...rooms.map((room) => room.bind(db, values)), write.bind(db, values));
@@ -442,13 +443,16 @@ export interface SetWriteStatements {
 
 /** Where the writes of a set come from: CTEs of the caller's (after `sent_writes`), and which writes apply. */
 export interface SetWriteSource {
-  ctes: SQL;
+  ctes?: SQL;
   /** A condition on the write `sw` (a row of `sent_writes`): a write that does not apply writes nothing. */
   applies: SQL;
 }
 
-/** One write of a set as its JSON row, in the order `sent_writes` reads it; `feed`: the caller's index of its feed. */
-export function setWriteRow(user: string, write: CreatingWrite, feed: number): unknown[] {
+/**
+ * One write of a set as its JSON row, in the order `sent_writes` reads it; `feed`: the caller's index of its feed
+ * (what its `applies` may look up).
+ */
+export function setWriteRow(user: string, write: CreatingWrite, feed = 0): unknown[] {
   const values = writeValues(user, write);
   return [
     feed,
@@ -508,13 +512,14 @@ const setFits = sql`(coalesce(${statOf(stats.episodeCount)}, 0) + json_array_len
  * (the trigger moves the version on), the new states' are the version plus their place.
  */
 export function setWriteStatements(source: SetWriteSource): SetWriteStatements {
-  const stored = sql`${sentWrites}, ${source.ctes},
+  const head = source.ctes === undefined ? sentWrites : sql`${sentWrites}, ${source.ctes}`;
+  const stored = sql`${head},
   revived AS MATERIALIZED (
     SELECT sw.*, ${setRules.growth(true)} AS growth, coalesce(${statOf(stats.urlBytes)}, 0) AS base_bytes
     FROM sent_writes AS sw WHERE ${source.applies} AND ${storedRow}),
   revivals AS (SELECT *, sum(max(growth, 0)) OVER (ORDER BY n) AS bytes_so_far FROM revived)`;
   const storedAdmitted = sql`(sw.growth <= 0 OR sw.base_bytes + sw.bytes_so_far <= ${MAX_URL_BYTES})`;
-  const fresh = sql`${sentWrites}, ${source.ctes},
+  const fresh = sql`${head},
   fresh AS MATERIALIZED (
     SELECT sw.*, ${utf8Bytes(sql`sw.media_url`)} + ${utf8Bytes(sql`sw.item_guid`)} AS growth,
       coalesce(${statOf(stats.episodeCount)}, 0) AS base_count, coalesce(${statOf(stats.urlBytes)}, 0) AS base_bytes,
@@ -523,10 +528,10 @@ export function setWriteStatements(source: SetWriteSource): SetWriteStatements {
   admissions AS (SELECT *, row_number() OVER (ORDER BY n) AS k, sum(growth) OVER (ORDER BY n) AS bytes_so_far FROM fresh)`;
   const countFits = sql`sw.base_count + sw.k <= ${MAX_STORED_EPISODES}`;
   const freshAdmitted = sql`(${countFits} AND sw.base_bytes + sw.bytes_so_far <= ${MAX_URL_BYTES})`;
-  // The refused writes, as a JSON array of [feed, by the quota (1) or the budget (0)].
+  // The refused writes, as a JSON array of [place in the set, by the quota (1) or the budget (0)].
   const refused = (ctes: SQL, from: string, admitted: SQL, byQuota: SQL) =>
     statement(sql`SELECT CASE WHEN ${setFits} THEN '[]' ELSE (WITH ${ctes}
-      SELECT json_group_array(json_array(sw.feed, ${byQuota})) FROM ${sql.raw(from)} AS sw WHERE NOT ${admitted}) END AS refused`);
+      SELECT json_group_array(json_array(sw.n, ${byQuota})) FROM ${sql.raw(from)} AS sw WHERE NOT ${admitted}) END AS refused`);
   return {
     room: roomsStatement([
       {
@@ -570,6 +575,107 @@ export function setWriteStatements(source: SetWriteSource): SetWriteStatements {
   FROM admissions AS sw WHERE ${freshAdmitted} ORDER BY sw.k`),
   };
 }
+
+/** The API's sets (a bulk request's creating adds): every write applies. */
+const apiSets = setWriteStatements({ applies: sql`1` });
+
+/** The user's episode version as a set's writes begin (after its room), and the stored rows of `ids`, packed. */
+const setBeforeStatement = statement(sql`
+  SELECT (SELECT ${stats.episodeVersion} FROM ${stats} WHERE ${stats.userId} = ${userId}) AS version,
+    (SELECT json_group_array(json(${packed}))
+      FROM json_each(${sql.placeholder("ids")}) AS wanted CROSS JOIN ${e} ON ${e.userId} = ${userId} AND ${e.id} = wanted.value) AS rows`);
+
+function packedRows(result: D1Result<Row>): Map<string, ChangedEpisode> {
+  const packed = result.results[0]?.rows;
+  const rows = typeof packed === "string" ? (JSON.parse(packed) as PackedRow[]) : [];
+  return new Map(rows.map((row) => [row[0], unpackRow(row)]));
+}
+
+/** The refusals of a set's two refusal statements, by place in the set. */
+function refusalsOf(results: D1Result<Row>[]): Map<number, "limit" | "storage"> {
+  const refused = new Map<number, "limit" | "storage">();
+  for (const result of results) {
+    for (const [n, byQuota] of JSON.parse(String(result.results[0]?.refused ?? "[]")) as [number, number][]) {
+      refused.set(n, byQuota ? "limit" : "storage");
+    }
+  }
+  return refused;
+}
+
+/**
+ * Creating adds of a bulk request planned as one set (`setWriteStatements`): consecutive in the batch, each id once.
+ * Its seven statements are placed when the set starts and bound when the batch runs, with every write added until
+ * then: the room, the rows as the writes meet them (and the version they start after), the writes, the rows after.
+ * A write's result: written (its row's change number past that version), else refused, else what the stored row
+ * says (another feed's state, or a merge that changed nothing).
+ */
+class PlannedSet {
+  readonly ids = new Set<string>();
+  /** The batch's length after this set's statements: another writer's statement after them ends the set. */
+  readonly end: number;
+  private readonly rows: string[] = [];
+  private sentBytes = 0;
+  private bound: Record<string, unknown> | undefined;
+  private readonly slots: { before: Slot; storedRefused: Slot; freshRefused: Slot; after: Slot };
+  private read:
+    | { version: number; before: Map<string, ChangedEpisode>; after: Map<string, ChangedEpisode> }
+    | undefined;
+  private refused: Map<number, "limit" | "storage"> | undefined;
+
+  constructor(batch: WriteBatch, db: Database, user: string) {
+    const values = () => {
+      this.bound ??= {
+        userId: user,
+        writes: `[${this.rows.join(",")}]`,
+        sentBytes: this.sentBytes,
+        ids: JSON.stringify([...this.ids]),
+      };
+      return this.bound;
+    };
+    const place = (statement: Statement) => batch.later(() => statement.bind(db, values()));
+    place(apiSets.room);
+    const before = place(setBeforeStatement);
+    const storedRefused = place(apiSets.storedRefused);
+    place(apiSets.stored);
+    const freshRefused = place(apiSets.freshRefused);
+    place(apiSets.fresh);
+    const after = place(storedRowsStatement);
+    this.slots = { before, storedRefused, freshRefused, after };
+    this.end = batch.length;
+  }
+
+  add(user: string, write: CreatingWrite): () => EpisodeWriteResult {
+    const n = this.rows.length;
+    this.ids.add(write.id);
+    this.rows.push(JSON.stringify(setWriteRow(user, write)));
+    this.sentBytes += utf8Length(write.mediaUrl) + (write.itemGuid ? utf8Length(write.itemGuid) : 0);
+    return () => this.result(n, write);
+  }
+
+  private result(n: number, write: CreatingWrite): EpisodeWriteResult {
+    this.read ??= {
+      version: Number(this.slots.before.results()[0].results[0]?.version ?? 0),
+      before: packedRows(this.slots.before.results()[0]),
+      after: packedRows(this.slots.after.results()[0]),
+    };
+    const { version, before, after } = this.read;
+    const stored = before.get(write.id);
+    const live = stored && stored.deletedAt === null ? stored : undefined;
+    const written = after.get(write.id);
+    if (written && written.deletedAt === null && written.changeSeq > version) {
+      return { kind: live ? "merged" : "created", episode: toStored(written) };
+    }
+    this.refused ??= refusalsOf([this.slots.storedRefused.results()[0], this.slots.freshRefused.results()[0]]);
+    const refused = this.refused.get(n);
+    if (refused) return { kind: refused };
+    if (!live) return { kind: "media-url-required" };
+    if (live.feedGuid !== write.feedGuid) return { kind: "feed-mismatch", feedGuid: live.feedGuid };
+    return { kind: "merged", episode: toStored(live) };
+  }
+}
+
+const encoder = new TextEncoder();
+const utf8Length = (text: string) => encoder.encode(text).byteLength;
 
 // ---------------------------------------------------------------------------------------------
 // Reads
@@ -628,4 +734,10 @@ export const episodeStatements: Record<string, Statement> = {
   mergeRoom: mergeRoomStatements[0],
   findOne: findOneStatement,
   changes: listEpisodeChanges.statement,
+  setRoom: apiSets.room,
+  setBefore: setBeforeStatement,
+  setStoredRefused: apiSets.storedRefused,
+  setStored: apiSets.stored,
+  setFreshRefused: apiSets.freshRefused,
+  setFresh: apiSets.fresh,
 };

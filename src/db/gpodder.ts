@@ -810,10 +810,11 @@ const uploadSets = setWriteStatements({
   applies: sql`sw.feed_guid = json_extract((SELECT json_group_object(i, guid) FROM resolved), '$."' || sw.feed || '"')`,
 });
 
-/** One set of an upload's writes: their JSON rows, and their URL text's bytes. */
+/** One set of an upload's writes: their JSON rows, their URL text's bytes, and each write's feed. */
 interface WriteSet {
   writes: string;
   sentBytes: number;
+  feeds: number[];
 }
 
 /**
@@ -821,7 +822,7 @@ interface WriteSet {
  * set (most uploads are one set), each cut at CHUNK_BYTES of JSON text (D1 takes strings of at most 2 MB).
  */
 function writeSets(user: string, writes: readonly GuessedWrite[]): WriteSet[] {
-  const rounds: { text: string; urlBytes: number }[][] = [];
+  const rounds: { text: string; urlBytes: number; feed: number }[][] = [];
   const seen = new Map<string, number>();
   for (const { write, feed } of writes) {
     const round = seen.get(write.id) ?? 0;
@@ -830,37 +831,45 @@ function writeSets(user: string, writes: readonly GuessedWrite[]): WriteSet[] {
     rounds[round].push({
       text: JSON.stringify(setWriteRow(user, write, feed)),
       urlBytes: utf8Length(write.mediaUrl) + (write.itemGuid ? utf8Length(write.itemGuid) : 0),
+      feed,
     });
   }
   const sets: WriteSet[] = [];
   for (const rows of rounds) {
-    let texts: string[] = [];
-    let bytes = 2;
-    let sentBytes = 0;
-    const close = () => {
-      sets.push({ writes: `[${texts.join(",")}]`, sentBytes });
-      texts = [];
-      bytes = 2;
-      sentBytes = 0;
+    let set: WriteSet & { texts: string[]; bytes: number } = {
+      writes: "",
+      sentBytes: 0,
+      feeds: [],
+      texts: [],
+      bytes: 2,
     };
-    for (const { text, urlBytes } of rows) {
+    const close = () => {
+      sets.push({ writes: `[${set.texts.join(",")}]`, sentBytes: set.sentBytes, feeds: set.feeds });
+      set = { writes: "", sentBytes: 0, feeds: [], texts: [], bytes: 2 };
+    };
+    for (const { text, urlBytes, feed } of rows) {
       const textBytes = utf8Length(text) + 1;
-      if (texts.length > 0 && bytes + textBytes > CHUNK_BYTES) close();
-      texts.push(text);
-      bytes += textBytes;
-      sentBytes += urlBytes;
+      if (set.texts.length > 0 && set.bytes + textBytes > CHUNK_BYTES) close();
+      set.texts.push(text);
+      set.bytes += textBytes;
+      set.sentBytes += urlBytes;
+      set.feeds.push(feed);
     }
-    if (texts.length > 0) close();
+    if (set.texts.length > 0) close();
   }
   return sets;
 }
 
-/** The refused writes a set's statements reported (`[feed, by the quota]` each), counted per feed. */
-function countRefused(results: D1Result<Row>[], counts: { limit: number; storage: number }[]): void {
+/** The refused writes a set's statements reported (`[place in the set, by the quota]` each), counted per feed. */
+function countRefused(
+  results: D1Result<Row>[],
+  feeds: readonly number[],
+  counts: { limit: number; storage: number }[],
+) {
   for (const result of results) {
-    for (const [feed, byQuota] of JSON.parse(String(result.results[0]?.refused ?? "[]")) as [number, number][]) {
-      if (byQuota) counts[feed].limit++;
-      else counts[feed].storage++;
+    for (const [n, byQuota] of JSON.parse(String(result.results[0]?.refused ?? "[]")) as [number, number][]) {
+      if (byQuota) counts[feeds[n]].limit++;
+      else counts[feeds[n]].storage++;
     }
   }
 }
@@ -899,7 +908,7 @@ export async function writeEpisodes(
     batch.push(bound(uploadSets.room));
     const stored = batch.push(bound(uploadSets.storedRefused), bound(uploadSets.stored));
     const fresh = batch.push(bound(uploadSets.freshRefused), bound(uploadSets.fresh));
-    return () => [stored.results()[0], fresh.results()[0]];
+    return { feeds: set.feeds, results: () => [stored.results()[0], fresh.results()[0]] };
   });
   batch.push(...devices.map((device) => deviceStatement(db, user, { id: device }, at)));
   const after = feeds.length > 0 ? resolve() : undefined;
@@ -908,7 +917,7 @@ export async function writeEpisodes(
   const resolvedBefore = before ? readResolved(before.results()[0].results, feeds.length) : [];
   const resolved = after ? readResolved(after.results()[0].results, feeds.length) : [];
   const refused = feeds.map(() => ({ limit: 0, storage: 0 }));
-  for (const read of refusals) countRefused(read(), refused);
+  for (const set of refusals) countRefused(set.results(), set.feeds, refused);
   return {
     now: clock.results()[0].results[0].now as number,
     refused,

@@ -169,7 +169,7 @@ export const episodeOperations: OperationKind<EpisodeOperation> = {
   },
   idOf: (operation) => operation.id,
   writer(context) {
-    const plan = episodeWriter(context);
+    const plan = episodeWriter(context, { sets: true });
     return (operation, pointer) => {
       const read = plan(operation);
       return (): AtomicResult => {
