@@ -591,8 +591,8 @@ function packedRows(result: D1Result<Row>): Map<string, ChangedEpisode> {
   return new Map(rows.map((row) => [row[0], unpackRow(row)]));
 }
 
-/** The refusals of a set's two refusal statements, by place in the set. */
-function refusalsOf(results: D1Result<Row>[]): Map<number, "limit" | "storage"> {
+/** The refusals of a set's two refusal statements (`storedRefused`, `freshRefused`), by place in the set. */
+export function refusalsOf(results: D1Result<Row>[]): Map<number, "limit" | "storage"> {
   const refused = new Map<number, "limit" | "storage">();
   for (const result of results) {
     for (const [n, byQuota] of JSON.parse(String(result.results[0]?.refused ?? "[]")) as [number, number][]) {
@@ -648,7 +648,7 @@ class PlannedSet {
     const n = this.rows.length;
     this.ids.add(write.id);
     this.rows.push(JSON.stringify(setWriteRow(user, write)));
-    this.sentBytes += utf8Length(write.mediaUrl) + (write.itemGuid ? utf8Length(write.itemGuid) : 0);
+    this.sentBytes += sentUrlBytes(write);
     return () => this.result(n, write);
   }
 
@@ -675,7 +675,11 @@ class PlannedSet {
 }
 
 const encoder = new TextEncoder();
-const utf8Length = (text: string) => encoder.encode(text).byteLength;
+
+/** The UTF-8 bytes of URL text a set write sends (its mediaUrl and itemGuid): what its set binds as `sentBytes`. */
+export function sentUrlBytes(write: CreatingWrite): number {
+  return encoder.encode(write.mediaUrl).byteLength + (write.itemGuid ? encoder.encode(write.itemGuid).byteLength : 0);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reads

@@ -3,7 +3,14 @@ import { credentialGuard, runGuarded, type WriteCredential } from "./app-passwor
 import { type Row, WriteBatch } from "./batch";
 import { call, type Database } from "./database";
 import { deviceStatement, pathDeviceStatements, runNamingDevice } from "./devices";
-import { type CreatingWrite, type StoredEpisode, setWriteRow, setWriteStatements } from "./episodes";
+import {
+  type CreatingWrite,
+  refusalsOf,
+  type StoredEpisode,
+  sentUrlBytes,
+  setWriteRow,
+  setWriteStatements,
+} from "./episodes";
 import { joinedActiveSql, movedFromSql, namedSubscriptionsSql, subscriptionsNamedBySql } from "./feed-aliases";
 import { episodes as e, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
@@ -830,7 +837,7 @@ function writeSets(user: string, writes: readonly GuessedWrite[]): WriteSet[] {
     if (round === rounds.length) rounds.push([]);
     rounds[round].push({
       text: JSON.stringify(setWriteRow(user, write, feed)),
-      urlBytes: utf8Length(write.mediaUrl) + (write.itemGuid ? utf8Length(write.itemGuid) : 0),
+      urlBytes: sentUrlBytes(write),
       feed,
     });
   }
@@ -858,20 +865,6 @@ function writeSets(user: string, writes: readonly GuessedWrite[]): WriteSet[] {
     if (set.texts.length > 0) close();
   }
   return sets;
-}
-
-/** The refused writes a set's statements reported (`[place in the set, by the quota]` each), counted per feed. */
-function countRefused(
-  results: D1Result<Row>[],
-  feeds: readonly number[],
-  counts: { limit: number; storage: number }[],
-) {
-  for (const result of results) {
-    for (const [n, byQuota] of JSON.parse(String(result.results[0]?.refused ?? "[]")) as [number, number][]) {
-      if (byQuota) counts[feeds[n]].limit++;
-      else counts[feeds[n]].storage++;
-    }
-  }
 }
 
 /**
@@ -917,7 +910,9 @@ export async function writeEpisodes(
   const resolvedBefore = before ? readResolved(before.results()[0].results, feeds.length) : [];
   const resolved = after ? readResolved(after.results()[0].results, feeds.length) : [];
   const refused = feeds.map(() => ({ limit: 0, storage: 0 }));
-  for (const set of refusals) countRefused(set.results(), set.feeds, refused);
+  for (const set of refusals) {
+    for (const [n, kind] of refusalsOf(set.results())) refused[set.feeds[n]][kind]++;
+  }
   return {
     now: clock.results()[0].results[0].now as number,
     refused,
