@@ -8,7 +8,7 @@ import {
   readEpisodeActions,
   readSubscriptionChanges,
 } from "../src/db/gpodder";
-import { activeFeedPages, activeFeedPagesWithPodcasts, OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
+import { activeFeedPages, activeFeedPagesWithPodcasts, exportStatements, OPML_EXPORT_PAGE_ROWS } from "../src/db/opml";
 import { itemsText, type TextPage, type TextPageSize } from "../src/db/text-pages";
 import { toEpisodeAction } from "../src/gpodder/episode-actions";
 import { MAX_FEED_URL_BYTES } from "../src/resources/subscription";
@@ -22,6 +22,7 @@ import {
   readChunks,
   seedSubscriptions,
   send,
+  subscriptionDocument,
   withinOneRateWindow,
 } from "./helpers";
 
@@ -548,7 +549,11 @@ describe("gpodder GETs written page by page", () => {
     expect(episodes.body.actions).toHaveLength(count);
     // Pages of 100 to 500 rows took 5 and 4 round trips in turn here, 21 and 43 for 10 000.
     expect(subscriptions.calls).toBe(1);
-    expect(subscriptions.statements).toEqual([gpodderStatements.addedPage.sql, gpodderStatements.removedPage.sql]);
+    expect(subscriptions.statements).toEqual([
+      gpodderStatements.wholeAdded.sql,
+      gpodderStatements.addedPage.sql,
+      gpodderStatements.removedPage.sql,
+    ]);
     expect(episodes.calls).toBe(1);
     expect(episodes.statements).toEqual([gpodderStatements.episodeChangesPage.sql]);
   });
@@ -664,5 +669,180 @@ describe("the large gpodder GETs are charged by what they read (docs/API.md §14
     };
     expect(none.actions).toEqual([]);
     expect(meter.totals.rowsRead).toBeLessThan(100);
+  });
+});
+
+/** A row's bytes in a gpodder list as drizzle/0019 counts them: its JSON string and a comma, a cut head the most. */
+function listBytesOf(head: string): number {
+  const bytes = byteLength(head);
+  return bytes >= 797 ? 4099 : bytes + (head.match(/["\\]/g)?.length ?? 0) + 3;
+}
+
+describe("a full subscription list that fits one page is one walk (user_stats.feed_list_bytes, drizzle/0019)", () => {
+  beforeEach(() => withinOneRateWindow());
+
+  async function feedListBytes(userId: string) {
+    const db = await databaseFor(userId);
+    const stored = await db.prepare("SELECT feed_url FROM subscriptions WHERE user_id = ?").bind(userId).all();
+    const stats = await db
+      .prepare("SELECT feed_list_bytes FROM user_stats WHERE user_id = ?")
+      .bind(userId)
+      .first<{ feed_list_bytes: number }>();
+    const rows = stored.results.map((row) => listBytesOf(String(row.feed_url)));
+    return { kept: stats?.feed_list_bytes, expected: rows.reduce((sum, size) => sum + size, 0), rows: rows.length };
+  }
+
+  it("the triggers keep the bound of every stored row through adds, renames, removes, revivals and deletes", async () => {
+    const userId = `gpodder-list-bytes-${crypto.randomUUID()}`;
+    const user = await as(userId);
+    const who = await credentials(userId);
+    const upload = (body: { add: string[]; remove: string[] }) =>
+      send(
+        new Request(`${ORIGIN}/api/2/subscriptions/${who.username}/dev.json`, {
+          method: "POST",
+          headers: { Authorization: `Basic ${btoa(`${who.username}:${who.password}`)}` },
+          body: JSON.stringify(body),
+        }),
+      );
+    const long = (i: number) => `https://long.example/${i}?${"x".repeat(1500)}`;
+    const urls = [hostileUrl(1, 300), hostileUrl(2, 800), long(3), "https://plain.example/a.xml", long(4)];
+    expect((await upload({ add: urls, remove: [] })).status).toBe(200);
+    const guids = [crypto.randomUUID(), crypto.randomUUID()];
+    expect((await user.post("/v1/subscriptions", subscriptionDocument(guids[0], hostileUrl(5, 120)))).status).toBe(201);
+    expect((await user.post("/v1/subscriptions", subscriptionDocument(guids[1], long(6)))).status).toBe(201);
+    let state = await feedListBytes(userId);
+    expect(state.rows).toBe(7);
+    expect(state.kept).toBe(state.expected);
+    // A rename to a long URL and back to a short one with escapes; removes; a revival under a longer URL.
+    const rename = (guid: string, feedUrl: string) =>
+      user.patch(`/v1/subscriptions/${guid}`, { data: { type: "subscription", id: guid, attributes: { feedUrl } } });
+    expect((await rename(guids[0], long(7))).status).toBe(200);
+    expect((await rename(guids[1], hostileUrl(8, 90))).status).toBe(200);
+    expect((await upload({ add: [], remove: [urls[0], urls[2]] })).status).toBe(200);
+    expect((await user.delete(`/v1/subscriptions/${guids[1]}`)).status).toBe(204);
+    expect((await user.post("/v1/subscriptions", subscriptionDocument(guids[1], long(9)))).status).toBe(201);
+    state = await feedListBytes(userId);
+    expect(state.kept).toBe(state.expected);
+    // Rows leave the database (a purge, a bucket move, an erasure): the delete trigger takes their bytes back.
+    const db = await databaseFor(userId);
+    await db.prepare("DELETE FROM subscriptions WHERE user_id = ? AND unsubscribed_at IS NOT NULL").bind(userId).run();
+    await db.prepare("DELETE FROM subscriptions WHERE user_id = ? AND guid = ?").bind(userId, guids[0]).run();
+    state = await feedListBytes(userId);
+    expect(state.rows).toBe(4);
+    expect(state.kept).toBe(state.expected);
+  });
+
+  it("since 0: the add list reads a row per row it answers, and says what the list by changes says", async () => {
+    const userId = `gpodder-list-whole-${crypto.randomUUID()}`;
+    const count = 1000;
+    await seedSubscriptions(userId, 20, { unsubscribed: true });
+    await seedSubscriptions(userId, count, {
+      feedUrl: (_guid, i) => (i % 10 ? `https://w.example/${i}.xml` : hostileUrl(i)),
+    });
+    const who = await credentials(userId);
+    const path = `/api/2/subscriptions/${who.username}/dev.json?since=0`;
+    await (await get(who, path)).text(); // keys the seeded rows, creates the device
+    const meter = await meteredDatabaseOf(userId);
+    const body = (await (await get(who, path, meter.bindings)).json()) as { add: string[] };
+    expect(body.add).toEqual(await activeUrls(userId));
+    const rowsOf = (sql: string) =>
+      meter.totals.statements.flatMap((statement, i) =>
+        statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
+      );
+    // A row per row walked (the active rows and the 20 tombstones beside them in the key index), the stats row and
+    // the probe for rows without url_key twice (the filter and the answer); the list by changes walks nothing.
+    expect(rowsOf(gpodderStatements.wholeAdded.sql)).toEqual([expect.any(Number)]);
+    expect(rowsOf(gpodderStatements.wholeAdded.sql)[0]).toBeLessThanOrEqual(count + 20 + 4);
+    expect(rowsOf(gpodderStatements.addedPage.sql)[0]).toBeLessThanOrEqual(2);
+    // The same list read by the changes, in pages cut by their text: the same URLs in the same order.
+    const db = await databaseFor(userId);
+    const caller = { userId, appPasswordId: "unused: reads take no guard" };
+    const size = { rows: 10_001, min: 100, bytes: 20_000 };
+    const paged = await readSubscriptionChanges(db, caller, 0, { frozen: false, size, knownBefore: 0 });
+    const pages = await pagesOf(paged.add);
+    expect(pages.length).toBeGreaterThan(2);
+    expect(JSON.parse(`[${pages.map((page) => page.text).join(",")}]`)).toEqual(body.add);
+  });
+
+  it("a key several active rows share (one URL twice, two URLs of one key) is read by the changes instead", async () => {
+    const userId = `gpodder-list-shared-${crypto.randomUUID()}`;
+    await seedSubscriptions(userId, 30, { feedUrl: (_guid, i) => `https://s.example/${i}.xml` });
+    const who = await credentials(userId);
+    const path = `/api/2/subscriptions/${who.username}/dev.json?since=0`;
+    await (await get(who, path)).text(); // keys the seeded rows
+    const db = await databaseFor(userId);
+    const keyed = async (url: string) =>
+      (await db
+        .prepare("SELECT url_key FROM subscriptions WHERE user_id = ? AND feed_url = ?")
+        .bind(userId, url)
+        .first<{ url_key: number }>()) as { url_key: number };
+    // Rows written straight into D1 as a race or a move before its merge could leave them: a second active row of
+    // https://s.example/3.xml, and another URL under the key of https://s.example/4.xml.
+    const version = async () =>
+      ((await db.prepare("SELECT version FROM user_stats WHERE user_id = ?").bind(userId).first<{ version: number }>())
+        ?.version ?? 0) + 1;
+    const insert = async (url: string, key: number) =>
+      db
+        .prepare(
+          "INSERT INTO subscriptions (user_id, guid, feed_url, subscribed_at, change_seq, url_key, received_at) VALUES (?, ?, ?, ?, ?, ?, unixepoch())",
+        )
+        .bind(userId, crypto.randomUUID(), url, Date.now(), await version(), key)
+        .run();
+    await insert("https://s.example/3.xml", (await keyed("https://s.example/3.xml")).url_key);
+    await insert("https://other.example/collides.xml", (await keyed("https://s.example/4.xml")).url_key);
+    const meter = await meteredDatabaseOf(userId);
+    const body = (await (await get(who, path, meter.bindings)).json()) as { add: string[] };
+    const expected = [
+      ...Array.from({ length: 30 }, (_, i) => `https://s.example/${i}.xml`),
+      "https://other.example/collides.xml",
+    ];
+    expect(body.add).toEqual(expected);
+    // The whole walk found the shared keys; the list by changes was read after it.
+    const called = meter.totals.statements.map((statement) => statement.sql);
+    expect(called.filter((sql) => sql === gpodderStatements.addedPage.sql)).toHaveLength(2);
+  });
+
+  it("the simple list that fits one page reads a row per feed it lists, and its page statement walks nothing", async () => {
+    const userId = `gpodder-list-simple-${crypto.randomUUID()}`;
+    const count = 1000;
+    await seedSubscriptions(userId, 20, { unsubscribed: true });
+    await seedSubscriptions(userId, count, {
+      feedUrl: (_guid, i) => (i % 10 ? `https://l.example/${i}.xml` : hostileUrl(i)),
+    });
+    const who = await credentials(userId);
+    const path = `/subscriptions/${who.username}.json`;
+    await (await get(who, path)).text(); // verifies the password
+    const meter = await meteredDatabaseOf(userId);
+    const body = (await (await get(who, path, meter.bindings)).json()) as string[];
+    expect(body).toEqual(
+      Array.from({ length: count }, (_, i) => (i % 10 ? `https://l.example/${i}.xml` : hostileUrl(i))),
+    );
+    const rowsOf = (sql: string) =>
+      meter.totals.statements.flatMap((statement, i) =>
+        statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
+      );
+    // The walk of the list's index (active rows alone, and the step that ends it) and the stats row twice; the page statement reads the stats row alone.
+    expect(rowsOf(exportStatements.whole.sql)).toHaveLength(1);
+    expect(rowsOf(exportStatements.whole.sql)[0]).toBeLessThanOrEqual(count + 3);
+    expect(rowsOf(exportStatements.page.sql)).toHaveLength(1);
+    expect(rowsOf(exportStatements.page.sql)[0]).toBeLessThanOrEqual(2);
+    expect(meter.totals.calls).toBe(1);
+  });
+
+  it("an account over one page's bound walks nothing whole and is read by the changes", async () => {
+    const userId = `gpodder-list-over-${crypto.randomUUID()}`;
+    // Cut heads count 4 099 bytes each: 460 of them are over the 1.75 MiB of a page.
+    await seedSubscriptions(userId, 460, { feedUrl: (_guid, i) => hostileUrl(i, 1000, "over.example") });
+    const who = await credentials(userId);
+    const path = `/api/2/subscriptions/${who.username}/dev.json?since=0`;
+    await (await get(who, path)).text(); // keys the seeded rows
+    expect((await feedListBytes(userId)).kept).toBeGreaterThan(GPODDER_SUBSCRIPTION_PAGES.bytes);
+    const meter = await meteredDatabaseOf(userId);
+    const body = (await (await get(who, path, meter.bindings)).json()) as { add: string[] };
+    expect(body.add).toEqual(Array.from({ length: 460 }, (_, i) => hostileUrl(i, 1000, "over.example")));
+    const [whole] = meter.totals.statements.flatMap((statement, i) =>
+      statement.sql === gpodderStatements.wholeAdded.sql ? [meter.totals.rowsReadPerStatement[i]] : [],
+    );
+    expect(whole).toBeLessThanOrEqual(3);
   });
 });

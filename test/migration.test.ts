@@ -120,9 +120,33 @@ describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
     // Migration 0005's horizons start at 0: nothing was purged before it, so every token stays valid.
     const zeroEpisodes = { episode_count: 0, episode_version: 0, subscription_horizon: 0, episode_horizon: 0 };
     expect(results).toEqual([
-      { user_id: "old-alice", active_count: 3, stored_count: 4, version: 4, ...zeroEpisodes, url_bytes: 4 * 56 },
-      { user_id: "old-bob", active_count: 0, stored_count: 1, version: 1, ...zeroEpisodes, url_bytes: 56 },
-      { user_id: "old-carol", active_count: 1, stored_count: 1, version: 1, ...zeroEpisodes, url_bytes: 2048 },
+      {
+        user_id: "old-alice",
+        active_count: 3,
+        stored_count: 4,
+        version: 4,
+        ...zeroEpisodes,
+        url_bytes: 4 * 56,
+        feed_list_bytes: 4 * 59,
+      },
+      {
+        user_id: "old-bob",
+        active_count: 0,
+        stored_count: 1,
+        version: 1,
+        ...zeroEpisodes,
+        url_bytes: 56,
+        feed_list_bytes: 59,
+      },
+      {
+        user_id: "old-carol",
+        active_count: 1,
+        stored_count: 1,
+        version: 1,
+        ...zeroEpisodes,
+        url_bytes: 2048,
+        feed_list_bytes: 4099,
+      },
     ]);
     const bob = await as("old-bob");
     expect((await syncFrom(bob, "0")).items.map((item) => item.attributes.userUnsubscribedAt)).toEqual([

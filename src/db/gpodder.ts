@@ -15,7 +15,7 @@ import { joinedActiveSql, movedFromSql, namedSubscriptionsSql, subscriptionsName
 import { episodes as e, subscriptions as s, userStats as stats } from "./schema";
 import { type Statement, statement } from "./statements";
 import { MAX_URL_BYTES, roomsStatement, statOf, subscriptionTombstones } from "./storage";
-import { MAX_STORED_SUBSCRIPTIONS, unsubscribeSql } from "./subscriptions";
+import { feedListFitsSql, MAX_STORED_SUBSCRIPTIONS, unsubscribeSql } from "./subscriptions";
 import { type TextPage, type TextPageRow, type TextPageSize, textPageSelect, textPages } from "./text-pages";
 import { urlKey } from "./url-key";
 import { FEED_URL, ITEM_GUID, MEDIA_URL, quotedBytesAtMost, storedUrl, storedUrlBytes } from "./url-pieces";
@@ -119,7 +119,7 @@ function namedBefore(kind: SQL): SQL {
  * read per row. With the database's clock, the change number the range starts after, and whether unkeyed rows
  * stopped the walk (`unkeyedLeft`).
  */
-function changesPageStatement(named: SQL, walk: { index: string; where: SQL }): Statement {
+function changesPageStatement(named: SQL, walk: { index: string; where: SQL; limit?: SQL }): Statement {
   return statement(
     textPageSelect(
       sql`unixepoch() AS now, ${changesFloor} AS floor, ${unkeyedLeft} AS unkeyed`,
@@ -128,7 +128,7 @@ function changesPageStatement(named: SQL, walk: { index: string; where: SQL }): 
     FROM ${s} AS t INDEXED BY ${sql.raw(walk.index)}
     WHERE t.user_id = ${userId} AND ${walk.where} AND t.change_seq > coalesce(${sql.placeholder("after")}, ${changesFloor})
       AND (${sql.placeholder("frozen")} OR NOT ${unkeyedLeft})
-    ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}`,
+    ORDER BY t.change_seq LIMIT ${walk.limit ?? sql.placeholder("limit")}`,
       sql`json_quote(${urlOf("cut")})`,
     ),
   );
@@ -146,13 +146,46 @@ const learnedMoveKnown = sql`(${sql.placeholder("since")} <> 0 AND t.learned_mov
   AND t.subscribed_at < ${sql.placeholder("knownBefore")})`;
 
 /**
+ * Whether the user's stored feed URLs fit one page by their bound (`user_stats.feed_list_bytes`, drizzle/0019): then
+ * a full list is one walk without a cut (`wholeAddedStatement`). Not correlated: read once per statement.
+ */
+const feedListFits = feedListFitsSql(userId, sql.placeholder("bytes"));
+
+/**
  * `add`: active rows, each URL once, but a learned move the client knew the subscription of. The walk reads every
- * change of the range (its rows are charged for).
+ * change of the range (its rows are charged for). With `whole` (the first page of a full list), it reads nothing
+ * when the list fits a page: `wholeAddedStatement` beside it in the batch answers then.
  */
 const addedPageStatement = changesPageStatement(
   sql`t.unsubscribed_at IS NULL AND NOT ${learnedMoveKnown} AND NOT ${namedBefore(sql`a.unsubscribed_at IS NULL`)}`,
-  { index: "subscriptions_changes", where: sql`1` },
+  {
+    index: "subscriptions_changes",
+    where: sql`1`,
+    // A LIMIT of 0 ends the walk before its first row; a condition of no row in WHERE is tested at each row walked.
+    limit: sql`CASE WHEN ${sql.placeholder("whole")} AND ${feedListFits} THEN 0 ELSE ${sql.placeholder("limit")} END`,
+  },
 );
+
+/**
+ * The full `add` list (`since` 0) of an account whose URLs fit one page (`feedListFits`), in one walk of the user's
+ * rows by URL key: D1 counts a row read per row walked (a walk in change order cut by its running sum read three, and
+ * two more per row to find an earlier row of its URL). Rows of one key are one group: a key that several active rows
+ * share (the same URL twice, until the feed round merges them, or two URLs of one key) makes `shared`, and the caller
+ * reads the list by the changes instead (`addedPageStatement`), which tells them apart by their text. The URLs come in
+ * key order with their change numbers; `itemsText` puts them in change order. Nothing is walked when the list does not
+ * fit (`fits` 0: the page statement beside it answers), nor while rows without url_key are left (`unkeyed`).
+ */
+const wholeAddedStatement = statement(sql`SELECT unixepoch() AS now, 0 AS floor, ${unkeyedLeft} AS unkeyed,
+    ${feedListFits} AS fits, coalesce(sum(keyed.shared), 0) AS shared,
+    count(*) AS walked, count(*) AS kept, max(keyed.seq) AS last, coalesce(sum(keyed.size), 0) AS size,
+    coalesce(group_concat(keyed.seq, ','), '') || ' ' || coalesce(group_concat(keyed.item, ','), '') AS items
+  FROM (SELECT t.change_seq AS seq, count(*) > 1 AS shared, json_quote(${urlOf("t")}) AS item,
+      ${quotedBytesAtMost(FEED_URL, "t", MAX_QUOTED_URL)} + 1 AS size
+    FROM ${s} AS t INDEXED BY subscriptions_url
+    WHERE t.user_id = ${userId} AND t.unsubscribed_at IS NULL
+    GROUP BY t.url_key LIMIT CASE WHEN ${feedListFits} AND NOT ${unkeyedLeft} THEN -1 ELSE 0 END) AS keyed`);
+
+type WholeAddedRow = ChangesPageRow & { fits: number; shared: number };
 
 /**
  * Whether the URL `url` (key `key`) names an active subscription of the user by the rule of src/db/feed-aliases.ts:
@@ -221,13 +254,26 @@ export async function readSubscriptionChanges(
     bytes: size.bytes,
     frozen: options.frozen ? 1 : 0,
     knownBefore: options.knownBefore,
+    whole: 0,
   };
+  // A full list of an account that fits one page is one walk without a cut (`wholeAddedStatement`); a frozen
+  // bucket's unkeyed rows are compared by their text, which only the page statement does.
+  const whole = since === 0 && !options.frozen;
   const batch = new WriteBatch();
   const { device } = options;
   if (device) batch.push(credentialGuard(db, caller), ...pathDeviceStatements(db, user, device.id, device.at));
-  const firsts = batch.push(addedPageStatement.bind(db, values), removedPageStatement.bind(db, values));
+  const wholeAdded = whole ? batch.push(wholeAddedStatement.bind(db, values)) : undefined;
+  const firsts = batch.push(
+    addedPageStatement.bind(db, { ...values, whole: whole ? 1 : 0 }),
+    removedPageStatement.bind(db, values),
+  );
   await (device ? runGuarded(() => runNamingDevice(() => batch.run(db)), caller) : batch.run(db));
-  const [added, removed] = firsts.results().map((result) => result.results[0] as unknown as ChangesPageRow);
+  const [paged, removed] = firsts.results().map((result) => result.results[0] as unknown as ChangesPageRow);
+  const wholeRow = wholeAdded?.results()[0].results[0] as unknown as WholeAddedRow | undefined;
+  let added = wholeRow?.fits ? wholeRow : paged;
+  if (wholeRow?.fits && wholeRow.shared > 0) {
+    added = (await call(() => addedPageStatement.bind(db, values).first())) as unknown as ChangesPageRow;
+  }
   const floor = added.floor;
   const walk = (pageStatement: Statement, first: ChangesPageRow) =>
     textPages(
@@ -922,6 +968,7 @@ export async function writeEpisodes(
 }
 
 export const gpodderStatements: Record<string, Statement> = {
+  wholeAdded: wholeAddedStatement,
   addedPage: addedPageStatement,
   removedPage: removedPageStatement,
   upload: uploadStatement,

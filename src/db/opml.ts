@@ -4,7 +4,7 @@ import { podcastNameJson } from "./feeds";
 import { subscriptions as s } from "./schema";
 import { type Statement, statement } from "./statements";
 import type { FeedItem } from "./subscriptions";
-import { MAX_STORED_SUBSCRIPTIONS } from "./subscriptions";
+import { feedListFitsSql, MAX_STORED_SUBSCRIPTIONS } from "./subscriptions";
 import type { TextPageSize } from "./text-pages";
 import { FEED_URL, quotedBytesAtMost, storedUrl } from "./url-pieces";
 
@@ -75,14 +75,41 @@ function exportPageStatementOf(podcasts: boolean): Statement {
       WHERE ${s.userId} = ${sql.placeholder("userId")} AND ${s.unsubscribedAt} IS NULL
         AND (${s.subscribedAt}, ${s.subscribedSeq}) > (${sql.placeholder("afterAt")}, ${sql.placeholder("afterSeq")})
       ORDER BY ${s.subscribedAt}, ${s.subscribedSeq}
-      LIMIT ${sql.placeholder("limit")})) AS cut`);
+      LIMIT ${podcasts ? sql.placeholder("limit") : sql`CASE WHEN ${sql.placeholder("whole")} AND ${exportFits} THEN 0 ELSE ${sql.placeholder("limit")} END`})) AS cut`);
 }
+
+/**
+ * Whether the list without the podcasts fits one page by the stats' bound (a row's size below: its URL's JSON string,
+ * `names` NULL, and the rest; `feedListFitsSql` counts the string and a comma). A LIMIT of 0 ends a walk before its
+ * first row (a condition of no row in WHERE is tested at each row walked).
+ */
+const exportFits = feedListFitsSql(sql.placeholder("userId"), sql.placeholder("bytes"), 4 + ROW_REST_BYTES - 1);
+
+/**
+ * The first page of the list without the podcasts (the simple API's), when it fits one page (`exportFits`; else it
+ * walks nothing, and the page statement beside it, which then walks, answers): the walk alone, a row read per row.
+ */
+const wholeExportStatement = statement(sql`SELECT ${exportFits} AS fits, count(*) AS walked, count(*) AS kept,
+    coalesce(sum(listed.size), 0) AS size,
+    coalesce(group_concat(json_array(listed.subscribed_at, listed.subscribed_seq, listed.guid, ${storedUrl(FEED_URL, "listed")}), ','), '') AS items
+  FROM (SELECT ${s.userId} AS user_id, ${s.guid} AS guid, ${s.feedUrl} AS feed_url,
+      ${s.subscribedAt} AS subscribed_at, ${s.subscribedSeq} AS subscribed_seq,
+      ${quotedBytesAtMost(FEED_URL, "subscriptions", MAX_QUOTED_URL)} + ${sql.raw(String(4 + ROW_REST_BYTES))} AS size
+    FROM ${s}
+    WHERE ${s.userId} = ${sql.placeholder("userId")} AND ${s.unsubscribedAt} IS NULL
+    ORDER BY ${s.subscribedAt}, ${s.subscribedSeq}
+    LIMIT CASE WHEN ${exportFits} THEN -1 ELSE 0 END) AS listed`);
 
 const exportPageStatement = exportPageStatementOf(false);
 const exportWithPodcastsPageStatement = exportPageStatementOf(true);
 
+/** The export statements (tests of what each reads). */
+export const exportStatements = { whole: wholeExportStatement, page: exportPageStatement };
+
 /** What a page statement answers. */
 interface ExportPageRow {
+  /** On the whole page (`wholeExportStatement`) alone: whether it answered. */
+  fits?: number;
   walked: number;
   kept: number;
   size: number;
@@ -136,31 +163,34 @@ async function* pagesOf(
   db: Database,
   user: string,
   query: Statement,
-  options: { size?: TextPageSize; first?: FirstPageBatch },
+  options: { size?: TextPageSize; first?: FirstPageBatch; whole?: Statement },
 ): AsyncGenerator<ExportSlice<ExportPodcastRow>, void, undefined> {
   const size = options.size ?? EXPORT_PAGES;
-  const bound = (after: ExportCursor, limit: number) =>
+  const bound = (after: ExportCursor, limit: number, whole = 0) =>
     query.bind(db, {
       userId: user,
       afterAt: after.subscribedAt,
       afterSeq: after.subscribedSeq,
       limit,
       bytes: size.bytes,
+      whole,
     });
   let after = START;
   let limit: number | undefined = size.rows;
-  let page: ExportPageRow;
+  // The first page: the whole list in one walk when it fits one page (`options.whole`), else the page statement.
+  const firsts = [
+    ...(options.whole ? [options.whole.bind(db, { userId: user, bytes: size.bytes })] : []),
+    bound(after, limit, options.whole ? 1 : 0),
+  ];
   const { first } = options;
-  if (first) {
-    let results: D1Result[] = [];
-    const statements = [...first.statements, bound(after, limit)];
-    await first.run(async () => {
-      results = await call(() => db.batch(statements));
-    });
-    page = results[results.length - 1].results[0] as unknown as ExportPageRow;
-  } else {
-    page = (await call(() => bound(after, limit as number).first())) as unknown as ExportPageRow;
-  }
+  let results: D1Result[] = [];
+  const statements = [...(first?.statements ?? []), ...firsts];
+  const run = async () => {
+    results = await call(() => db.batch(statements));
+  };
+  await (first ? first.run(run) : run());
+  const answers = results.slice(-firsts.length).map((result) => result.results[0] as unknown as ExportPageRow);
+  let page = options.whole && answers[0].fits ? answers[0] : answers[answers.length - 1];
   for (;;) {
     const rows = rowsOf(page);
     // Every row the D1 page walked (those past the cut too: the next page walks them again) goes with its first
@@ -191,7 +221,7 @@ export function activeFeedPages(
   user: string,
   options: { size?: TextPageSize; first?: FirstPageBatch } = {},
 ): AsyncGenerator<ExportSlice<ExportRow>, void, undefined> {
-  return pagesOf(db, user, exportPageStatement, options);
+  return pagesOf(db, user, exportPageStatement, { ...options, whole: wholeExportStatement });
 }
 
 /** `activeFeedPages` with each feed's podcast title and site URL, for the OPML exports. */

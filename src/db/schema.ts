@@ -204,6 +204,12 @@ export const userStats = sqliteTable("user_stats", {
   episodeCount: integer("episode_count").notNull().default(0),
   episodeVersion: integer("episode_version").notNull().default(0),
   urlBytes: integer("url_bytes").notNull().default(0),
+  /**
+   * The bytes the user's stored feed URLs take in a gpodder list (each as a JSON string and a comma: the `size` of
+   * src/db/gpodder.ts's pages), an upper bound: a URL whose head was cut counts the most any URL takes. Kept by the
+   * subscription stats triggers (drizzle/0019): a full list that fits one page is read without its running sum.
+   */
+  feedListBytes: integer("feed_list_bytes").notNull().default(0),
   subscriptionHorizon: integer("subscription_horizon").notNull().default(0),
   episodeHorizon: integer("episode_horizon").notNull().default(0),
 });

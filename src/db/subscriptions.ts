@@ -1,4 +1,4 @@
-import { type SQL, sql } from "drizzle-orm";
+import { type Placeholder, type SQL, sql } from "drizzle-orm";
 import { podcastGuidSync } from "../podcast-guid";
 import { type Row, WriteBatch } from "./batch";
 import { changeFeedReader, INCLUDED_SEPARATOR, includedOf, includedText, itemsInOrder, rfc3339 } from "./change-feed";
@@ -42,6 +42,17 @@ const nextChange = sql`(SELECT coalesce(max(${stats.version}), 0) + 1 FROM ${sta
 const isActive = sql`${s.userId} = ${userId} AND ${s.guid} = ${guid} AND ${s.unsubscribedAt} IS NULL`;
 /** The row's whole feedUrl (its head and pieces): every read of `feed_url` goes through it. */
 const storedFeedUrl = storedUrl(FEED_URL, "subscriptions");
+
+/**
+ * Whether the user's active feeds, written as a list whose rows each take their URL's JSON string and `perRow` bytes
+ * more, fit `bytes` by the bound the stats keep (`user_stats.feed_list_bytes`, drizzle/0019: a JSON string and a
+ * comma per stored row): a list that fits is one walk without the running sum of a cut (D1 counts two rows read per
+ * row for it). `user`: the user's id (SQL). Not correlated: read once per statement.
+ */
+export function feedListFitsSql(user: SQL | Placeholder, bytes: SQL | Placeholder, perRow = 0): SQL {
+  return sql`coalesce((SELECT ${stats.feedListBytes} + ${stats.activeCount} * ${sql.raw(String(perRow))} FROM ${stats}
+    WHERE ${stats.userId} = ${user}), 0) <= ${bytes}`;
+}
 const returned = sql`${s.guid}, ${storedFeedUrl} AS feed_url, ${s.subscribedAt}`;
 
 /**
