@@ -99,6 +99,17 @@ async function seedEpisodes(
   for (let i = 0; i < statements.length; i += 100) await db.batch(statements.slice(i, i + 100));
 }
 
+/** What drizzle/0020's bound says the user's episode states take as gpodder actions (`episodeListFits`). */
+async function episodeListBound(userId: string): Promise<number> {
+  const row = await (await databaseFor(userId))
+    .prepare(
+      "SELECT episode_list_bytes + episode_count * (150 + feed_url_max_bytes) AS bound FROM user_stats WHERE user_id = ?",
+    )
+    .bind(userId)
+    .first<{ bound: number }>();
+  return row?.bound ?? 0;
+}
+
 /** Every page of a walk, read to its end. */
 async function pagesOf(pages: AsyncGenerator<TextPage, void, undefined>): Promise<TextPage[]> {
   const read: TextPage[] = [];
@@ -212,13 +223,14 @@ describe("gpodder GETs written page by page", () => {
       .first()) as { guid: string };
     const count = 1000;
     await seedEpisodes(userId, guid, count, (i) => `https://cdn.example/${i}.mp3`);
-    const who = await credentials(userId);
-    const path = `/api/2/episodes/${who.username}.json?since=0`;
-    await (await get(who, path)).text(); // verifies the password
+    // Pages of a byte under the list's bound (drizzle/0020), which its text is far below: the page statement
+    // answers the list in one page (the whole list's statement answers when it fits).
+    const size = { rows: 12_500, min: 100, bytes: (await episodeListBound(userId)) - 1 };
     const meter = await meteredDatabaseOf(userId);
-    const body = (await (await get(who, path, meter.bindings)).json()) as { actions: unknown[] };
+    const pages = await pagesOf((await readEpisodeActions(meter.binding, userId, 0, { size })).pages);
     const live = count - Math.floor(count / 7);
-    expect(body.actions).toHaveLength(live);
+    expect(pages).toHaveLength(1);
+    expect(JSON.parse(`[${pages[0].text}]`)).toHaveLength(live);
     const [page] = meter.totals.statements.flatMap((statement, i) =>
       statement.sql === gpodderStatements.episodeChangesPage.sql ? [meter.totals.rowsReadPerStatement[i]] : [],
     );
@@ -555,7 +567,10 @@ describe("gpodder GETs written page by page", () => {
       gpodderStatements.removedPage.sql,
     ]);
     expect(episodes.calls).toBe(1);
-    expect(episodes.statements).toEqual([gpodderStatements.episodeChangesPage.sql]);
+    expect(episodes.statements).toEqual([
+      gpodderStatements.wholeEpisodes.sql,
+      gpodderStatements.episodeChangesPage.sql,
+    ]);
   });
 
   it("subscription changes keep pages of the first size while the bucket is frozen (rows then read unkeyed)", async () => {
@@ -842,6 +857,208 @@ describe("a full subscription list that fits one page is one walk (user_stats.fe
     expect(body.add).toEqual(Array.from({ length: 460 }, (_, i) => hostileUrl(i, 1000, "over.example")));
     const [whole] = meter.totals.statements.flatMap((statement, i) =>
       statement.sql === gpodderStatements.wholeAdded.sql ? [meter.totals.rowsReadPerStatement[i]] : [],
+    );
+    expect(whole).toBeLessThanOrEqual(3);
+  });
+});
+
+/** A stored head's JSON string as drizzle/0020 counts it: its bytes, escapes and quotes; a cut head the most. */
+function quotedBytesOf(head: string | null, headBytes: number, most: number): number {
+  if (head === null) return 0;
+  const bytes = byteLength(head);
+  return bytes >= headBytes - 3 ? most : bytes + (head.match(/["\\]/g)?.length ?? 0) + 2;
+}
+
+describe("a full episode list that fits one page is one walk (user_stats.episode_list_bytes, drizzle/0020)", () => {
+  beforeEach(() => withinOneRateWindow());
+
+  async function episodeListBytes(userId: string) {
+    const db = await databaseFor(userId);
+    const stored = await db.prepare("SELECT media_url, item_guid FROM episodes WHERE user_id = ?").bind(userId).all();
+    const feeds = await db.prepare("SELECT feed_url FROM subscriptions WHERE user_id = ?").bind(userId).all();
+    const stats = await db
+      .prepare("SELECT episode_list_bytes, feed_url_max_bytes, episode_count FROM user_stats WHERE user_id = ?")
+      .bind(userId)
+      .first<{ episode_list_bytes: number; feed_url_max_bytes: number; episode_count: number }>();
+    const expected = stored.results.reduce(
+      (sum, row) =>
+        sum +
+        quotedBytesOf(row.media_url as string | null, 600, 4098) +
+        quotedBytesOf(row.item_guid as string | null, 200, 2050),
+      0,
+    );
+    const feedMost = Math.max(0, ...feeds.results.map((row) => quotedBytesOf(String(row.feed_url), 800, 4098)));
+    return { stats, expected, rows: stored.results.length, feedMost };
+  }
+
+  it("the triggers keep the bound of every stored state through uploads, updates, tombstones and deletes", async () => {
+    const userId = `gpodder-episode-bytes-${crypto.randomUUID()}`;
+    const who = await credentials(userId);
+    const auth = { Authorization: `Basic ${btoa(`${who.username}:${who.password}`)}` };
+    const post = (path: string, body: unknown) =>
+      send(new Request(`${ORIGIN}${path}`, { method: "POST", headers: auth, body: JSON.stringify(body) }));
+    const longFeed = hostileUrl(1, 1000, "feed.example");
+    const feeds = [longFeed, "https://plain.example/feed.xml"];
+    expect((await post(`/api/2/subscriptions/${who.username}/dev.json`, { add: feeds, remove: [] })).status).toBe(200);
+    const play = (podcast: string, episode: string, position: number, guid?: string) => ({
+      podcast,
+      episode,
+      ...(guid === undefined ? {} : { guid }),
+      action: "play",
+      timestamp: "2026-11-01T10:00:00",
+      started: 0,
+      position,
+      total: 3600,
+    });
+    const longMedia = (i: number) => hostileUrl(i, 700, "cdn.example");
+    const actions = [
+      play(feeds[0], longMedia(2), 10),
+      play(feeds[0], "https://cdn.example/a.mp3", 20, `guid-"quoted"-\\-${"g".repeat(300)}`),
+      play(feeds[1], hostileUrl(3, 120, "cdn.example"), 30, 'short-"guid"'),
+      play(feeds[1], "https://cdn.example/b.mp3", 40),
+    ];
+    expect((await post(`/api/2/episodes/${who.username}.json`, actions)).status).toBe(200);
+    let state = await episodeListBytes(userId);
+    expect(state.rows).toBe(4);
+    expect(state.stats?.episode_count).toBe(4);
+    expect(state.stats?.episode_list_bytes, "step 1").toBe(state.expected);
+    expect(state.stats?.feed_url_max_bytes).toBe(4098);
+    // Updates of the same episodes (a later position; an episode named by its guid under another media URL).
+    const updates = [
+      play(feeds[0], longMedia(2), 50),
+      play(feeds[1], "https://cdn.example/b.mp3", 60),
+      play(feeds[0], hostileUrl(4, 200, "moved.example"), 70, `guid-"quoted"-\\-${"g".repeat(300)}`),
+    ];
+    expect((await post(`/api/2/episodes/${who.username}.json`, updates)).status).toBe(200);
+    state = await episodeListBytes(userId);
+    expect(state.stats?.episode_list_bytes, "step 2").toBe(state.expected);
+    // A tombstone (the media URL goes), then rows leaving the database (a purge, a bucket move, an erasure).
+    const db = await databaseFor(userId);
+    await db
+      .prepare(
+        "UPDATE episodes SET deleted_at = 1, media_url = NULL, change_seq = (SELECT episode_version + 1 FROM user_stats WHERE user_id = ?1) WHERE user_id = ?1 AND media_url = ?2",
+      )
+      .bind(userId, "https://cdn.example/b.mp3")
+      .run();
+    state = await episodeListBytes(userId);
+    expect(state.stats?.episode_list_bytes, "step 3").toBe(state.expected);
+    await db.prepare("DELETE FROM episodes WHERE user_id = ? AND item_guid IS NULL").bind(userId).run();
+    state = await episodeListBytes(userId);
+    expect(state.rows).toBeLessThan(4);
+    expect(state.stats?.episode_list_bytes, "step 4").toBe(state.expected);
+    // The longest feed URL ever stored stays the bound after it is renamed away (never lowered).
+    const { guid } = (await db
+      .prepare("SELECT guid FROM subscriptions WHERE user_id = ? AND feed_url LIKE 'https://feed.example/1?%'")
+      .bind(userId)
+      .first()) as { guid: string };
+    const user = await as(userId);
+    const renamed = await user.patch(`/v1/subscriptions/${guid}`, {
+      data: { type: "subscription", id: guid, attributes: { feedUrl: "https://short.example/renamed.xml" } },
+    });
+    expect(renamed.status).toBe(200);
+    state = await episodeListBytes(userId);
+    expect(state.stats?.feed_url_max_bytes).toBeGreaterThanOrEqual(state.feedMost);
+    expect(state.stats?.feed_url_max_bytes).toBe(4098);
+  });
+
+  it("since 0: the whole list reads the states and their feeds once, and says what the pages say", async () => {
+    const userId = `gpodder-episodes-whole-${crypto.randomUUID()}`;
+    await seedSubscriptions(userId, 1, { feedUrl: () => hostileUrl(0, 200, "feed.example") });
+    const db = await databaseFor(userId);
+    const { guid } = (await db.prepare("SELECT guid FROM subscriptions WHERE user_id = ?").bind(userId).first()) as {
+      guid: string;
+    };
+    const count = 1000;
+    await seedEpisodes(userId, guid, count, (i) => (i % 10 ? `https://cdn.example/${i}.mp3` : hostileUrl(i, 300)));
+    const live = count - Math.floor(count / 7);
+    const who = await credentials(userId);
+    const path = `/api/2/episodes/${who.username}.json?since=0`;
+    await (await get(who, path)).text(); // verifies the password
+    const meter = await meteredDatabaseOf(userId);
+    const text = await (await get(who, path, meter.bindings)).text();
+    const body = JSON.parse(text) as { actions: unknown[]; timestamp: number };
+    expect(body.actions).toHaveLength(live);
+    const rowsOf = (sql: string) =>
+      meter.totals.statements.flatMap((statement, i) =>
+        statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
+      );
+    // A row per state walked and one for each live state's feed, the stats row and the seek for learned moves (in
+    // the filter and the answer); the page statement beside it walks nothing.
+    expect(rowsOf(gpodderStatements.wholeEpisodes.sql)).toEqual([expect.any(Number)]);
+    expect(rowsOf(gpodderStatements.wholeEpisodes.sql)[0]).toBeLessThanOrEqual(count + live + 4);
+    expect(rowsOf(gpodderStatements.episodeChangesPage.sql)[0]).toBeLessThanOrEqual(2);
+    // The same actions read by the pages cut by their text, byte for byte.
+    const size = { rows: 12_500, min: 100, bytes: 20_000 };
+    const pages = await pagesOf((await readEpisodeActions(db, userId, 0, { size, aliases: true })).pages);
+    expect(pages.length).toBeGreaterThan(2);
+    expect(
+      JSON.stringify({
+        actions: JSON.parse(
+          `[${pages
+            .map((page) => page.text)
+            .filter((page) => page !== "")
+            .join(",")}]`,
+        ),
+        timestamp: body.timestamp,
+      }),
+    ).toBe(text);
+  });
+
+  it("a user with a learned move is read in pages by the gpodder.net read (its copies), whole by the Nextcloud one", async () => {
+    const userId = `gpodder-episodes-moved-${crypto.randomUUID()}`;
+    await seedSubscriptions(userId, 1, { feedUrl: () => "https://feed.example/moved.xml" });
+    const db = await databaseFor(userId);
+    const { guid } = (await db.prepare("SELECT guid FROM subscriptions WHERE user_id = ?").bind(userId).first()) as {
+      guid: string;
+    };
+    await seedEpisodes(userId, guid, 200, (i) => `https://cdn.example/${i}.mp3`);
+    // The mark a learned move leaves on the row (src/db/feed-aliases.ts); its copies come from the aliases.
+    await db
+      .prepare("UPDATE subscriptions SET learned_move_seq = change_seq WHERE user_id = ? AND guid = ?")
+      .bind(userId, guid)
+      .run();
+    const read = async (aliases: boolean) => {
+      const meter = await meteredDatabaseOf(userId);
+      const pages = await pagesOf((await readEpisodeActions(meter.binding, userId, 0, { aliases })).pages);
+      const rowsOf = (sql: string) =>
+        meter.totals.statements.flatMap((statement, i) =>
+          statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
+        );
+      return {
+        text: pages.map((page) => page.text).join(","),
+        whole: rowsOf(gpodderStatements.wholeEpisodes.sql)[0],
+        page: rowsOf(gpodderStatements.episodeChangesPage.sql)[0],
+      };
+    };
+    const gpodderRead = await read(true);
+    const nextcloudRead = await read(false);
+    // The stats row and the seek for learned moves, in the filter and the answer.
+    expect(gpodderRead.whole).toBeLessThanOrEqual(4);
+    expect(gpodderRead.page).toBeGreaterThan(200);
+    expect(nextcloudRead.whole).toBeGreaterThan(200);
+    expect(nextcloudRead.page).toBeLessThanOrEqual(3);
+    expect(gpodderRead.text).toBe(nextcloudRead.text);
+  });
+
+  it("an account over one page's bound walks nothing whole and is read by the pages", { timeout: 60_000 }, async () => {
+    const userId = `gpodder-episodes-over-${crypto.randomUUID()}`;
+    await seedSubscriptions(userId, 1, { feedUrl: () => "https://feed.example/over.xml" });
+    const db = await databaseFor(userId);
+    const { guid } = (await db.prepare("SELECT guid FROM subscriptions WHERE user_id = ?").bind(userId).first()) as {
+      guid: string;
+    };
+    // Cut media heads count 4 098 bytes each: 1 000 of them are over the 3.75 MiB of a page.
+    const count = 1000;
+    await seedEpisodes(userId, guid, count, (i) => hostileUrl(i, 700, "cdn.example"), count + 1);
+    expect(await episodeListBound(userId)).toBeGreaterThan(3.75 * 1024 * 1024);
+    const meter = await meteredDatabaseOf(userId);
+    const pages = await pagesOf((await readEpisodeActions(meter.binding, userId, 0, { aliases: true })).pages);
+    const actions = JSON.parse(`[${pages.map((page) => page.text).join(",")}]`) as { episode: string }[];
+    expect(actions.map((action) => action.episode)).toEqual(
+      Array.from({ length: count }, (_, i) => hostileUrl(i, 700, "cdn.example")),
+    );
+    const [whole] = meter.totals.statements.flatMap((statement, i) =>
+      statement.sql === gpodderStatements.wholeEpisodes.sql ? [meter.totals.rowsReadPerStatement[i]] : [],
     );
     expect(whole).toBeLessThanOrEqual(3);
   });

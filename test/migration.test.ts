@@ -118,7 +118,13 @@ describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
     results.sort((a, b) => String(a.user_id).localeCompare(String(b.user_id)));
     // Migration 0004 adds the episode counters and the stored URL bytes (every old URL here is 56 bytes).
     // Migration 0005's horizons start at 0: nothing was purged before it, so every token stays valid.
-    const zeroEpisodes = { episode_count: 0, episode_version: 0, subscription_horizon: 0, episode_horizon: 0 };
+    const zeroEpisodes = {
+      episode_count: 0,
+      episode_version: 0,
+      subscription_horizon: 0,
+      episode_horizon: 0,
+      episode_list_bytes: 0,
+    };
     expect(results).toEqual([
       {
         user_id: "old-alice",
@@ -128,6 +134,7 @@ describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
         ...zeroEpisodes,
         url_bytes: 4 * 56,
         feed_list_bytes: 4 * 59,
+        feed_url_max_bytes: 58,
       },
       {
         user_id: "old-bob",
@@ -137,6 +144,7 @@ describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
         ...zeroEpisodes,
         url_bytes: 56,
         feed_list_bytes: 59,
+        feed_url_max_bytes: 58,
       },
       {
         user_id: "old-carol",
@@ -146,6 +154,7 @@ describe(`migration ${CHANGE_FEED} on data of the previous schema`, () => {
         ...zeroEpisodes,
         url_bytes: 2048,
         feed_list_bytes: 4099,
+        feed_url_max_bytes: 4098,
       },
     ]);
     const bob = await as("old-bob");
@@ -198,6 +207,7 @@ describe("migration 0004 on subscriptions of the previous schema", () => {
       "subscriptions_active_page",
       "subscriptions_changes",
       "subscriptions_feed_active",
+      "subscriptions_learned_moves",
       "subscriptions_tombstone_age",
       "subscriptions_tombstones",
       "subscriptions_url",

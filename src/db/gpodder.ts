@@ -725,7 +725,7 @@ const ACTION_COLUMNS = [
  * counts the aliases by key (an upper bound), the text those whose canonical URL is the stored one. A row's
  * actions are joined by `, ` (JSON allows it), which `itemsText` never splits at: its items stay one per row.
  */
-function actionsPageStatement(from: SQL, where: SQL): Statement {
+function actionsPageStatement(from: SQL, where: SQL, limit: SQL = sql`${sql.placeholder("limit")}`): Statement {
   const columns = (row: string) => sql.raw(ACTION_COLUMNS.map((column) => `${row}.${column} AS ${column}`).join(", "));
   const own = sql`${quotedBytesAtMost(MEDIA_URL, "t", MAX_QUOTED_URL)} + ${quotedBytesAtMost(ITEM_GUID, "t", MAX_QUOTED_GUID)}
     + ${sql.raw(String(ACTION_REST_BYTES))}`;
@@ -750,7 +750,7 @@ function actionsPageStatement(from: SQL, where: SQL): Statement {
       sql`SELECT t.change_seq AS seq, ${columns("t")},
       CASE WHEN t.deleted_at IS NULL AND ${tellsSomething} THEN coalesce(${size}, 0) ELSE 0 END AS size
     FROM ${from} WHERE ${where}
-    ORDER BY t.change_seq LIMIT ${sql.placeholder("limit")}`,
+    ORDER BY t.change_seq LIMIT ${limit}`,
       sql`(SELECT ${action(sql`json_quote(carried.stored_url)`)}
           || CASE WHEN ${copies("carried")} THEN ${aliasActions} ELSE '' END
         FROM (${carried}) AS carried)`,
@@ -759,15 +759,49 @@ function actionsPageStatement(from: SQL, where: SQL): Statement {
 }
 
 /**
+ * Whether the user's episode states, as gpodder actions, fit one page by the bound the stats keep (drizzle/0020: each
+ * state's media URL and guid as JSON strings, and per state the members every action has and the user's longest feed
+ * URL ever) and by its rows (`limit`, the most a page walks), and none is told under a learned move's old URLs too (`aliases`: those copies are past the bound; a user
+ * with a learned move is read in pages). Not correlated: read once per statement.
+ */
+const episodeListFits = sql`coalesce((SELECT ${stats.episodeListBytes}
+      + ${stats.episodeCount} * (${sql.raw(String(ACTION_REST_BYTES))} + ${stats.feedUrlMaxBytes}) <= ${sql.placeholder("bytes")}
+      AND ${stats.episodeCount} <= ${sql.placeholder("limit")}
+    FROM ${stats} WHERE ${stats.userId} = ${userId}), 1)
+  AND NOT (${sql.placeholder("aliases")} AND EXISTS (SELECT 1 FROM ${s} AS m INDEXED BY subscriptions_learned_moves
+    WHERE m.user_id = ${userId} AND m.learned_move_seq IS NOT NULL))`;
+
+/**
  * One page of the user's episode changes received at or after `since`, after change number `after` (null: the
  * first page, which finds the change number `since` starts after). `since` 0 is every change (no received_at is
- * below 0): no walk.
+ * below 0): no walk. With `whole` (the first page of a full list), it walks nothing when the list fits a page:
+ * `wholeEpisodesStatement` beside it in the batch answers then.
  */
 const episodeChangesPageStatement = actionsPageStatement(
   sql`${e} AS t`,
   sql`t.user_id = ${userId} AND t.change_seq > coalesce(${sql.placeholder("after")},
       CASE WHEN ${sql.placeholder("since")} = 0 THEN 0 ELSE ${sinceBoundary(e)} END)`,
+  // A LIMIT of 0 ends the walk before its first row; a condition of no row in WHERE is tested at each row walked.
+  sql`CASE WHEN ${sql.placeholder("whole")} AND ${episodeListFits} THEN 0 ELSE ${sql.placeholder("limit")} END`,
 );
+
+/**
+ * Every episode state of the user as gpodder actions (`since` 0, no podcast named) when they fit one page
+ * (`episodeListFits`), in one walk in change order without the running sum a cut needs: D1 counts a row read per
+ * state walked and one for its feed, looked up once, in the walk (the page statement reads five per state: its
+ * running sum's two, its feed twice). The walk is a subquery with a LIMIT, which SQLite does not flatten into the
+ * aggregate, so each action's text is written once. Nothing is walked when the list does not fit (`fits` 0: the page
+ * statement beside it answers).
+ */
+const wholeEpisodesStatement = statement(sql`SELECT unixepoch() AS now, ${episodeListFits} AS fits,
+    count(*) AS walked, count(*) AS kept, max(listed.seq) AS last, coalesce(sum(length(listed.item)), 0) AS size,
+    coalesce(group_concat(CASE WHEN listed.item IS NOT NULL THEN listed.seq END, ','), '') || ' '
+      || coalesce(group_concat(listed.item, ','), '') AS items
+  FROM (SELECT t.change_seq AS seq, CASE WHEN t.deleted_at IS NULL AND ${tellsSomething}
+        THEN (SELECT ${actionText(sql`json_quote(${urlOf("f")})`, "t")} FROM ${s} AS f
+          WHERE f.user_id = ${userId} AND f.guid = t.feed_guid) END AS item
+    FROM ${e} AS t WHERE t.user_id = ${userId}
+    ORDER BY t.change_seq LIMIT CASE WHEN ${episodeListFits} THEN -1 ELSE 0 END) AS listed`);
 
 /**
  * The feed `podcast=` names (docs/API.md §14): the one an upload naming that URL applies to (its active
@@ -792,6 +826,9 @@ const feedChangesPageStatement = actionsPageStatement(
 
 /** Where each action of a page's text starts (`itemsText`). */
 const ACTION_START = '{"podcast":';
+
+/** What an episode page statement answers; the whole list's (`wholeEpisodesStatement`) says whether it answered. */
+type EpisodePageRow = TextPageRow & { now: number; fits?: number };
 
 /** The episode actions since a time (`readEpisodeActions`). */
 export interface EpisodeActions {
@@ -822,14 +859,26 @@ export async function readEpisodeActions(
     podcast === undefined
       ? [episodeChangesPageStatement, {}]
       : [feedChangesPageStatement, { feedUrl: podcast, urlKey: urlKey(podcast) }];
+  const values = { userId: user, since, bytes: size.bytes, aliases: aliases ? 1 : 0, whole: 0, ...feed };
   const read = async (after: number | null, limit: number) =>
-    (await call(() =>
-      pageStatement
-        .bind(db, { userId: user, since, after, limit, bytes: size.bytes, aliases: aliases ? 1 : 0, ...feed })
-        .first(),
-    )) as unknown as TextPageRow & { now: number };
-  const first = await read(null, size.rows);
-  return { now: first.now, pages: textPages(first, size.rows, read, size, ACTION_START) };
+    (await call(() => pageStatement.bind(db, { ...values, after, limit }).first())) as unknown as EpisodePageRow;
+  if (since !== 0 || podcast !== undefined) {
+    const first = await read(null, size.rows);
+    return { now: first.now, pages: textPages(first, size.rows, read, size, ACTION_START) };
+  }
+  // A full list: the whole list in one walk when it fits one page, else the first page, in one call.
+  const [whole, paged] = (
+    await call(() =>
+      db.batch([
+        wholeEpisodesStatement.bind(db, { ...values, limit: size.rows }),
+        pageStatement.bind(db, { ...values, whole: 1, after: null, limit: size.rows }),
+      ]),
+    )
+  ).map((result) => result.results[0] as unknown as EpisodePageRow);
+  // The whole list asked for every row: no page follows it.
+  if (whole.fits)
+    return { now: whole.now, pages: textPages(whole, Number.POSITIVE_INFINITY, read, size, ACTION_START) };
+  return { now: paged.now, pages: textPages(paged, size.rows, read, size, ACTION_START) };
 }
 
 /** An episode write of a gpodder upload: computed for the guid guessed for its feed (the index of `feeds`). */
@@ -982,6 +1031,7 @@ export const gpodderStatements: Record<string, Statement> = {
   episodeUploadFreshRefused: uploadSets.freshRefused,
   episodeUploadFresh: uploadSets.fresh,
   clock: clockStatement,
+  wholeEpisodes: wholeEpisodesStatement,
   episodeChangesPage: episodeChangesPageStatement,
   feedChangesPage: feedChangesPageStatement,
 };

@@ -80,6 +80,9 @@ export const subscriptions = sqliteTable(
     // live rows, and the retention cron finds tombstones past their age without a scan (docs/API.md §15).
     index("subscriptions_tombstones").on(table.userId, table.changeSeq).where(sql`${table.unsubscribedAt} is not null`),
     index("subscriptions_tombstone_age").on(table.unsubscribedAt).where(sql`${table.unsubscribedAt} is not null`),
+    // The rows a learned move ever changed (few): whether a user has any is one seek (a full episode list told
+    // under the moves' old URLs too is read in pages, src/db/gpodder.ts).
+    index("subscriptions_learned_moves").on(table.userId).where(sql`${table.learnedMoveSeq} is not null`),
   ],
 );
 
@@ -210,6 +213,17 @@ export const userStats = sqliteTable("user_stats", {
    * subscription stats triggers (drizzle/0019): a full list that fits one page is read without its running sum.
    */
   feedListBytes: integer("feed_list_bytes").notNull().default(0),
+  /**
+   * The bytes the user's stored episode states take in a gpodder action beyond its feed's URL (each its media URL's
+   * and guid's JSON strings: the `own` size of src/db/gpodder.ts's pages, without the members every action has), an
+   * upper bound like `feedListBytes`. Kept by the episode stats triggers (drizzle/0020).
+   */
+  episodeListBytes: integer("episode_list_bytes").notNull().default(0),
+  /**
+   * The most bytes a feed URL the user ever stored takes as a JSON string (never lowered: an upper bound of every
+   * stored feed's). With `episodeListBytes`, a full episode list that fits one page is read without its running sum.
+   */
+  feedUrlMaxBytes: integer("feed_url_max_bytes").notNull().default(0),
   subscriptionHorizon: integer("subscription_horizon").notNull().default(0),
   episodeHorizon: integer("episode_horizon").notNull().default(0),
 });
