@@ -196,12 +196,8 @@ describe("gpodder GETs written page by page", () => {
     const meter = await meteredDatabaseOf(userId);
     const body = (await (await get(who, path, meter.bindings)).json()) as { add: string[]; remove: string[] };
     expect([body.add.length, body.remove.length]).toEqual([active, tombstones]);
-    const rowsOf = (sql: string) =>
-      meter.totals.statements.flatMap((statement, i) =>
-        statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
-      );
-    const [removed] = rowsOf(gpodderStatements.removedPage.sql);
-    const [added] = rowsOf(gpodderStatements.addedPage.sql);
+    const [removed] = meter.rowsReadBy(gpodderStatements.removedPage.sql);
+    const [added] = meter.rowsReadBy(gpodderStatements.addedPage.sql);
     // Three rows read per tombstone walked (the walk, the running sum's sort and frame) and its URL's lookups
     // (two searches for an active row with its URL, two for a tombstone before it, seven for an active subscription
     // its URL names by the alias rule of docs/API.md §18: the alias probes and the subscription probes of each URL
@@ -231,9 +227,7 @@ describe("gpodder GETs written page by page", () => {
     const live = count - Math.floor(count / 7);
     expect(pages).toHaveLength(1);
     expect(JSON.parse(`[${pages[0].text}]`)).toHaveLength(live);
-    const [page] = meter.totals.statements.flatMap((statement, i) =>
-      statement.sql === gpodderStatements.episodeChangesPage.sql ? [meter.totals.rowsReadPerStatement[i]] : [],
-    );
+    const [page] = meter.rowsReadBy(gpodderStatements.episodeChangesPage.sql);
     // Per state walked: the row, the running sum's sort and frame; per live state, its feed's head for its size and
     // again for its text (reading the state again by its key was one more).
     expect(page).toBeLessThanOrEqual(3 * count + 2 * live + 2);
@@ -760,15 +754,11 @@ describe("a full subscription list that fits one page is one walk (user_stats.fe
     const meter = await meteredDatabaseOf(userId);
     const body = (await (await get(who, path, meter.bindings)).json()) as { add: string[] };
     expect(body.add).toEqual(await activeUrls(userId));
-    const rowsOf = (sql: string) =>
-      meter.totals.statements.flatMap((statement, i) =>
-        statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
-      );
     // A row per row walked (the active rows and the 20 tombstones beside them in the key index), the stats row and
     // the probe for rows without url_key twice (the filter and the answer); the list by changes walks nothing.
-    expect(rowsOf(gpodderStatements.wholeAdded.sql)).toEqual([expect.any(Number)]);
-    expect(rowsOf(gpodderStatements.wholeAdded.sql)[0]).toBeLessThanOrEqual(count + 20 + 4);
-    expect(rowsOf(gpodderStatements.addedPage.sql)[0]).toBeLessThanOrEqual(2);
+    expect(meter.rowsReadBy(gpodderStatements.wholeAdded.sql)).toEqual([expect.any(Number)]);
+    expect(meter.rowsReadBy(gpodderStatements.wholeAdded.sql)[0]).toBeLessThanOrEqual(count + 20 + 4);
+    expect(meter.rowsReadBy(gpodderStatements.addedPage.sql)[0]).toBeLessThanOrEqual(2);
     // The same list read by the changes, in pages cut by their text: the same URLs in the same order.
     const db = await databaseFor(userId);
     const caller = { userId, appPasswordId: "unused: reads take no guard" };
@@ -832,15 +822,11 @@ describe("a full subscription list that fits one page is one walk (user_stats.fe
     expect(body).toEqual(
       Array.from({ length: count }, (_, i) => (i % 10 ? `https://l.example/${i}.xml` : hostileUrl(i))),
     );
-    const rowsOf = (sql: string) =>
-      meter.totals.statements.flatMap((statement, i) =>
-        statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
-      );
     // The walk of the list's index (active rows alone, and the step that ends it) and the stats row twice; the page statement reads the stats row alone.
-    expect(rowsOf(exportStatements.whole.sql)).toHaveLength(1);
-    expect(rowsOf(exportStatements.whole.sql)[0]).toBeLessThanOrEqual(count + 3);
-    expect(rowsOf(exportStatements.page.sql)).toHaveLength(1);
-    expect(rowsOf(exportStatements.page.sql)[0]).toBeLessThanOrEqual(2);
+    expect(meter.rowsReadBy(exportStatements.whole.sql)).toHaveLength(1);
+    expect(meter.rowsReadBy(exportStatements.whole.sql)[0]).toBeLessThanOrEqual(count + 3);
+    expect(meter.rowsReadBy(exportStatements.page.sql)).toHaveLength(1);
+    expect(meter.rowsReadBy(exportStatements.page.sql)[0]).toBeLessThanOrEqual(2);
     expect(meter.totals.calls).toBe(1);
   });
 
@@ -855,9 +841,7 @@ describe("a full subscription list that fits one page is one walk (user_stats.fe
     const meter = await meteredDatabaseOf(userId);
     const body = (await (await get(who, path, meter.bindings)).json()) as { add: string[] };
     expect(body.add).toEqual(Array.from({ length: 460 }, (_, i) => hostileUrl(i, 1000, "over.example")));
-    const [whole] = meter.totals.statements.flatMap((statement, i) =>
-      statement.sql === gpodderStatements.wholeAdded.sql ? [meter.totals.rowsReadPerStatement[i]] : [],
-    );
+    const [whole] = meter.rowsReadBy(gpodderStatements.wholeAdded.sql);
     expect(whole).toBeLessThanOrEqual(3);
   });
 });
@@ -978,15 +962,11 @@ describe("a full episode list that fits one page is one walk (user_stats.episode
     const text = await (await get(who, path, meter.bindings)).text();
     const body = JSON.parse(text) as { actions: unknown[]; timestamp: number };
     expect(body.actions).toHaveLength(live);
-    const rowsOf = (sql: string) =>
-      meter.totals.statements.flatMap((statement, i) =>
-        statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
-      );
     // A row per state walked and one for each live state's feed, the stats row and the seek for learned moves (in
     // the filter and the answer); the page statement beside it walks nothing.
-    expect(rowsOf(gpodderStatements.wholeEpisodes.sql)).toEqual([expect.any(Number)]);
-    expect(rowsOf(gpodderStatements.wholeEpisodes.sql)[0]).toBeLessThanOrEqual(count + live + 4);
-    expect(rowsOf(gpodderStatements.episodeChangesPage.sql)[0]).toBeLessThanOrEqual(2);
+    expect(meter.rowsReadBy(gpodderStatements.wholeEpisodes.sql)).toEqual([expect.any(Number)]);
+    expect(meter.rowsReadBy(gpodderStatements.wholeEpisodes.sql)[0]).toBeLessThanOrEqual(count + live + 4);
+    expect(meter.rowsReadBy(gpodderStatements.episodeChangesPage.sql)[0]).toBeLessThanOrEqual(2);
     // The same actions read by the pages cut by their text, byte for byte.
     const size = { rows: 12_500, min: 100, bytes: 20_000 };
     const pages = await pagesOf((await readEpisodeActions(db, userId, 0, { size, aliases: true })).pages);
@@ -1020,14 +1000,10 @@ describe("a full episode list that fits one page is one walk (user_stats.episode
     const read = async (aliases: boolean) => {
       const meter = await meteredDatabaseOf(userId);
       const pages = await pagesOf((await readEpisodeActions(meter.binding, userId, 0, { aliases })).pages);
-      const rowsOf = (sql: string) =>
-        meter.totals.statements.flatMap((statement, i) =>
-          statement.sql === sql ? [meter.totals.rowsReadPerStatement[i]] : [],
-        );
       return {
         text: pages.map((page) => page.text).join(","),
-        whole: rowsOf(gpodderStatements.wholeEpisodes.sql)[0],
-        page: rowsOf(gpodderStatements.episodeChangesPage.sql)[0],
+        whole: meter.rowsReadBy(gpodderStatements.wholeEpisodes.sql)[0],
+        page: meter.rowsReadBy(gpodderStatements.episodeChangesPage.sql)[0],
       };
     };
     const gpodderRead = await read(true);
@@ -1057,9 +1033,7 @@ describe("a full episode list that fits one page is one walk (user_stats.episode
     expect(actions.map((action) => action.episode)).toEqual(
       Array.from({ length: count }, (_, i) => hostileUrl(i, 700, "cdn.example")),
     );
-    const [whole] = meter.totals.statements.flatMap((statement, i) =>
-      statement.sql === gpodderStatements.wholeEpisodes.sql ? [meter.totals.rowsReadPerStatement[i]] : [],
-    );
+    const [whole] = meter.rowsReadBy(gpodderStatements.wholeEpisodes.sql);
     expect(whole).toBeLessThanOrEqual(3);
   });
 });

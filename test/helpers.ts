@@ -445,6 +445,12 @@ export function meteredD1(real: D1Database) {
   return {
     binding: wrapDatabase(real),
     totals,
+    /** The rows each call of the statement of text `sql` read, in call order. */
+    rowsReadBy(sql: string): number[] {
+      return totals.statements.flatMap((statement, i) =>
+        statement.sql === sql ? [totals.rowsReadPerStatement[i]] : [],
+      );
+    },
     reset() {
       totals.rowsRead = 0;
       totals.rowsWritten = 0;
