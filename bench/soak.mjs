@@ -4078,6 +4078,8 @@ async function main() {
     if (JSON_REPORT) writeJson(REPORT, runSummary(run));
     else report({ ...run, verdicts });
     for (const v of verdicts) console.log(`soak: ${v.ok ? "ok  " : "FAIL"} ${v.text}`);
+    // The report may be a scratch file (scripts/ci-soak's): a failed run says its first problems where CI shows them.
+    if (failed) for (const text of stats.failures) console.log(`soak: problem: ${text.slice(0, 1500)}`);
     console.log(`soak: report written to ${relative(ROOT, REPORT)}`);
     return failed ? 1 : 0;
   } finally {
