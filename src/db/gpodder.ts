@@ -761,8 +761,9 @@ function actionsPageStatement(from: SQL, where: SQL, limit: SQL = sql`${sql.plac
 /**
  * Whether the user's episode states, as gpodder actions, fit one page by the bound the stats keep (drizzle/0020: each
  * state's media URL and guid as JSON strings, and per state the members every action has and the user's longest feed
- * URL ever) and by its rows (`limit`, the most a page walks), and none is told under a learned move's old URLs too (`aliases`: those copies are past the bound; a user
- * with a learned move is read in pages). Not correlated: read once per statement.
+ * URL ever) and by its rows (`limit`, the most a page walks), and none is told under a learned move's old URLs too
+ * (`aliases`: those copies are past the bound; a user with a learned move is read in pages). Not correlated: read
+ * once per statement.
  */
 const episodeListFits = sql`coalesce((SELECT ${stats.episodeListBytes}
       + ${stats.episodeCount} * (${sql.raw(String(ACTION_REST_BYTES))} + ${stats.feedUrlMaxBytes}) <= ${sql.placeholder("bytes")}
@@ -862,23 +863,23 @@ export async function readEpisodeActions(
   const values = { userId: user, since, bytes: size.bytes, aliases: aliases ? 1 : 0, whole: 0, ...feed };
   const read = async (after: number | null, limit: number) =>
     (await call(() => pageStatement.bind(db, { ...values, after, limit }).first())) as unknown as EpisodePageRow;
-  if (since !== 0 || podcast !== undefined) {
-    const first = await read(null, size.rows);
-    return { now: first.now, pages: textPages(first, size.rows, read, size, ACTION_START) };
+  let first: EpisodePageRow;
+  let firstLimit = size.rows;
+  if (since !== 0 || podcast !== undefined) first = await read(null, size.rows);
+  else {
+    // A full list: the whole list in one walk when it fits one page, else the first page, in one call.
+    const [whole, paged] = (
+      await call(() =>
+        db.batch([
+          wholeEpisodesStatement.bind(db, { ...values, limit: size.rows }),
+          pageStatement.bind(db, { ...values, whole: 1, after: null, limit: size.rows }),
+        ]),
+      )
+    ).map((result) => result.results[0] as unknown as EpisodePageRow);
+    // The whole list asked for every row: no page follows it.
+    [first, firstLimit] = whole.fits ? [whole, Number.POSITIVE_INFINITY] : [paged, size.rows];
   }
-  // A full list: the whole list in one walk when it fits one page, else the first page, in one call.
-  const [whole, paged] = (
-    await call(() =>
-      db.batch([
-        wholeEpisodesStatement.bind(db, { ...values, limit: size.rows }),
-        pageStatement.bind(db, { ...values, whole: 1, after: null, limit: size.rows }),
-      ]),
-    )
-  ).map((result) => result.results[0] as unknown as EpisodePageRow);
-  // The whole list asked for every row: no page follows it.
-  if (whole.fits)
-    return { now: whole.now, pages: textPages(whole, Number.POSITIVE_INFINITY, read, size, ACTION_START) };
-  return { now: paged.now, pages: textPages(paged, size.rows, read, size, ACTION_START) };
+  return { now: first.now, pages: textPages(first, firstLimit, read, size, ACTION_START) };
 }
 
 /** An episode write of a gpodder upload: computed for the guid guessed for its feed (the index of `feeds`). */
